@@ -1,0 +1,39 @@
+# One command to set up and run, one to set up and test. Everything installs from PyPI / Maven Central.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run demo test lint typecheck unit kafka-jars clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## run: set up, then run the main job (the what-if demo until `kraft-acl serve` lands)
+run: setup
+	$(BIN)/kraft-acl authorize --acls examples/demo/acls.json --requests examples/demo/requests.jsonl \
+	  --config examples/demo/server.properties --explain --output table
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check metadata_log authorizer snapshots shell pipeline schemas
+	$(BIN)/lint-imports
+
+typecheck: setup
+	$(BIN)/mypy
+
+## kafka-jars: fetch the Apache Kafka broker jars from Maven Central (used by the kafka-marked tests)
+kafka-jars:
+	bash scripts/kafka-broker.sh fetch
+
+## test: set up, lint, type-check, then run every test (Kafka and Spark tests included)
+test: setup lint typecheck
+	$(BIN)/pytest -q
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

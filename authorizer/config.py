@@ -1,0 +1,100 @@
+"""The authorizer's configuration, parsed exactly as Kafka parses it (spec §3, §16.5) from a properties file.
+
+`AuthorizerConfig` is an immutable pydantic model; parsing functions are pure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import javaproperties
+from pydantic import BaseModel, ConfigDict
+
+from authorizer.errors import ConfigError
+
+SUPER_USERS = "super.users"
+ALLOW_EVERYONE = "allow.everyone.if.no.acl.found"
+EARLY_START_LISTENERS = "early.start.listeners"
+NODE_ID = "node.id"
+
+
+class AuthorizerConfig(BaseModel):
+    """The keys StandardAuthorizer reads; anything else in the file is kept in `extra` for other components."""
+
+    model_config = ConfigDict(frozen=True)
+
+    super_users: frozenset[str] = frozenset()
+    allow_everyone_if_no_acl_found: bool = False
+    early_start_listeners: tuple[str, ...] = ()
+    node_id: int = -1
+    extra: dict[str, str] = {}
+
+
+def parse_super_users(value: str | None) -> frozenset[str]:
+    """Split on `;`, trim, drop empties; every piece must be `Type:Name` (Kafka's message on failure)."""
+    if value is None:
+        return frozenset()
+    users = []
+    for piece in value.split(";"):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if ":" not in piece:
+            raise ConfigError(
+                f"{SUPER_USERS}: expected a string in format principalType:principalName but got {piece}"
+            )
+        users.append(piece)
+    return frozenset(users)
+
+
+def parse_bool(value: str | None) -> bool:
+    """Java's `Boolean.parseBoolean(value.trim())`: only `true` in any case is true."""
+    return value is not None and value.strip().lower() == "true"
+
+
+def parse_listeners(value: str | None) -> tuple[str, ...]:
+    """Comma-separated names, trimmed, empties dropped."""
+    if value is None:
+        return ()
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+def parse_node_id(value: str | None) -> int:
+    """An int after trim; -1 when absent or malformed (as Kafka does)."""
+    try:
+        return int(value.strip()) if value is not None else -1
+    except ValueError:
+        return -1
+
+
+def config_from_properties(props: dict[str, str]) -> AuthorizerConfig:
+    """Build the config from already-parsed properties."""
+    known = {SUPER_USERS, ALLOW_EVERYONE, EARLY_START_LISTENERS, NODE_ID}
+    return AuthorizerConfig(
+        super_users=parse_super_users(props.get(SUPER_USERS)),
+        allow_everyone_if_no_acl_found=parse_bool(props.get(ALLOW_EVERYONE)),
+        early_start_listeners=parse_listeners(props.get(EARLY_START_LISTENERS)),
+        node_id=parse_node_id(props.get(NODE_ID)),
+        extra={k: v for k, v in props.items() if k not in known},
+    )
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    """Read a Java properties file (escapes, continuations, `=`/`:` separators) with javaproperties."""
+    try:
+        with path.open("r", encoding="utf-8") as fh:
+            return dict(javaproperties.load(fh))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read properties file: {exc.strerror}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a valid properties file: {exc}") from exc
+
+
+def load_config(path: Path) -> AuthorizerConfig:
+    """Read and parse a Kafka-style `server.properties`; errors name the file and the key."""
+    try:
+        return config_from_properties(load_properties(path))
+    except ConfigError as exc:
+        if str(exc).startswith(str(path)):
+            raise
+        raise ConfigError(f"{path}: {exc}") from exc

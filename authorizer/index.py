@@ -1,0 +1,258 @@
+"""The immutable ACL index the StandardAuthorizer decides against: built once, then updated copy-on-write.
+
+An `AclIndex` is never mutated after construction, so any number of threads may read one while a
+writer builds the next (one reference swap publishes it; ARCHITECTURE.md "one consistent view").
+
+Layout, per resource type (`TypeIndex`):
+
+    literal   Map name -> ACLs            every principal; answers "does any ACL cover this name?"
+    prefixed  Map name -> ACLs            PREFIXED (and hand-made UNKNOWN-pattern) ACLs
+    prefix_lengths (3, 4, 19)             distinct prefixed-name lengths: a name N is covered by a
+                                          prefix ACL iff N[:L] is in `prefixed` for some L <= len(N)
+    principals Map principal -> PrincipalView
+
+and per (resource type, principal) a `PrincipalView` of plain dicts `name -> Grants`, where
+`Grants` maps a host to the grant mask of `authorizer.operations`. Worked example, bob's view of
+TOPIC after `foo LITERAL READ ALLOW` and `fo PREFIXED WRITE DENY from 10.0.0.1`:
+
+    literal  {"foo": {"*": 1<<READ}}
+    prefixed {"fo": {"10.0.0.1": 1<<(16+WRITE)}}          lengths (2,)
+
+Authorizing bob READ TOPIC `foobar` from 10.0.0.1 probes literal "foobar" and "*", then prefixed
+"fo" (L=2): mask = 1<<(16+WRITE); DENY test for READ fails, ALLOW test fails: no ACL of bob applies.
+The Map levels are `immutables.Map` (HAMT) so an update copies O(log n) nodes; the dicts inside a
+view are copied when that view changes, which costs O(ACLs of that principal and type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import immutables
+
+from authorizer.errors import ImageError
+from authorizer.model import PatternType, StandardAcl
+from authorizer.operations import grant_bit
+
+Grants = dict[str, int]
+AclId = str
+_EMPTY_GRANTS: Grants = {}
+_INTERNED: dict[tuple[tuple[str, int], ...], Grants] = {}
+_N_TYPES = 8
+
+
+def intern_grants(grants: Grants) -> Grants:
+    """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it."""
+    key = tuple(sorted(grants.items()))
+    shared = _INTERNED.get(key)
+    if shared is None:
+        shared = _INTERNED[key] = grants
+    return shared
+
+
+def grants_of(acls: Iterable[StandardAcl]) -> Grants:
+    """The interned host -> mask dict of some ACLs."""
+    out: Grants = {}
+    for acl in acls:
+        out[acl.host] = out.get(acl.host, 0) | grant_bit(acl.operation, acl.permission_type)
+    return intern_grants(out) if out else _EMPTY_GRANTS
+
+
+def _kind(pattern_type: int) -> str:
+    if pattern_type == PatternType.LITERAL:
+        return "literal"
+    if pattern_type == PatternType.PREFIXED:
+        return "prefixed"
+    return "other"  # hand-made records: acts as PREFIXED in authorize, ignored by_resource_type
+
+
+class PrincipalView:
+    """One principal's ACLs of one resource type, as name -> Grants dicts (immutable once published)."""
+
+    __slots__ = ("brt_cache", "lengths", "literal", "other", "prefixed")
+
+    def __init__(self, literal: dict[str, Grants], prefixed: dict[str, Grants], other: dict[str, Grants]):
+        self.literal = literal
+        self.prefixed = prefixed
+        self.other = other
+        self.lengths: tuple[int, ...] = tuple(sorted({len(name) for name in prefixed}))
+        # authorize_by_resource_type summaries, keyed by (host, op); safe because the view is immutable.
+        self.brt_cache: dict[tuple[str, int], Any] = {}
+
+    def is_empty(self) -> bool:
+        """True when the principal has no ACL of this type left."""
+        return not (self.literal or self.prefixed or self.other)
+
+
+class TypeIndex:
+    """All ACLs of one resource type (immutable once published)."""
+
+    __slots__ = ("length_counts", "literal", "prefix_lengths", "prefixed", "principals")
+
+    def __init__(
+        self,
+        literal: immutables.Map[str, tuple[StandardAcl, ...]],
+        prefixed: immutables.Map[str, tuple[StandardAcl, ...]],
+        length_counts: immutables.Map[int, int],
+        principals: immutables.Map[str, PrincipalView],
+    ) -> None:
+        self.literal = literal
+        self.prefixed = prefixed
+        self.length_counts = length_counts
+        self.prefix_lengths: tuple[int, ...] = tuple(sorted(length_counts.keys()))
+        self.principals = principals
+
+    def has_candidates(self, name: str) -> bool:
+        """Kafka's "ACLs on this resource": any literal N or `*`, or any prefix ACL covering N (spec §5.2)."""
+        literal = self.literal
+        if name in literal or "*" in literal:
+            return True
+        prefixed = self.prefixed
+        size = len(name)
+        for length in self.prefix_lengths:
+            if length > size:
+                break
+            if name[:length] in prefixed:
+                return True
+        return False
+
+    def candidates(self, name: str) -> Iterator[StandardAcl]:
+        """Every candidate ACL for `name` (slow path: explanations and listings)."""
+        yield from self.literal.get(name, ())
+        if name != "*":
+            yield from self.literal.get("*", ())
+        size = len(name)
+        for length in self.prefix_lengths:
+            if length > size:
+                break
+            yield from self.prefixed.get(name[:length], ())
+
+
+class AclIndex:
+    """The whole authorizer state: ACLs by id plus one TypeIndex per resource type code."""
+
+    __slots__ = ("by_id", "types")
+
+    def __init__(self, by_id: immutables.Map[AclId, StandardAcl], types: tuple[TypeIndex | None, ...]):
+        self.by_id = by_id
+        self.types = types
+
+    @staticmethod
+    def empty() -> AclIndex:
+        """An index with no ACLs."""
+        return AclIndex(immutables.Map(), (None,) * _N_TYPES)
+
+    @staticmethod
+    def build(acls: Iterable[tuple[AclId, StandardAcl]]) -> AclIndex:
+        """Build from scratch (snapshot load); raises ImageError on a duplicate id or duplicate content."""
+        return AclIndex.empty().apply((), acls)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def apply(self, removed: Iterable[AclId], added: Iterable[tuple[AclId, StandardAcl]]) -> AclIndex:
+        """A new index with `removed` ids deleted, then `added` inserted; `self` is left untouched."""
+        by_id = self.by_id.mutate()
+        per_type: dict[int, tuple[list[StandardAcl], list[StandardAcl]]] = {}
+        for acl_id in removed:
+            acl = by_id.get(acl_id)
+            if acl is None:
+                raise ImageError(f"cannot remove ACL {acl_id}: no ACL with that id exists")
+            del by_id[acl_id]
+            per_type.setdefault(acl.resource_type, ([], []))[0].append(acl)
+        for acl_id, acl in added:
+            if acl_id in by_id:
+                raise ImageError(f"cannot add ACL {acl_id}: an ACL with that id already exists ({by_id[acl_id]})")
+            by_id[acl_id] = acl
+            per_type.setdefault(acl.resource_type, ([], []))[1].append(acl)
+        types = list(self.types)
+        for code, (gone, new) in per_type.items():
+            if not 0 <= code < _N_TYPES:
+                raise ImageError(f"resource type code {code} is out of range")
+            types[code] = _apply_type(types[code], gone, new)
+        return AclIndex(by_id.finish(), tuple(types))
+
+
+def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[StandardAcl]) -> TypeIndex | None:
+    """Copy-on-write update of one resource type's index."""
+    if base is None:
+        base = TypeIndex(immutables.Map(), immutables.Map(), immutables.Map(), immutables.Map())
+    literal, prefixed = base.literal.mutate(), base.prefixed.mutate()
+    lengths = base.length_counts.mutate()
+    # (is_literal, name) -> the bucket being edited, as an insertion-ordered set.
+    work: dict[tuple[bool, str], dict[StandardAcl, None]] = {}
+
+    def edit(acl: StandardAcl) -> dict[StandardAcl, None]:
+        key = (acl.pattern_type == PatternType.LITERAL, acl.resource_name)
+        bucket = work.get(key)
+        if bucket is None:
+            bucket = work[key] = dict.fromkeys((literal if key[0] else prefixed).get(key[1], ()))
+        return bucket
+
+    for acl in gone:
+        del edit(acl)[acl]
+    for acl in new:
+        bucket = edit(acl)
+        if acl in bucket:
+            raise ImageError(f"cannot add {acl}: an ACL with the same content already exists")
+        bucket[acl] = None
+    for (is_literal, name), bucket in work.items():
+        bucket_map = literal if is_literal else prefixed
+        existed = name in bucket_map
+        if bucket:
+            bucket_map[name] = tuple(bucket)
+        elif existed:
+            del bucket_map[name]
+        if not is_literal and existed != bool(bucket):
+            _count(lengths, len(name), +1 if bucket else -1)
+    touched = work.keys()
+    literal_m, prefixed_m = literal.finish(), prefixed.finish()
+    # principal -> kind -> name -> Grants, or None where the principal no longer has ACLs there.
+    changes: dict[str, dict[str, dict[str, Grants | None]]] = {}
+    for acl in (*gone, *new):
+        changes.setdefault(acl.principal, {}).setdefault(_kind(acl.pattern_type), {})[acl.resource_name] = None
+    for is_literal, name in touched:
+        grouped: dict[tuple[str, str], list[StandardAcl]] = {}
+        for acl in (literal_m if is_literal else prefixed_m).get(name, ()):
+            grouped.setdefault((acl.principal, _kind(acl.pattern_type)), []).append(acl)
+        for (principal, kind), acls in grouped.items():
+            per_kind = changes.get(principal, {}).get(kind)
+            if per_kind is not None and name in per_kind:
+                per_kind[name] = grants_of(acls)
+    principals = base.principals.mutate()
+    for principal, per_kinds in changes.items():
+        view = _rebuild_view(principals.get(principal), per_kinds)
+        if view is None:
+            principals.pop(principal, None)
+        else:
+            principals[principal] = view
+    result = TypeIndex(literal_m, prefixed_m, lengths.finish(), principals.finish())
+    return result if len(result.literal) or len(result.prefixed) else None
+
+
+def _count(counts: Any, key: int, delta: int) -> None:
+    value = counts.get(key, 0) + delta
+    if value:
+        counts[key] = value
+    else:
+        del counts[key]
+
+
+def _rebuild_view(view: PrincipalView | None, changes: dict[str, dict[str, Grants | None]]) -> PrincipalView | None:
+    """A copy of `view` with the changed names' grants replaced (None removes the name)."""
+    dicts = {
+        "literal": view.literal if view else {},
+        "prefixed": view.prefixed if view else {},
+        "other": view.other if view else {},
+    }
+    for kind, names in changes.items():
+        updated = dict(dicts[kind])
+        for name, grants in names.items():
+            if grants is None:
+                updated.pop(name, None)
+            else:
+                updated[name] = grants
+        dicts[kind] = updated
+    fresh = PrincipalView(dicts["literal"], dicts["prefixed"], dicts["other"])
+    return None if fresh.is_empty() else fresh

@@ -1,0 +1,54 @@
+"""Metadata records (KIP-801 `AccessControlEntryRecord` / `RemoveAccessControlEntryRecord`) and record batches.
+
+All types are frozen value objects, safe to share between threads. Enum fields carry Kafka's
+wire codes as plain ints (ResourceType, PatternType, AclOperation, AclPermissionType; see the
+spec §1), so this package needs nothing from `authorizer`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL was created (log) or exists (snapshot); `id` is Kafka's 22-character base64 Uuid text."""
+
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    """The ACL with this id was deleted (appears in the log only, never in a snapshot)."""
+
+    id: str
+
+
+MetadataRecord = AccessControlEntryRecord | RemoveAccessControlEntryRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """One atomic unit of the log: records at offsets `base_offset .. base_offset + len(records) - 1`."""
+
+    base_offset: int
+    epoch: int
+    timestamp_ms: int
+    records: tuple[MetadataRecord, ...]
+
+    @property
+    def last_offset(self) -> int:
+        """The offset of the last record (inclusive)."""
+        return self.base_offset + len(self.records) - 1
+
+    @property
+    def next_offset(self) -> int:
+        """The offset right after this batch (exclusive end)."""
+        return self.base_offset + len(self.records)

@@ -1,0 +1,29 @@
+"""The `kraft-acl` command line: a thin typer app whose commands each call one library function.
+
+Stateless; every invocation is its own process.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from shell.whatif_cmd import authorize_command
+
+app = typer.Typer(
+    name="kraft-acl",
+    help="A KRaft-style, event-sourced ACL authorizer for Apache Kafka (KIP-801 StandardAuthorizer).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("authorize")(authorize_command)
+
+
+@app.callback()
+def _root() -> None:
+    """kraft-acl: Kafka's StandardAuthorizer on an event-sourced metadata log."""
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
