@@ -37,6 +37,20 @@ from authorizer.operations import grant_bit
 
 Grants = dict[str, int]
 AclId = str
+# A bucket holds the ACLs of one (type, name, literal-or-not): the bare ACL when there is one (most
+# names), a tuple when there are several. `members` hides the difference.
+Bucket = StandardAcl | tuple[StandardAcl, ...]
+
+
+def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
+    """The ACLs of a bucket (empty for None)."""
+    if bucket is None:
+        return ()
+    return bucket if isinstance(bucket, tuple) else (bucket,)
+
+
+def _bucket(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:
+    return next(iter(acls)) if len(acls) == 1 else tuple(acls)
 _EMPTY_GRANTS: Grants = {}
 _INTERNED: dict[tuple[tuple[str, int], ...], Grants] = {}
 _N_TYPES = 8
@@ -44,7 +58,10 @@ _N_TYPES = 8
 
 def intern_grants(grants: Grants) -> Grants:
     """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it."""
-    key = tuple(sorted(grants.items()))
+    if len(grants) == 1:
+        key: tuple[tuple[str, int], ...] = tuple(grants.items())
+    else:
+        key = tuple(sorted(grants.items()))
     shared = _INTERNED.get(key)
     if shared is None:
         shared = _INTERNED[key] = grants
@@ -68,21 +85,62 @@ def _kind(pattern_type: int) -> str:
 
 
 class PrincipalView:
-    """One principal's ACLs of one resource type, as name -> Grants dicts (immutable once published)."""
+    """One principal's ACLs of one resource type, as name -> Grants dicts (immutable once published).
 
-    __slots__ = ("brt_cache", "lengths", "literal", "other", "prefixed")
+    Prefixed names are also kept sorted, each with `parent` (the index of its longest proper
+    prefix among them, or -1) and `closure` (its grants merged with all its ancestors'). The
+    longest prefixed name that is a prefix of N is then found with one bisect and a short walk up
+    the parent chain, and its closure holds every prefix ACL covering N. Example, sorted names:
+
+        0 "ab"      parent -1   closure ab
+        1 "abcd"    parent 0    closure ab|abcd
+        2 "abx"     parent 0    closure ab|abx
+        3 "b"       parent -1   closure b
+
+    N = "abcz": the largest name <= N is "abcd" (1), not a prefix of N; its parent "ab" (0) is,
+    so closure[0] applies. N = "abcdef": "abcd" is a prefix of N, so closure[1] (ab and abcd).
+    Why the walk is enough: any prefix p of N with p <= cand is also a prefix of cand.
+    """
+
+    __slots__ = ("brt_cache", "closure", "literal", "names", "other", "parent", "prefixed")
 
     def __init__(self, literal: dict[str, Grants], prefixed: dict[str, Grants], other: dict[str, Grants]):
         self.literal = literal
         self.prefixed = prefixed
         self.other = other
-        self.lengths: tuple[int, ...] = tuple(sorted({len(name) for name in prefixed}))
+        self.names, self.parent, self.closure = prefix_tree(prefixed)
         # authorize_by_resource_type summaries, keyed by (host, op); safe because the view is immutable.
         self.brt_cache: dict[tuple[str, int], Any] = {}
 
     def is_empty(self) -> bool:
         """True when the principal has no ACL of this type left."""
         return not (self.literal or self.prefixed or self.other)
+
+
+def merge_grants(a: Grants, b: Grants) -> Grants:
+    """The interned union of two grant dicts (masks OR-ed per host)."""
+    if not a:
+        return b
+    merged = dict(a)
+    for host, mask in b.items():
+        merged[host] = merged.get(host, 0) | mask
+    return intern_grants(merged)
+
+
+def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Grants, ...]]:
+    """Sorted names, parent indexes and ancestor-closed grants (see PrincipalView)."""
+    names = tuple(sorted(prefixed))
+    parent: list[int] = []
+    closure: list[Grants] = []
+    stack: list[int] = []  # indexes of the current name's ancestors, shortest first
+    for i, name in enumerate(names):
+        while stack and not name.startswith(names[stack[-1]]):
+            stack.pop()
+        up = stack[-1] if stack else -1
+        parent.append(up)
+        closure.append(merge_grants(closure[up], prefixed[name]) if up >= 0 else prefixed[name])
+        stack.append(i)
+    return names, tuple(parent), tuple(closure)
 
 
 class TypeIndex:
@@ -92,8 +150,8 @@ class TypeIndex:
 
     def __init__(
         self,
-        literal: immutables.Map[str, tuple[StandardAcl, ...]],
-        prefixed: immutables.Map[str, tuple[StandardAcl, ...]],
+        literal: immutables.Map[str, Bucket],
+        prefixed: immutables.Map[str, Bucket],
         length_counts: immutables.Map[int, int],
         principals: immutables.Map[str, PrincipalView],
     ) -> None:
@@ -119,14 +177,14 @@ class TypeIndex:
 
     def candidates(self, name: str) -> Iterator[StandardAcl]:
         """Every candidate ACL for `name` (slow path: explanations and listings)."""
-        yield from self.literal.get(name, ())
+        yield from members(self.literal.get(name))
         if name != "*":
-            yield from self.literal.get("*", ())
+            yield from members(self.literal.get("*"))
         size = len(name)
         for length in self.prefix_lengths:
             if length > size:
                 break
-            yield from self.prefixed.get(name[:length], ())
+            yield from members(self.prefixed.get(name[:length]))
 
 
 class AclIndex:
@@ -144,34 +202,109 @@ class AclIndex:
         return AclIndex(immutables.Map(), (None,) * _N_TYPES)
 
     @staticmethod
-    def build(acls: Iterable[tuple[AclId, StandardAcl]]) -> AclIndex:
-        """Build from scratch (snapshot load); raises ImageError on a duplicate id or duplicate content."""
-        return AclIndex.empty().apply((), acls)
+    def build(
+        acls: Iterable[tuple[AclId, StandardAcl]], by_id: immutables.Map[AclId, StandardAcl] | None = None
+    ) -> AclIndex:
+        """Build from scratch in one pass (snapshot load); ImageError on a duplicate id or duplicate content.
+
+        `by_id`, when given, is an already-checked id map holding exactly `acls` (an AclsImage's).
+        """
+        per_type: list[list[StandardAcl]] = [[] for _ in range(_N_TYPES)]
+        if by_id is None:
+            ids = immutables.Map[AclId, StandardAcl]().mutate()
+            for acl_id, acl in acls:
+                if acl_id in ids:
+                    raise ImageError(f"cannot add ACL {acl_id}: an ACL with that id already exists ({ids[acl_id]})")
+                ids[acl_id] = acl
+                per_type[acl.resource_type].append(acl)
+            by_id = ids.finish()
+        else:
+            for _, acl in acls:
+                per_type[acl.resource_type].append(acl)
+        return AclIndex(by_id, tuple(_build_type(group) if group else None for group in per_type))
 
     def __len__(self) -> int:
         return len(self.by_id)
 
-    def apply(self, removed: Iterable[AclId], added: Iterable[tuple[AclId, StandardAcl]]) -> AclIndex:
-        """A new index with `removed` ids deleted, then `added` inserted; `self` is left untouched."""
-        by_id = self.by_id.mutate()
+    def apply(
+        self,
+        removed: Iterable[AclId],
+        added: Iterable[tuple[AclId, StandardAcl]],
+        by_id_after: immutables.Map[AclId, StandardAcl] | None = None,
+    ) -> AclIndex:
+        """A new index with `removed` ids deleted, then `added` inserted; `self` is left untouched.
+
+        `by_id_after`, when given, is the caller's already-checked id map after the change (an
+        AclsImage's), shared instead of building a second copy.
+        """
         per_type: dict[int, tuple[list[StandardAcl], list[StandardAcl]]] = {}
-        for acl_id in removed:
-            acl = by_id.get(acl_id)
-            if acl is None:
-                raise ImageError(f"cannot remove ACL {acl_id}: no ACL with that id exists")
-            del by_id[acl_id]
-            per_type.setdefault(acl.resource_type, ([], []))[0].append(acl)
-        for acl_id, acl in added:
-            if acl_id in by_id:
-                raise ImageError(f"cannot add ACL {acl_id}: an ACL with that id already exists ({by_id[acl_id]})")
-            by_id[acl_id] = acl
-            per_type.setdefault(acl.resource_type, ([], []))[1].append(acl)
+        if by_id_after is None:
+            by_id = self.by_id.mutate()
+            for acl_id in removed:
+                acl = by_id.get(acl_id)
+                if acl is None:
+                    raise ImageError(f"cannot remove ACL {acl_id}: no ACL with that id exists")
+                del by_id[acl_id]
+                per_type.setdefault(acl.resource_type, ([], []))[0].append(acl)
+            for acl_id, acl in added:
+                if acl_id in by_id:
+                    raise ImageError(f"cannot add ACL {acl_id}: an ACL with that id already exists ({by_id[acl_id]})")
+                by_id[acl_id] = acl
+                per_type.setdefault(acl.resource_type, ([], []))[1].append(acl)
+            by_id_after = by_id.finish()
+        else:
+            for acl_id in removed:
+                per_type.setdefault(self.by_id[acl_id].resource_type, ([], []))[0].append(self.by_id[acl_id])
+            for _, acl in added:
+                per_type.setdefault(acl.resource_type, ([], []))[1].append(acl)
         types = list(self.types)
         for code, (gone, new) in per_type.items():
             if not 0 <= code < _N_TYPES:
                 raise ImageError(f"resource type code {code} is out of range")
             types[code] = _apply_type(types[code], gone, new)
-        return AclIndex(by_id.finish(), tuple(types))
+        return AclIndex(by_id_after, tuple(types))
+
+
+def _build_type(acls: list[StandardAcl]) -> TypeIndex:
+    """One resource type's index from scratch: a single grouping pass, no per-ACL copies."""
+    literal: dict[str, Any] = {}  # name -> ACL, or a list of ACLs when several share the name
+    prefixed: dict[str, Any] = {}
+    views: dict[str, tuple[dict[str, Grants], dict[str, Grants], dict[str, Grants]]] = {}
+    literal_code, prefixed_code = PatternType.LITERAL, PatternType.PREFIXED
+    for acl in acls:
+        name, pattern = acl.resource_name, acl.pattern_type
+        buckets = literal if pattern == literal_code else prefixed
+        bucket = buckets.get(name)
+        if bucket is None:
+            buckets[name] = acl
+        elif isinstance(bucket, list):
+            bucket.append(acl)
+        else:
+            buckets[name] = [bucket, acl]
+        view = views.get(acl.principal)
+        if view is None:
+            view = views[acl.principal] = ({}, {}, {})
+        by_name = view[0 if pattern == literal_code else 1 if pattern == prefixed_code else 2]
+        one = intern_grants({acl.host: grant_bit(acl.operation, acl.permission_type)})
+        grants = by_name.get(name)
+        by_name[name] = one if grants is None else merge_grants(grants, one)
+    for buckets in (literal, prefixed):
+        for name, bucket in buckets.items():
+            if isinstance(bucket, list):
+                if len(set(bucket)) != len(bucket):
+                    dup = next(a for a in bucket if bucket.count(a) > 1)
+                    raise ImageError(f"cannot add {dup}: an ACL with the same content already exists")
+                buckets[name] = tuple(bucket)
+    principals = {principal: PrincipalView(*dicts) for principal, dicts in views.items()}
+    lengths: dict[int, int] = {}
+    for name in prefixed:
+        lengths[len(name)] = lengths.get(len(name), 0) + 1
+    return TypeIndex(
+        immutables.Map(literal),
+        immutables.Map(prefixed),
+        immutables.Map(lengths),
+        immutables.Map(principals),
+    )
 
 
 def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[StandardAcl]) -> TypeIndex | None:
@@ -187,7 +320,7 @@ def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[Stand
         key = (acl.pattern_type == PatternType.LITERAL, acl.resource_name)
         bucket = work.get(key)
         if bucket is None:
-            bucket = work[key] = dict.fromkeys((literal if key[0] else prefixed).get(key[1], ()))
+            bucket = work[key] = dict.fromkeys(members((literal if key[0] else prefixed).get(key[1])))
         return bucket
 
     for acl in gone:
@@ -201,7 +334,7 @@ def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[Stand
         bucket_map = literal if is_literal else prefixed
         existed = name in bucket_map
         if bucket:
-            bucket_map[name] = tuple(bucket)
+            bucket_map[name] = _bucket(bucket)
         elif existed:
             del bucket_map[name]
         if not is_literal and existed != bool(bucket):
@@ -214,7 +347,7 @@ def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[Stand
         changes.setdefault(acl.principal, {}).setdefault(_kind(acl.pattern_type), {})[acl.resource_name] = None
     for is_literal, name in touched:
         grouped: dict[tuple[str, str], list[StandardAcl]] = {}
-        for acl in (literal_m if is_literal else prefixed_m).get(name, ()):
+        for acl in members((literal_m if is_literal else prefixed_m).get(name)):
             grouped.setdefault((acl.principal, _kind(acl.pattern_type)), []).append(acl)
         for (principal, kind), acls in grouped.items():
             per_kind = changes.get(principal, {}).get(kind)

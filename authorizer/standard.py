@@ -7,6 +7,7 @@ state; each call reads the current index reference once, so it sees one batch bo
 from __future__ import annotations
 
 import threading
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -171,41 +172,17 @@ class StandardAuthorizer:
 
     def _decide(self, index: AclIndex, principal: str, host: str, op: int, rtype: int,
                 name: str) -> AuthorizationResult:
-        mask = 0
         tindex = index.types[rtype]
         if tindex is None:
             return self._default
-        principals = tindex.principals
-        size = len(name)
-        for who in (principal, WILDCARD_PRINCIPAL):
-            view = principals.get(who)
-            if view is None:
-                continue
-            literal = view.literal
-            grants = literal.get(name)
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            grants = literal.get("*")
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            prefixed = view.prefixed
-            for length in view.lengths:
-                if length > size:
-                    break
-                grants = prefixed.get(name[:length])
-                if grants:
-                    mask |= grants.get(host, 0) | grants.get("*", 0)
-            if view.other:
-                for prefix, grants in view.other.items():
-                    if name.startswith(prefix):
-                        mask |= grants.get(host, 0) | grants.get("*", 0)
-            if principal == WILDCARD_PRINCIPAL:
-                break
+        mask = grant_mask(tindex, principal, host, name)
         if mask & DENY_TEST[op]:
             return DENIED
         if mask & ALLOW_TEST[op]:
             return ALLOWED
-        return DENIED if tindex.has_candidates(name) else self._default
+        if self._default is DENIED:
+            return DENIED  # candidates or not, the answer is DENIED (spec §5.5)
+        return DENIED if tindex.has_candidates(name) else ALLOWED
 
     def explain(self, ctx: RequestContext, action: Action) -> Decision:
         """The decision and the rule behind it (super user, the matching ACL, or the default)."""
@@ -269,9 +246,13 @@ class StandardAuthorizer:
             return to_32bit_field(list(supported))
         if not self._loaded:
             raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
-        index = self._index
+        tindex = self._index.types[resource_type]
+        if tindex is None:
+            return to_32bit_field(list(supported)) if self._default is ALLOWED else 0
+        mask = grant_mask(tindex, ctx.principal, ctx.host, name)
+        fallback = self._default is ALLOWED and not tindex.has_candidates(name)
         allowed = [op for op in supported
-                   if self._decide(index, ctx.principal, ctx.host, op, resource_type, name) is ALLOWED]
+                   if not mask & DENY_TEST[op] and (mask & ALLOW_TEST[op] or fallback)]
         return to_32bit_field(allowed)
 
     # ---- listing ----------------------------------------------------------------------------------
@@ -287,6 +268,42 @@ class StandardAuthorizer:
     def acl_count(self) -> int:
         """KIP-801's `aclCount()`."""
         return len(self._index)
+
+
+def grant_mask(tindex: TypeIndex, principal: str, host: str, name: str) -> int:
+    """OR of the grants of every ACL on `name` whose principal is `principal` or `User:*` and host matches.
+
+    Probes, per principal view: literal `name`, literal `*`, the longest prefixed name covering
+    `name` (its closure holds every shorter one; PrincipalView), then hand-made UNKNOWN-pattern ACLs.
+    """
+    mask = 0
+    principals = tindex.principals
+    for who in (principal, WILDCARD_PRINCIPAL):
+        view = principals.get(who)
+        if view is not None:
+            literal = view.literal
+            grants = literal.get(name)
+            if grants:
+                mask |= grants.get(host, 0) | grants.get("*", 0)
+            grants = literal.get("*")
+            if grants:
+                mask |= grants.get(host, 0) | grants.get("*", 0)
+            names = view.names
+            if names:
+                i = bisect_right(names, name) - 1
+                while i >= 0:
+                    if name.startswith(names[i]):
+                        grants = view.closure[i]
+                        mask |= grants.get(host, 0) | grants.get("*", 0)
+                        break
+                    i = view.parent[i]
+            if view.other:
+                for prefix, grants in view.other.items():
+                    if name.startswith(prefix):
+                        mask |= grants.get(host, 0) | grants.get("*", 0)
+        if principal == WILDCARD_PRINCIPAL:
+            break
+    return mask
 
 
 def _applies(acl: StandardAcl, ctx: RequestContext, op: AclOperation) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from shell.bench_cmd import bench_command
 from shell.whatif_cmd import authorize_command
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("authorize")(authorize_command)
+app.command("bench")(bench_command)
 
 
 @app.callback()

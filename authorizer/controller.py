@@ -1,0 +1,173 @@
+"""The ACL controller: CreateAcls / DeleteAcls with Kafka's validation, de-duplication and limits (spec §10, §11).
+
+One controller writes at a time: calls are serialized by a lock in this process, and the log
+backend's single-writer rule (file lock, or Kafka producer fencing) covers other processes. Each
+request is caught up to the log's high-water mark before it is validated, writes one atomic batch,
+and is caught up again so the caller reads its own write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from metadata_log.backend import LogBackend
+from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+
+from authorizer.errors import InvalidFilterError
+from authorizer.filters import AclBindingFilter
+from authorizer.index import AclIndex, members
+from authorizer.loader import MetadataLoader
+from authorizer.model import (
+    CLUSTER_NAME,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
+from authorizer.records import record_from_acl
+
+MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """Kafka's (error code, name, message) triple; code 0 is success."""
+
+    code: int
+    name: str
+    message: str | None = None
+
+    def __str__(self) -> str:
+        return self.name if self.message is None else f"{self.name}: {self.message}"
+
+
+NONE = ApiError(0, "NONE")
+
+
+def invalid_request(message: str) -> ApiError:
+    """INVALID_REQUEST (42)."""
+    return ApiError(42, "INVALID_REQUEST", message)
+
+
+POLICY_VIOLATION_TOO_LARGE = ApiError(44, "POLICY_VIOLATION", "Unable to perform excessively large batch operation.")
+UNKNOWN_SERVER_ERROR = ApiError(-1, "UNKNOWN_SERVER_ERROR")
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    """The outcome of one binding of a CreateAcls request."""
+
+    error: ApiError = NONE
+    acl_id: str | None = None  # the new id, or None for a duplicate or a failure
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    """The outcome of one filter of a DeleteAcls request: every stored ACL it matched."""
+
+    error: ApiError = NONE
+    deleted: list[tuple[str, StandardAcl]] = field(default_factory=list)
+
+
+def validate_new_acl(acl: StandardAcl, api_checks: bool) -> ApiError | None:
+    """AclApis' per-binding checks (when `api_checks`), then AclControlManager.validateNewAcl, in Kafka's order."""
+    if api_checks:
+        if acl.resource_type == ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:
+            return invalid_request("The only valid name for the CLUSTER resource is kafka-cluster")
+        if acl.resource_name == "":
+            return invalid_request("Invalid empty resource name")
+    if acl.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+        return invalid_request(f"Invalid resourceType {acl.resource_type.name}")
+    if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        return invalid_request(f"Invalid patternType {acl.pattern_type.name}")
+    if acl.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+        return invalid_request(f"Invalid operation {acl.operation.name}")
+    if acl.permission_type not in (AclPermissionType.DENY, AclPermissionType.ALLOW):
+        return invalid_request(f"Invalid permissionType {acl.permission_type.name}")
+    if not acl.resource_name:
+        return invalid_request("Resource name should not be empty")
+    return None
+
+
+def exists(index: AclIndex, acl: StandardAcl) -> bool:
+    """True when an ACL with exactly this content is stored."""
+    tindex = index.types[acl.resource_type]
+    if tindex is None:
+        return False
+    buckets = tindex.literal if acl.pattern_type == PatternType.LITERAL else tindex.prefixed
+    return acl in members(buckets.get(acl.resource_name))
+
+
+class AclController:
+    """Turns CreateAcls / DeleteAcls requests into atomic record batches on the log."""
+
+    def __init__(self, backend: LogBackend, loader: MetadataLoader, new_id: Callable[[], str]) -> None:
+        self.backend = backend
+        self.loader = loader
+        self.new_id = new_id
+        self._lock = threading.Lock()
+
+    def _index(self) -> AclIndex:
+        """Catch up, then the index of exactly the log's committed state."""
+        self.loader.catch_up()
+        return self.loader.index
+
+    def create_acls(self, acls: Sequence[StandardAcl], api_checks: bool = True) -> list[CreateResult]:
+        """Results in request order; duplicates succeed without a record; all new records in one batch."""
+        with self._lock:
+            index = self._index()
+            results: list[CreateResult] = []
+            records: list[MetadataRecord] = []
+            seen: set[StandardAcl] = set()
+            live = set(index.by_id)
+            for acl in acls:
+                error = validate_new_acl(acl, api_checks)
+                if error is not None:
+                    results.append(CreateResult(error))
+                elif acl in seen or exists(index, acl):
+                    results.append(CreateResult())
+                else:
+                    seen.add(acl)
+                    acl_id = self.new_id()
+                    while acl_id in live:
+                        acl_id = self.new_id()
+                    live.add(acl_id)
+                    records.append(record_from_acl(acl_id, acl))
+                    results.append(CreateResult(acl_id=acl_id))
+            if len(records) > MAX_RECORDS_PER_USER_OP:  # checked before anything changes
+                return [CreateResult(POLICY_VIOLATION_TOO_LARGE) for _ in acls]
+            self._append(records)
+            return results
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[DeleteResult]:
+        """Each filter reports every ACL it matched; each ACL is removed once; one atomic batch."""
+        with self._lock:
+            index = self._index()
+            results: list[DeleteResult] = []
+            removing: dict[str, None] = {}
+            for acl_filter in filters:
+                if acl_filter.pattern.is_unknown():
+                    results.append(DeleteResult(invalid_request("Unknown patternFilter.")))
+                    continue
+                if acl_filter.entry.is_unknown():
+                    results.append(DeleteResult(invalid_request("Unknown entryFilter.")))
+                    continue
+                try:
+                    matched = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
+                except InvalidFilterError as exc:
+                    results.append(DeleteResult(ApiError(-1, "UNKNOWN_SERVER_ERROR", str(exc))))
+                    continue
+                removing.update(dict.fromkeys(i for i, _ in matched))
+                results.append(DeleteResult(deleted=matched))
+            if len(removing) > MAX_RECORDS_PER_USER_OP:  # Kafka fails the whole request; nothing is deleted
+                return [DeleteResult(UNKNOWN_SERVER_ERROR) for _ in filters]
+            self._append([RemoveAccessControlEntryRecord(acl_id) for acl_id in removing])
+            return results
+
+    def _append(self, records: list[MetadataRecord]) -> None:
+        if records:
+            self.backend.append(records)
+            self.loader.catch_up()

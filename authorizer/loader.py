@@ -1,0 +1,107 @@
+"""The metadata loader: replays the log onto the ACL image and publishes image + index at batch boundaries.
+
+One thread drives a loader (start-up, then tailing); readers only see published, immutable state.
+KIP-801 initialization: `initial_load` replays up to the high-water mark read at start, then
+completes the authorizer's initial load, even when the log is empty.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+from metadata_log.backend import LogBackend
+from metadata_log.records import AccessControlEntryRecord, RecordBatch
+from metadata_log.replayer import Replayer
+
+from authorizer.image import AclsDelta, AclsImage, Provenance
+from authorizer.index import AclIndex
+from authorizer.standard import StandardAuthorizer
+
+log = logging.getLogger(__name__)
+Publisher = Callable[[AclsImage], None]
+
+
+class MetadataLoader:
+    """Owns the current AclsImage; every publish is one batch boundary of the log."""
+
+    def __init__(
+        self,
+        backend: LogBackend,
+        authorizer: StandardAuthorizer | None = None,
+        publishers: Iterable[Publisher] = (),
+        publish_every_records: int = 50_000,
+    ) -> None:
+        self.backend = backend
+        self.authorizer = authorizer
+        self.publishers = list(publishers)
+        self.publish_every_records = publish_every_records
+        self.replayer = Replayer(backend)
+        self.image = AclsImage.empty()
+        self.index = authorizer.index if authorizer is not None else AclIndex.empty()
+        self._lock = threading.Lock()
+
+    @property
+    def next_offset(self) -> int:
+        """The first log offset not yet applied."""
+        return self.image.provenance.next_offset
+
+    def load_snapshot(self, records: Iterable[AccessControlEntryRecord], provenance: Provenance,
+                      source: str = "snapshot") -> None:
+        """Replace the whole state with a snapshot's records, all or nothing, and publish once."""
+        with self._lock:
+            delta = AclsDelta(self.image)
+            for number, record in enumerate(records):
+                delta.replay(record, offset=number)  # ImageError names the record number
+            delta.finish_snapshot()
+            self._publish(delta, provenance, full=True)
+            log.info("loaded %s: %d ACLs up to offset %d", source, len(self.image), provenance.last_offset)
+
+    def catch_up(self, to_offset: int | None = None) -> int:
+        """Apply every committed batch from `next_offset` up to the high-water mark (or `to_offset`).
+
+        Batches are grouped into one delta and published every `publish_every_records` records and
+        at the end, always between two batches. Returns the number of records applied.
+        """
+        with self._lock:
+            applied = pending = 0
+            delta = AclsDelta(self.image)
+            last: RecordBatch | None = None
+            for batch in self.replayer.batches(self.next_offset, to_offset):
+                for position, record in enumerate(batch.records):
+                    delta.replay(record, batch.base_offset + position)
+                last = batch
+                pending += len(batch.records)
+                if pending >= self.publish_every_records:
+                    self._publish(delta, _provenance(batch))
+                    applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
+            if last is not None and (pending or not delta.is_empty()):
+                self._publish(delta, _provenance(last))
+                applied += pending
+            return applied
+
+    def initial_load(self) -> int:
+        """Replay to the high-water mark seen now, then complete the authorizer's initial load."""
+        applied = self.catch_up(self.backend.high_watermark())
+        if self.authorizer is not None:
+            self.authorizer.complete_initial_load()
+        return applied
+
+    def _publish(self, delta: AclsDelta, provenance: Provenance, full: bool = False) -> None:
+        """Build the next index off to the side (it validates content), then swap image and index in."""
+        removed, added = delta.net_changes()
+        image = delta.apply(provenance)
+        if full:
+            index = AclIndex.build(image.acls.items(), by_id=image.acls)
+        else:
+            index = self.index.apply(removed, added, by_id_after=image.acls)
+        if self.authorizer is not None:
+            self.authorizer.publish(index)
+        self.image, self.index = image, index
+        for publisher in self.publishers:
+            publisher(image)
+
+
+def _provenance(batch: RecordBatch) -> Provenance:
+    return Provenance(batch.last_offset, batch.epoch, batch.timestamp_ms)

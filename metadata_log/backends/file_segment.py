@@ -1,0 +1,161 @@
+"""One `FileLog` segment in memory: its committed extent, writer schema and sparse offset index; and the
+scan that builds it from the file, telling a torn tail from corruption.
+
+A `Segment` is mutable and owned by one `FileLog`, which changes it only under its state lock;
+`Damage` and `Recovery` are immutable values.
+
+The sparse index keeps one (base offset, position) entry per `interval` bytes of frames, plus the
+first frame. To read from offset 57 the scan starts at the last entry whose base offset is <= 57:
+
+    index_offsets    0     40    81    120         bisect_right(index_offsets, 57) - 1 = 1
+    index_positions  221   4330  8447  12601       -> start at position 4330 (base offset 40) and
+                                                      skip whole frames until one contains 57
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from metadata_log.backends.file_format import (
+    Frame,
+    FrameError,
+    find_frame_after,
+    iter_frames,
+    read_segment_header,
+)
+from metadata_log.codec import BatchSchema
+
+READ_BUFFER = 1 << 20
+
+
+@dataclass(slots=True)
+class Segment:
+    """The committed state of a segment file: frames in [data_start, end) hold [base_offset, next_offset)."""
+
+    path: Path
+    base_offset: int
+    schema: BatchSchema
+    data_start: int
+    end: int
+    next_offset: int
+    last_epoch: int = -1
+    index_offsets: list[int] = field(default_factory=list)
+    index_positions: list[int] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """True when the segment holds no batch yet."""
+        return self.next_offset == self.base_offset
+
+    def add(self, frame: Frame, interval: int) -> None:
+        """Record a committed frame; index it if `interval` bytes passed since the last entry."""
+        if not self.index_positions or frame.position - self.index_positions[-1] >= interval:
+            self.index_offsets.append(frame.base_offset)
+            self.index_positions.append(frame.position)
+        self.end = frame.position + frame.size
+        self.next_offset = frame.next_offset
+        self.last_epoch = frame.epoch
+
+    def locate(self, offset: int) -> tuple[int, int]:
+        """(position, base offset) of the indexed frame at or before the one holding `offset`."""
+        i = bisect.bisect_right(self.index_offsets, offset) - 1
+        if i < 0:
+            return self.data_start, self.base_offset
+        return self.index_positions[i], self.index_offsets[i]
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """A bad header or frame found by a scan; `following` is a valid frame after it, if any."""
+
+    path: Path
+    position: int
+    reason: str
+    torn: bool  # the bytes could be a cut-off write (and nothing valid follows)
+    following: Frame | None
+    file_size: int
+
+    def describe(self) -> str:
+        """The reason, plus why this is not a torn tail when a valid batch follows."""
+        if self.following is None:
+            return self.reason
+        f = self.following
+        return (
+            f"{self.reason}; a valid batch (base offset {f.base_offset}) follows at byte position "
+            f"{f.position}, so this is corruption in the middle of the log, not a torn tail"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What a writer's open cut from a torn tail: file, position, bytes removed and why."""
+
+    path: Path
+    position: int
+    bytes_truncated: int
+    reason: str
+    removed_file: bool = False
+
+    def __str__(self) -> str:
+        action = "removed the segment" if self.removed_file else f"truncated at byte position {self.position}"
+        cut = self.bytes_truncated
+        return f"recovered the torn tail of {self.path}: {action}, cutting {cut} bytes ({self.reason})"
+
+
+def _damage(f: BinaryIO, path: Path, err: FrameError, size: int) -> Damage:
+    following = find_frame_after(f, err.position) if err.torn else None
+    return Damage(path, err.position, err.reason, err.torn and following is None, following, size)
+
+
+def open_segment(path: Path, base_offset: int, interval: int) -> tuple[Segment | None, Damage | None]:
+    """Scan a segment file: its header, then every frame. None for the segment if its header is bad."""
+    with open(path, "rb", buffering=READ_BUFFER) as f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            schema_json, start = read_segment_header(f)
+        except FrameError as err:
+            return None, _damage(f, path, err, size)
+        try:
+            schema = BatchSchema.from_json(schema_json)
+        except ValueError as err:
+            return None, Damage(path, 0, f"writer schema in the segment header: {err}", False, None, size)
+        segment = Segment(path, base_offset, schema, start, start, base_offset)
+        return segment, scan_tail(segment, f, size, interval)
+
+
+def scan_tail(segment: Segment, f: BinaryIO, size: int, interval: int) -> Damage | None:
+    """Add the whole, valid frames in [segment.end, size) to `segment`; return the damage that stopped it."""
+    try:
+        for frame in iter_frames(f, segment.end, size, segment.next_offset):
+            segment.add(frame, interval)
+    except FrameError as err:
+        return _damage(f, segment.path, err, size)
+    return None
+
+
+def rescan_segment(segment: Segment, interval: int, retries: int = 3) -> Damage | None:
+    """Read-only follow: add frames a live writer appended since the last scan.
+
+    A frame being written when we look is partial; if it completes and the writer appends more
+    before `find_frame_after` runs, it looks like mid-log damage, so damage is re-read after a short
+    pause before it is believed.
+    """
+    damage: Damage | None = None
+    for attempt in range(retries):
+        try:
+            with open(segment.path, "rb", buffering=READ_BUFFER) as f:
+                size = os.fstat(f.fileno()).st_size
+                if size <= segment.end:
+                    return None
+                damage = scan_tail(segment, f, size, interval)
+        except FileNotFoundError:
+            return None
+        if damage is None or damage.torn:
+            return damage
+        time.sleep(0.02 * (attempt + 1))
+    return damage

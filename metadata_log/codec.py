@@ -1,0 +1,315 @@
+"""Encode a batch of metadata records to one Avro datum and back, with writer -> reader schema resolution.
+
+`Codec` and `BatchSchema` are immutable after construction and safe to share between threads.
+
+A payload is one `RecordBatch` datum (an array of a union of the two records) written with a
+writer schema that the caller stores next to the bytes (the file backend keeps it in each segment
+header). Decoding resolves that writer schema against the codec's reader schema, so an older reader
+skips fields a newer writer added and a newer reader fills added fields from their defaults.
+Payloads written with the built-in v1 schema take the hand-written fast path of `codec_fast`.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import fastavro.schema
+
+from metadata_log import codec_fast
+from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
+from metadata_log.records import (
+    AccessControlEntryRecord,
+    MetadataRecord,
+    RecordBatch,
+    RemoveAccessControlEntryRecord,
+)
+from schemas import load_schema
+
+ACE_NAME = "kraft_acl.AccessControlEntryRecord"
+REMOVE_NAME = "kraft_acl.RemoveAccessControlEntryRecord"
+ZERO_UUID = bytes(16)
+METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)
+_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")  # 22 chars; the last holds 2 bits + 4 zero bits
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+Datum = tuple[str, dict[str, Any]]
+
+
+def uuid_to_text(raw: bytes) -> str:
+    """Kafka's `Uuid.toString`: URL-safe base64 of the 16 bytes without padding (22 characters)."""
+    if len(raw) != 16:
+        raise InvalidUuidError(raw, f"expected 16 bytes, got {len(raw)}")
+    return codec_fast.ids_to_text([raw])[0]
+
+
+def text_to_uuid(text: str, field: str = "id") -> bytes:
+    """Kafka's `Uuid.fromString`, strict: only the canonical 22-character form is accepted."""
+    if not isinstance(text, str) or not _UUID_TEXT.fullmatch(text):
+        raise InvalidUuidError(text, "expected 22 URL-safe base64 characters (canonical, no padding)", field)
+    return base64.urlsafe_b64decode(text + "==")
+
+
+def new_uuid() -> str:
+    """Kafka's `Uuid.randomUuid`: a random v4 id, never zero, never METADATA_TOPIC_ID, never '-...'."""
+    while True:
+        raw = uuid.UUID(bytes=os.urandom(16), version=4).bytes
+        text = uuid_to_text(raw)
+        if raw not in (ZERO_UUID, METADATA_TOPIC_ID) and not text.startswith("-"):
+            return text
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class BatchSchema:
+    """A self-contained `RecordBatch` writer or reader schema: its JSON text, parsed form, fingerprint."""
+
+    json_text: str
+    parsed: Any
+    fingerprint: str  # CRC-64-AVRO of the Parsing Canonical Form, hex
+
+    @staticmethod
+    def from_schema(schema: dict[str, Any]) -> BatchSchema:
+        """Build from a resolved schema dict (e.g. `schemas.load_schema("RecordBatch", dir)`)."""
+        return BatchSchema.from_json(json.dumps(schema, separators=(",", ":")))
+
+    @staticmethod
+    def from_json(json_text: str) -> BatchSchema:
+        """Build from JSON text (cached: segment headers repeat the same text); ValueError if invalid."""
+        return _schema_from_json(json_text)
+
+    def same_as(self, other: BatchSchema) -> bool:
+        """True when both schemas have the same Parsing Canonical Form (same binary layout)."""
+        return self.fingerprint == other.fingerprint
+
+
+@lru_cache(maxsize=64)
+def _schema_from_json(json_text: str) -> BatchSchema:
+    try:
+        raw = json.loads(json_text)
+        parsed = fastavro.parse_schema(raw)
+        canonical = fastavro.schema.to_parsing_canonical_form(parsed)
+        fingerprint = fastavro.schema.fingerprint(canonical, "CRC-64-AVRO")
+    except Exception as exc:  # fastavro raises several types for a bad schema
+        raise ValueError(f"invalid RecordBatch schema: {type(exc).__name__}: {exc}") from exc
+    return BatchSchema(json_text, parsed, str(fingerprint))
+
+
+CURRENT_SCHEMA = BatchSchema.from_schema(load_schema("RecordBatch"))
+
+
+def _bad_field(record: AccessControlEntryRecord) -> str:
+    """Which int field of `record` is not a 32-bit int (for the error message)."""
+    for name in ("resource_type", "pattern_type", "operation", "permission_type"):
+        value = getattr(record, name)
+        if type(value) is not int or not _INT_MIN <= value <= _INT_MAX:
+            return f"field {name!r} = {value!r} is not a 32-bit int"
+    return "a field has a value its schema type cannot hold"  # pragma: no cover
+
+
+def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
+    """The records as fastavro's union tuple notation `(record name, fields)`; EncodeError if invalid.
+
+    The ids are checked one by one (canonical text) and converted with one base64 call: each
+    22-character text + "AA" is 24 characters = 18 bytes, whose first 16 are the id.
+    """
+    match = _UUID_TEXT.fullmatch
+    for index, record in enumerate(records):
+        if (
+            type(record) is not AccessControlEntryRecord
+            and type(record) is not RemoveAccessControlEntryRecord
+        ):
+            raise EncodeError(index, f"not a metadata record: {type(record).__name__}")
+        if type(record.id) is not str or match(record.id) is None:
+            raise EncodeError(
+                index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters"))
+            )
+    raw = base64.urlsafe_b64decode("AA".join([r.id for r in records]) + "AA")
+    out: list[Datum] = []
+    append = out.append
+    lo, hi = _INT_MIN, _INT_MAX
+    for index, r in enumerate(records):
+        rid = raw[18 * index : 18 * index + 16]
+        if type(r) is AccessControlEntryRecord:
+            rt, pt, op, pm = r.resource_type, r.pattern_type, r.operation, r.permission_type
+            try:
+                ok = lo <= rt <= hi and lo <= pt <= hi and lo <= op <= hi and lo <= pm <= hi
+            except TypeError:
+                ok = False
+            if not ok:
+                raise EncodeError(index, _bad_field(r))
+            append(
+                (
+                    ACE_NAME,
+                    {
+                        "id": rid,
+                        "resourceType": rt,
+                        "resourceName": r.resource_name,
+                        "patternType": pt,
+                        "principal": r.principal,
+                        "host": r.host,
+                        "operation": op,
+                        "permissionType": pm,
+                    },
+                )
+            )
+        else:
+            append((REMOVE_NAME, {"id": rid}))
+    return out
+
+
+def _records_from_datums(datums: list[Datum]) -> list[MetadataRecord]:
+    """Build records from fastavro's output (the resolution path); unknown fields are ignored."""
+    out: list[MetadataRecord] = []
+    for index, (name, d) in enumerate(datums):
+        try:
+            if name == ACE_NAME:
+                out.append(
+                    AccessControlEntryRecord(
+                        uuid_to_text(d["id"]),
+                        d["resourceType"],
+                        d["resourceName"],
+                        d["patternType"],
+                        d["principal"],
+                        d["host"],
+                        d["operation"],
+                        d["permissionType"],
+                    )
+                )
+            elif name == REMOVE_NAME:
+                out.append(RemoveAccessControlEntryRecord(uuid_to_text(d["id"])))
+            else:
+                raise ValueError(f"record {index} has unknown type {name!r}")
+        except KeyError as exc:
+            raise ValueError(f"record {index} ({name}) has no field {exc}") from exc
+    return out
+
+
+class Codec:
+    """Encodes with one writer schema; decodes any writer schema into records via its reader schema."""
+
+    __slots__ = ("_reader", "_writer")
+
+    def __init__(self, writer_schema: BatchSchema | None = None, reader_schema: BatchSchema | None = None):
+        self._writer = CURRENT_SCHEMA if writer_schema is None else writer_schema
+        self._reader = CURRENT_SCHEMA if reader_schema is None else reader_schema
+
+    @property
+    def writer_schema(self) -> BatchSchema:
+        """The schema `encode` writes with (store it alongside the payloads)."""
+        return self._writer
+
+    @property
+    def reader_schema(self) -> BatchSchema:
+        """The schema payloads are resolved to when decoding."""
+        return self._reader
+
+    def encode(self, records: Sequence[MetadataRecord]) -> bytes:
+        """One Avro `RecordBatch` datum holding `records`, in order; EncodeError names a bad record."""
+        datums = _datums(records)
+        out = io.BytesIO()
+        try:
+            fastavro.schemaless_writer(out, self._writer.parsed, {"records": datums})
+        except Exception as exc:  # fastavro raises TypeError/ValueError/OverflowError/...
+            raise EncodeError(None, f"{type(exc).__name__}: {exc}") from exc
+        return out.getvalue()
+
+    def decode_datums(
+        self, payload: bytes, *, base_offset: int, writer_schema: BatchSchema | None = None
+    ) -> list[Datum]:
+        """The raw `(record name, fields)` pairs resolved to the reader schema (for tools and tests)."""
+        writer = self._writer if writer_schema is None else writer_schema
+        reader = None if writer.same_as(self._reader) else self._reader.parsed
+        buf = io.BytesIO(payload)
+        try:
+            datum: Any = fastavro.schemaless_reader(buf, writer.parsed, reader, return_record_name=True)
+        except Exception as exc:  # EOFError, IndexError, UnicodeDecodeError, SchemaResolutionError, ...
+            raise DecodeError(base_offset, f"{type(exc).__name__}: {exc}") from exc
+        if buf.tell() != len(payload):
+            raise DecodeError(base_offset, f"{len(payload) - buf.tell()} bytes after the end of the batch")
+        records: list[Datum] = datum["records"]
+        return records
+
+    def decode_records(
+        self,
+        payload: bytes,
+        *,
+        base_offset: int,
+        writer_schema: BatchSchema | None = None,
+        expected_count: int | None = None,
+        path: Path | str | None = None,
+    ) -> tuple[MetadataRecord, ...]:
+        """Decode one payload; DecodeError names the base offset, the file if given, and the reason."""
+        writer = self._writer if writer_schema is None else writer_schema
+        try:
+            if codec_fast.AVAILABLE and writer.fingerprint == codec_fast.V1_FINGERPRINT:
+                try:
+                    records = codec_fast.decode_v1(payload)
+                except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
+                    raise ValueError(codec_fast.diagnose_v1(payload) or str(exc)) from exc
+            else:
+                records = _records_from_datums(
+                    self.decode_datums(payload, base_offset=base_offset, writer_schema=writer)
+                )
+        except DecodeError as exc:
+            raise DecodeError(base_offset, exc.reason, path) from exc
+        except (ValueError, InvalidUuidError) as exc:
+            raise DecodeError(base_offset, str(exc), path) from exc
+        if expected_count is not None and len(records) != expected_count:
+            raise DecodeError(
+                base_offset,
+                f"the frame says {expected_count} records but the payload holds {len(records)}",
+                path,
+            )
+        return tuple(records)
+
+    def decode_batch(
+        self,
+        payload: bytes,
+        *,
+        base_offset: int,
+        epoch: int,
+        timestamp_ms: int,
+        writer_schema: BatchSchema | None = None,
+        expected_count: int | None = None,
+        path: Path | str | None = None,
+    ) -> RecordBatch:
+        """Decode one payload into a `RecordBatch` carrying the frame's offset, epoch and timestamp."""
+        records = self.decode_records(
+            payload,
+            base_offset=base_offset,
+            writer_schema=writer_schema,
+            expected_count=expected_count,
+            path=path,
+        )
+        return RecordBatch(base_offset, epoch, timestamp_ms, records)
+
+
+DEFAULT_CODEC = Codec()
+
+
+def encode(records: Sequence[MetadataRecord]) -> bytes:
+    """Encode with the built-in schema (store `CURRENT_SCHEMA` with the bytes, or assume it)."""
+    return DEFAULT_CODEC.encode(records)
+
+
+def decode(
+    payload: bytes,
+    *,
+    base_offset: int = 0,
+    epoch: int = 0,
+    timestamp_ms: int = 0,
+    writer_schema: BatchSchema | None = None,
+) -> RecordBatch:
+    """Decode a payload written with `writer_schema` (default: the built-in schema) into a batch."""
+    return DEFAULT_CODEC.decode_batch(
+        payload, base_offset=base_offset, epoch=epoch, timestamp_ms=timestamp_ms, writer_schema=writer_schema
+    )

@@ -1,0 +1,115 @@
+"""The errors raised by the metadata log: codec, backends and the files they keep.
+
+Exceptions are plain values, safe to raise and inspect from any thread.
+
+    LogError                       anything the log refuses or cannot do
+    ├── CorruptLogError            stored bytes are not a valid log (path, position, reason)
+    ├── DecodeError                a batch payload is not valid Avro for its schema (offset, reason)
+    ├── EncodeError                a record cannot be encoded (record index, field, reason; a ValueError)
+    ├── LogLockedError             another writer holds the directory lock (path, pid)
+    ├── LogClosedError             the backend was closed
+    ├── ReadOnlyLogError           append on a backend opened read-only
+    ├── LogIOError                 an OS error while writing; the backend refuses further appends
+    ├── OffsetOutOfRangeError      read below the log start or beyond the high-water mark
+    └── InvalidUuidError           text that is not a canonical Kafka Uuid (also a ValueError)
+
+Messages name the file, the offset or position and the field at fault, so the CLI can print one
+clear line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LogError(Exception):
+    """Base class of every error raised by `metadata_log`."""
+
+
+class CorruptLogError(LogError):
+    """The log's stored bytes are not a valid log: a bad batch that is not a torn tail, a gap, ..."""
+
+    def __init__(self, path: Path | str, position: int, reason: str) -> None:
+        self.path = Path(path)
+        self.position = position
+        self.reason = reason
+        super().__init__(f"corrupt log file {self.path} at byte position {position}: {reason}")
+
+
+class DecodeError(LogError):
+    """A batch payload could not be decoded; `offset` is the base offset of the batch."""
+
+    def __init__(self, offset: int, reason: str, path: Path | str | None = None) -> None:
+        self.offset = offset
+        self.reason = reason
+        self.path = None if path is None else Path(path)
+        where = "" if self.path is None else f" in {self.path}"
+        super().__init__(f"cannot decode the batch at base offset {offset}{where}: {reason}")
+
+
+class EncodeError(LogError, ValueError):
+    """A record given to `append`/`encode` has a field that its schema cannot hold."""
+
+    def __init__(self, index: int | None, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        where = "a batch" if index is None else f"record {index} of the batch"
+        super().__init__(f"cannot encode {where}: {reason}")
+
+
+class LogLockedError(LogError):
+    """Another writer holds the log directory's lock file."""
+
+    def __init__(self, path: Path | str, pid: int | None) -> None:
+        self.path = Path(path)
+        self.pid = pid
+        holder = "another writer" if pid is None else f"another writer (pid {pid})"
+        super().__init__(
+            f"log directory {self.path.parent} is locked by {holder}: lock file {self.path}; "
+            "open it read-only or stop the other writer"
+        )
+
+
+class LogClosedError(LogError):
+    """The backend was closed; open a new one."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} is closed")
+
+
+class ReadOnlyLogError(LogError):
+    """`append` was called on a backend opened read-only."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} was opened read-only: append is not allowed")
+
+
+class LogIOError(LogError):
+    """Writing or syncing failed; the batch is not committed and the backend refuses more appends."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        self.path = Path(path)
+        self.reason = reason
+        super().__init__(f"I/O error on log file {self.path}: {reason}; reopen the log to recover")
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read asked for an offset below the log start offset or beyond the high-water mark."""
+
+    def __init__(self, offset: int, log_start_offset: int, high_watermark: int) -> None:
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+        super().__init__(
+            f"offset {offset} is out of range: the log holds offsets "
+            f"[{log_start_offset}, {high_watermark}) (high-water mark {high_watermark} is exclusive)"
+        )
+
+
+class InvalidUuidError(LogError, ValueError):
+    """Text that is not the canonical 22-character URL-safe base64 form of a 16-byte Kafka Uuid."""
+
+    def __init__(self, text: object, reason: str, field: str = "id") -> None:
+        self.text = text
+        self.reason = reason
+        super().__init__(f"invalid Kafka Uuid in field {field!r}: {text!r}: {reason}")

@@ -1,0 +1,1 @@
+"""`kraft-acl bench`: reproducible benchmark suites that print JSON figures (never timed assertions in tests)."""

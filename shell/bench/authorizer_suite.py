@@ -1,0 +1,125 @@
+"""The `authorizer` benchmark suite: decision latency, the Kafka JMH shape, index build and memory (issue #2).
+
+Runs in one process, sequentially; each case builds its own data and drops it afterwards.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from typing import Any
+
+from authorizer.config import AuthorizerConfig
+from authorizer.index import AclIndex
+from authorizer.model import AclOperation, ResourceType
+from authorizer.standard import RequestContext, StandardAuthorizer
+from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
+from shell.bench.timing import cpu_probe_us, frozen_gc, mean_us, percentiles, rss_bytes
+
+
+def _loaded(acls: Any) -> StandardAuthorizer:
+    authorizer = StandardAuthorizer(AuthorizerConfig(super_users=frozenset({"User:admin"})))
+    authorizer.load_snapshot(acls)
+    authorizer.complete_initial_load()
+    return authorizer
+
+
+def authorize_latency(acl_count: int = 100_000, calls: int = 100_000) -> dict[str, Any]:
+    """Per-call latency of one `authorize_one` at `acl_count` mixed ACLs, timer overhead included."""
+    data = mixed_set(acl_count)
+    authorizer = _loaded(data.acls)
+    requests = [(RequestContext(p, h), op, t, n) for p, h, op, t, n in mixed_requests(data, calls)]
+    decide = authorizer.authorize_one
+    clock = time.perf_counter_ns
+    samples = []
+    allowed = 0
+    with frozen_gc():
+        for ctx, op, rtype, name in requests[:5000]:
+            decide(ctx, op, rtype, name)
+        for ctx, op, rtype, name in requests:
+            start = clock()
+            result = decide(ctx, op, rtype, name)
+            samples.append(clock() - start)
+            allowed += result == 0
+    out = percentiles(samples)
+    out.update(acls=acl_count, allowed_fraction=round(allowed / calls, 3))
+    return out
+
+
+def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
+    """authorized_operations per TOPIC resource and authorize_by_resource_type, at `acl_count` mixed ACLs."""
+    data = mixed_set(acl_count)
+    authorizer = _loaded(data.acls)
+    reqs = mixed_requests(data, 2000, seed=11)
+    topics = [(RequestContext(p, h), n) for p, h, _, t, n in reqs if t == ResourceType.TOPIC][:1000]
+    ctxs = [RequestContext(p, h) for p, h, *_ in reqs][:1000]
+    with frozen_gc():
+        it = iter(range(10**9))
+        ops = mean_us(lambda: authorizer.authorized_operations(*_pick(topics, it), ), 20_000)
+        it2 = iter(range(10**9))
+        brt = mean_us(lambda: authorizer.authorize_by_resource_type(ctxs[next(it2) % len(ctxs)], AclOperation.WRITE,
+                                                                    ResourceType.TOPIC), 20_000)
+        # cold: no per-view summary cached yet
+        cold = []
+        for ctx in ctxs:
+            for view in authorizer.index.types[ResourceType.GROUP].principals.values():  # type: ignore[union-attr]
+                view.brt_cache.clear()
+            start = time.perf_counter_ns()
+            authorizer.authorize_by_resource_type(ctx, AclOperation.READ, ResourceType.GROUP)
+            cold.append(time.perf_counter_ns() - start)
+    return {"authorized_operations_us": ops, "by_resource_type_us": brt,
+            "by_resource_type_cold_us": percentiles(cold)["mean_us"]}
+
+
+def _pick(items: list[tuple[RequestContext, str]], counter: Any) -> tuple[RequestContext, ResourceType, str]:
+    ctx, name = items[next(counter) % len(items)]
+    return ctx, ResourceType.TOPIC, name
+
+
+def jmh_test_authorizer(sizes: tuple[int, ...] = (10_000, 50_000, 200_000)) -> dict[str, Any]:
+    """Kafka's JMH `testAuthorizer`: WRITE on TOPIC foo-bar35_resource-95 as test-user from 127.0.0.1."""
+    out: dict[str, Any] = {}
+    ctx = RequestContext("User:test-user", "127.0.0.1")
+    for size in sizes:
+        acls = jmh_set(size, acl_count=10, deny_percentage=20)
+        authorizer = _loaded(acls)
+        with frozen_gc():
+            out[str(size)] = mean_us(
+                lambda a=authorizer: a.authorize_one(ctx, AclOperation.WRITE, ResourceType.TOPIC,  # type: ignore[misc]
+                                                     "foo-bar35_resource-95"), 200_000)
+        out[f"{size}_acls"] = len(acls)
+        del authorizer, acls
+        gc.collect()
+    return out
+
+
+def index_build(count: int = 1_000_000) -> dict[str, Any]:
+    """Build time and resident bytes per ACL for `count` ACLs with unique names (everything the index holds)."""
+    gc.collect()
+    before = rss_bytes()
+    acls = mixed_set(count, principals=5000, seed=3, keep_names=False).acls
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        index = AclIndex.build(acls)
+        seconds = time.perf_counter() - start
+    finally:
+        gc.enable()
+    del acls
+    gc.collect()
+    after = rss_bytes()
+    result = {"index_build_1m_s": round(seconds, 2), "bytes_per_acl_1m": round((after - before) / len(index)),
+              "acls": len(index)}
+    del index
+    return result
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    """The whole suite as one JSON-able object (`quick` shrinks every size for a smoke run)."""
+    scale = 10 if quick else 1
+    out: dict[str, Any] = {"suite": "authorizer", "cpu_probe_us": round(cpu_probe_us(), 2)}
+    out["authorize_100k"] = authorize_latency(100_000 // scale, 100_000 // scale)
+    out.update(per_resource_figures(100_000 // scale))
+    out["jmh_test_authorizer_us"] = jmh_test_authorizer((1000, 5000) if quick else (10_000, 50_000, 200_000))
+    out.update(index_build(1_000_000 // scale))
+    return out

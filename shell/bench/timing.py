@@ -1,0 +1,54 @@
+"""Timing helpers shared by the benchmark suites: the CPU probe, percentiles and RSS.
+
+Pure functions; not thread-safe with respect to `gc` state, which they change on purpose.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import timeit
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+def cpu_probe_us() -> float:
+    """Microseconds for `sum(range(1000))`, best of 5 (the performance notes' cross-machine yardstick)."""
+    return min(timeit.repeat("sum(range(1000))", number=20000, repeat=5)) / 20000 * 1e6
+
+
+def percentiles(samples_ns: list[int]) -> dict[str, float]:
+    """mean, p50, p99 and p99.9 in microseconds."""
+    ordered = sorted(samples_ns)
+    n = len(ordered)
+
+    def pick(q: float) -> float:
+        return round(ordered[min(n - 1, int(q * n))] / 1000, 3)
+
+    return {"mean_us": round(sum(ordered) / n / 1000, 3), "p50_us": pick(0.50), "p99_us": pick(0.99),
+            "p999_us": pick(0.999), "samples": n}
+
+
+def mean_us(fn: Callable[[], object], repeat: int) -> float:
+    """Mean microseconds per call over `repeat` calls after a warm-up, best of 3 rounds."""
+    for _ in range(min(repeat, 1000)):
+        fn()
+    best = min(timeit.repeat(fn, number=repeat, repeat=3))
+    return round(best / repeat * 1e6, 3)
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process now."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextmanager
+def frozen_gc() -> Iterator[None]:
+    """Collect, then move every live object to the permanent generation, as a server does after load."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -1,0 +1,175 @@
+"""The snapshot file format: a checksummed header, checksummed record chunks, and a footer that seals the file.
+
+Writer and reader are single-threaded objects; a finished file is immutable.
+
+Layout (all integers big-endian):
+
+    header   magic b"KACLSNAP" | u16 format version | u32 header length | u32 CRC-32 of the JSON
+             | JSON {end_offset, epoch, timestamp_ms, writer_schema}
+    chunk*   u32 payload length | u32 record count | u32 CRC-32 of payload | payload (one codec batch)
+    footer   u32 0xFFFFFFFF | u64 record count | u32 chunk count | u32 CRC-32 of the chunk CRCs | b"KACLEND!"
+
+A reader accepts a file only if the header, every chunk and the footer check out and nothing
+follows the footer; anything else is a CorruptSnapshotError naming the byte position.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec
+from metadata_log.errors import DecodeError
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord
+
+from snapshots.errors import CorruptSnapshotError
+
+MAGIC = b"KACLSNAP"
+END_MAGIC = b"KACLEND!"
+VERSION = 1
+FOOTER_MARK = 0xFFFFFFFF
+CHUNK_RECORDS = 10_000
+_HEAD = struct.Struct(">8sHII")
+_CHUNK = struct.Struct(">III")
+_FOOTER = struct.Struct(">QII8s")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotHeader:
+    """What a snapshot covers: records below `end_offset`, the last batch's epoch and timestamp."""
+
+    end_offset: int
+    epoch: int
+    timestamp_ms: int
+    writer_schema: str = CURRENT_SCHEMA.json_text
+
+
+def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord],
+                        codec: Codec | None = None) -> int:
+    """Write a whole snapshot to an open binary file; returns the record count. The caller fsyncs."""
+    codec = codec or Codec()
+    meta = json.dumps({"end_offset": header.end_offset, "epoch": header.epoch,
+                       "timestamp_ms": header.timestamp_ms, "writer_schema": codec.writer_schema.json_text},
+                      separators=(",", ":")).encode()
+    fh.write(_HEAD.pack(MAGIC, VERSION, len(meta), zlib.crc32(meta)) + meta)
+    total = chunks = 0
+    crcs = bytearray()
+    chunk: list[MetadataRecord] = []
+
+    def flush() -> None:
+        nonlocal total, chunks
+        payload = codec.encode(chunk)
+        crc = zlib.crc32(payload)
+        fh.write(_CHUNK.pack(len(payload), len(chunk), crc) + payload)
+        crcs.extend(crc.to_bytes(4, "big"))
+        total, chunks = total + len(chunk), chunks + 1
+        chunk.clear()
+
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= CHUNK_RECORDS:
+            flush()
+    if chunk:
+        flush()
+    fh.write(FOOTER_MARK.to_bytes(4, "big") + _FOOTER.pack(total, chunks, zlib.crc32(crcs), END_MAGIC))
+    return total
+
+
+class SnapshotReader:
+    """Validates and decodes one snapshot file; `records()` is all-or-nothing (it validates first)."""
+
+    def __init__(self, path: Path, codec: Codec | None = None) -> None:
+        self.path = path
+        self.codec = codec or Codec()
+        self._data = path.read_bytes()
+        self.header = self._read_header()
+
+    def _corrupt(self, position: int, reason: str) -> CorruptSnapshotError:
+        return CorruptSnapshotError(self.path, position, reason)
+
+    def _read_header(self) -> SnapshotHeader:
+        data = self._data
+        if len(data) < _HEAD.size:
+            raise self._corrupt(0, f"file is {len(data)} bytes, shorter than a header")
+        magic, version, length, crc = _HEAD.unpack_from(data)
+        if magic != MAGIC:
+            raise self._corrupt(0, f"bad magic {magic!r} (not a kraft-acl snapshot)")
+        if version != VERSION:
+            raise self._corrupt(8, f"unsupported format version {version}")
+        meta = data[_HEAD.size : _HEAD.size + length]
+        if len(meta) != length or zlib.crc32(meta) != crc:
+            raise self._corrupt(_HEAD.size, "header checksum mismatch")
+        try:
+            fields = json.loads(meta)
+            return SnapshotHeader(int(fields["end_offset"]), int(fields["epoch"]), int(fields["timestamp_ms"]),
+                                  str(fields["writer_schema"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise self._corrupt(_HEAD.size, f"header field: {exc}") from exc
+
+    def _chunks(self) -> Iterator[tuple[int, int, bytes]]:
+        """(position, record count, payload) per chunk, after validating the whole file."""
+        data, pos = self._data, _HEAD.size + _HEAD.unpack_from(self._data)[2]
+        chunks: list[tuple[int, int, bytes]] = []
+        crcs = bytearray()
+        while True:
+            if pos + 4 > len(data):
+                raise self._corrupt(pos, "truncated: no footer")
+            if int.from_bytes(data[pos : pos + 4], "big") == FOOTER_MARK:
+                break
+            if pos + _CHUNK.size > len(data):
+                raise self._corrupt(pos, "truncated chunk header")
+            length, count, crc = _CHUNK.unpack_from(data, pos)
+            payload = data[pos + _CHUNK.size : pos + _CHUNK.size + length]
+            if len(payload) != length:
+                raise self._corrupt(pos, f"truncated chunk: {len(payload)} of {length} bytes")
+            if zlib.crc32(payload) != crc:
+                raise self._corrupt(pos, "chunk checksum mismatch")
+            chunks.append((pos, count, payload))
+            crcs.extend(crc.to_bytes(4, "big"))
+            pos += _CHUNK.size + length
+        footer = data[pos + 4 : pos + 4 + _FOOTER.size]
+        if len(footer) != _FOOTER.size:
+            raise self._corrupt(pos, "truncated footer")
+        total, count, crc_of_crcs, end = _FOOTER.unpack(footer)
+        if end != END_MAGIC or count != len(chunks) or crc_of_crcs != zlib.crc32(crcs):
+            raise self._corrupt(pos, "footer does not match the chunks")
+        if total != sum(c for _, c, _ in chunks):
+            raise self._corrupt(pos, f"footer says {total} records, chunks hold {sum(c for _, c, _ in chunks)}")
+        if pos + 4 + _FOOTER.size != len(data):
+            raise self._corrupt(pos + 4 + _FOOTER.size, "bytes after the footer")
+        return iter(chunks)
+
+    def verify(self) -> int:
+        """Validate everything, decoding every record; returns the record count."""
+        return sum(1 for _ in self.records())
+
+    def records(self) -> Iterator[AccessControlEntryRecord]:
+        """Every record, after the whole file's framing has been validated."""
+        schema = BatchSchema.from_json(self.header.writer_schema)
+        number = 0
+        for pos, count, payload in self._chunks():
+            try:
+                decoded = self.codec.decode_records(payload, base_offset=number, writer_schema=schema,
+                                                    expected_count=count, path=self.path)
+            except DecodeError as exc:
+                raise self._corrupt(pos, f"records {number}..{number + count - 1}: {exc.reason}") from exc
+            for record in decoded:
+                if not isinstance(record, AccessControlEntryRecord):
+                    raise self._corrupt(pos, f"record {number}: a snapshot holds only AccessControlEntryRecords")
+                yield record
+                number += 1
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

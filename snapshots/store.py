@@ -1,0 +1,101 @@
+"""The snapshot store: snapshot files in a directory (the log directory by default, as Kafka keeps them).
+
+One writer per directory (the log's writer); readers may list and read concurrently because a
+snapshot appears only by an atomic rename of a fully written, fsynced file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from metadata_log.records import AccessControlEntryRecord
+
+from snapshots.errors import CorruptSnapshotError, SnapshotError
+from snapshots.format import SnapshotHeader, SnapshotReader, fsync_dir, write_snapshot_file
+from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
+
+log = logging.getLogger(__name__)
+
+
+class SnapshotStore:
+    """Writes, lists, validates and retains snapshots in one directory."""
+
+    def __init__(self, directory: Path, retain: int = 3) -> None:
+        self.directory = directory
+        self.retain = retain
+
+    def list(self) -> list[SnapshotId]:
+        """Every snapshot file name present, oldest first (not validated)."""
+        if not self.directory.is_dir():
+            return []
+        ids = [parse_name(p) for p in self.directory.iterdir() if p.name.endswith(SUFFIX)]
+        return sorted(ids)
+
+    def path(self, snapshot: SnapshotId) -> Path:
+        """Where a snapshot lives."""
+        return self.directory / snapshot.file_name()
+
+    def write(self, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord]) -> Path:
+        """Write to `<name>.part`, fsync, rename into place, fsync the directory; then apply retention."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        final = self.path(SnapshotId(header.end_offset, header.epoch))
+        part = final.with_name(f"{final.name[: -len(SUFFIX)]}-{os.getpid()}{PART_SUFFIX}")
+        try:
+            with part.open("wb") as fh:
+                write_snapshot_file(fh, header, records)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(part, final)
+            fsync_dir(self.directory)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        self.apply_retention()
+        return final
+
+    def read(self, snapshot: SnapshotId) -> SnapshotReader:
+        """A reader over one snapshot (header validated; records validated as they are read)."""
+        return SnapshotReader(self.path(snapshot))
+
+    def latest_valid(self, below: int | None = None) -> tuple[SnapshotReader, int] | None:
+        """The newest snapshot that validates completely, with its record count; damaged ones are skipped loudly."""
+        for snapshot in reversed(self.list()):
+            if below is not None and snapshot.end_offset > below:
+                continue
+            try:
+                reader = self.read(snapshot)
+                count = reader.verify()
+            except (CorruptSnapshotError, OSError) as exc:
+                log.warning("skipping snapshot %s: %s", snapshot.file_name(), exc)
+                continue
+            return reader, count
+        return None
+
+    def apply_retention(self) -> list[SnapshotId]:
+        """Delete all but the newest `retain` snapshots and any leftover `.part` files; returns what was deleted."""
+        gone = []
+        for snapshot in self.list()[: -self.retain] if self.retain > 0 else []:
+            path = self.path(snapshot)
+            doomed = path.with_name(path.name + DELETED_SUFFIX[len(SUFFIX):])
+            os.replace(path, doomed)
+            doomed.unlink()
+            gone.append(snapshot)
+        for leftover in self.directory.glob(f"*{PART_SUFFIX}"):
+            if not _owned_by_live_writer(leftover):
+                leftover.unlink(missing_ok=True)
+        return gone
+
+
+def _owned_by_live_writer(part: Path) -> bool:
+    """A `.part` file carries its writer's pid; it is garbage unless that process is this one."""
+    try:
+        pid = int(part.name[: -len(PART_SUFFIX)].rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return False
+    return pid == os.getpid()
+
+
+__all__ = ["SnapshotError", "SnapshotStore"]

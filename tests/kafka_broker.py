@@ -1,0 +1,321 @@
+"""A real single-node KRaft Kafka broker for tests, driven through scripts/kafka-broker.sh.
+
+The script fetches the broker jars from Maven Central, formats a data dir and starts the JVM in its own
+process group; this class parses its ``KEY=VALUE`` output and makes sure the JVM dies with the test run
+(process-group kill on stop, an ``atexit`` hook, and the script's watchdog on this Python process).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
+LIB_DIR = Path(os.environ.get("KAFKA_LIB_DIR", str(REPO_ROOT / ".kafka" / "lib")))
+
+#: SASL/PLAIN users that ``sasl=True`` brokers know (user -> password). ``admin`` is a super user.
+SASL_USERS: dict[str, str] = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+
+#: confluent-kafka configuration dict (the type its constructors are annotated with).
+ClientConf = dict[str, str | int | float | bool]
+
+_LIVE: set[KafkaBroker] = set()
+
+
+class KafkaBrokerError(RuntimeError):
+    """The broker could not be fetched, started or stopped."""
+
+
+def java_available() -> bool:
+    """True when a ``java`` that runs is on PATH (Kafka 4.x needs Java 17+, see :func:`java_problem`)."""
+    return java_problem() is None
+
+
+def java_problem() -> str | None:
+    """Why the broker's JVM cannot run here, or None when Java 17+ is on PATH."""
+    java = shutil.which("java")
+    if java is None:
+        return "no java on PATH (Kafka 4.x needs Java 17+)"
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`java -version` failed: {exc}"
+    if proc.returncode != 0:
+        return f"`java -version` exited {proc.returncode}: {proc.stderr.strip()[:200]}"
+    first = (proc.stderr or proc.stdout).splitlines()[0] if (proc.stderr or proc.stdout) else ""
+    version = first.split('"')[1] if first.count('"') >= 2 else ""
+    major = version.split(".")[0]
+    if major == "1" or (major.isdigit() and int(major) < 17):
+        return f"java {version} on PATH is too old (Kafka 4.x needs Java 17+)"
+    return None
+
+
+def jars_cached() -> bool:
+    """True when ``scripts/kafka-broker.sh fetch`` has already put the jars in .kafka/lib."""
+    return (LIB_DIR / ".fetched").is_file()
+
+
+def maven_problem() -> str | None:
+    """Why the jars cannot be fetched, or None (Maven is on PATH or the jars are already cached)."""
+    if jars_cached() or shutil.which("mvn") is not None:
+        return None
+    return f"no mvn on PATH and no cached jars in {LIB_DIR} (needed to fetch the Kafka broker)"
+
+
+def fetch_jars(timeout: float = 900.0) -> None:
+    """Run ``scripts/kafka-broker.sh fetch`` (fast when the jars are cached)."""
+    _run_script(["fetch"], timeout=timeout)
+
+
+def _run_script(args: list[str], timeout: float, env: Mapping[str, str] | None = None) -> str:
+    cmd = ["bash", str(SCRIPT), *args]
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise KafkaBrokerError(f"`kafka-broker.sh {args[0]}` timed out after {timeout:.0f}s") from exc
+    if proc.returncode != 0:
+        raise KafkaBrokerError(
+            f"`kafka-broker.sh {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr.strip()[-4000:]}"
+        )
+    return proc.stdout
+
+
+def _parse_env(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.isupper():
+            out[key] = value
+    return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); treat it as dead.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class KafkaBroker:
+    """One single-node KRaft broker (combined broker + controller) on 127.0.0.1.
+
+    ``start()`` formats ``data_dir`` on first use; ``restart()`` stops the JVM and starts it again on the
+    same data dir and port, so a connected client sees an outage and a comeback.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | str | None = None,
+        *,
+        sasl: bool = False,
+        authorizer: bool = False,
+        extra_props: Mapping[str, str] | None = None,
+        start_timeout: float = 90.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        self._own_dir = data_dir is None
+        raw = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-"))
+        self.data_dir = raw.resolve()
+        self.sasl = sasl or authorizer
+        self.authorizer = authorizer
+        self.extra_props = dict(extra_props or {})
+        self.start_timeout = start_timeout
+        self.stop_timeout = stop_timeout
+        self._bootstrap: str | None = None
+        self._pid: int | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> str:
+        """Start (or restart on the saved data dir) and return ``host:port``; waits until it serves."""
+        if self.is_running():
+            return self.bootstrap_servers
+        args = ["start"]
+        if self.sasl:
+            args.append("--sasl")
+        if self.authorizer:
+            args.append("--authorizer")
+        for key, value in self.extra_props.items():
+            args += ["--prop", f"{key}={value}"]
+        args.append(str(self.data_dir))
+        env = {
+            "KAFKA_START_TIMEOUT": str(int(self.start_timeout)),
+            "KAFKA_STOP_TIMEOUT": str(int(self.stop_timeout)),
+            "KAFKA_WATCH_PID": str(os.getpid()),
+        }
+        _LIVE.add(self)
+        try:
+            out = _parse_env(_run_script(args, timeout=self.start_timeout + 60, env=env))
+        except KafkaBrokerError:
+            self._kill_from_pidfile()
+            raise
+        self._bootstrap = out["BOOTSTRAP"]
+        self._pid = int(out["PID"])
+        return self._bootstrap
+
+    def stop(self, *, hard: bool = False) -> None:
+        """Stop the JVM: SIGTERM to its process group (SIGKILL if ``hard`` or after ``stop_timeout``)."""
+        pid = self._pid or self._read_pidfile()
+        if pid is None:
+            return
+        if _pid_alive(pid):
+            args = ["stop", *(["--kill"] if hard else []), str(self.data_dir)]
+            env = {"KAFKA_STOP_TIMEOUT": str(int(self.stop_timeout))}
+            with contextlib.suppress(KafkaBrokerError):
+                _run_script(args, timeout=self.stop_timeout + 30, env=env)
+        self._kill_group(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._pid = None
+        _LIVE.discard(self)
+
+    def restart(self, *, hard: bool = False, downtime: float = 0.0) -> str:
+        """Stop (``hard``: SIGKILL, like a crash), wait ``downtime`` seconds, start on the same dir/port."""
+        port = self.port
+        self.stop(hard=hard)
+        if downtime > 0:
+            time.sleep(downtime)
+        bootstrap = self.start()
+        if bootstrap.rsplit(":", 1)[1] != str(port):
+            raise KafkaBrokerError(f"broker came back on {bootstrap}, expected port {port}")
+        return bootstrap
+
+    def close(self) -> None:
+        """Stop the broker and delete the data dir if this object created it."""
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- state ---------------------------------------------------------------------------------------
+    def is_running(self) -> bool:
+        """True while the broker JVM is alive (it may still be starting or shutting down)."""
+        pid = self._pid or self._read_pidfile()
+        return pid is not None and _pid_alive(pid)
+
+    def accepts_connections(self, timeout: float = 1.0) -> bool:
+        """True when the client port accepts a TCP connection."""
+        host, port = self.bootstrap_servers.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return True
+        except OSError:
+            return False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:<port>``; stays the same across :meth:`restart`."""
+        if self._bootstrap is None:
+            raise KafkaBrokerError("broker was never started")
+        return self._bootstrap
+
+    @property
+    def port(self) -> int:
+        return int(self.bootstrap_servers.rsplit(":", 1)[1])
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    @property
+    def log_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The last lines of server.log and kafka.out, for failure messages."""
+        parts = []
+        for name in ("kafka.out", "server.log"):
+            path = self.log_dir / name
+            if path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+                parts.append(f"==> {path} <==\n" + "\n".join(text))
+        return "\n".join(parts)
+
+    def client_config(
+        self, user: str = "admin", overrides: Mapping[str, str | int | float | bool] | None = None
+    ) -> ClientConf:
+        """confluent-kafka settings to reach this broker (SASL/PLAIN credentials when ``sasl``)."""
+        conf: ClientConf = {"bootstrap.servers": self.bootstrap_servers}
+        if self.sasl:
+            conf.update(
+                {
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "PLAIN",
+                    "sasl.username": user,
+                    "sasl.password": SASL_USERS.get(user, f"{user}-secret"),
+                }
+            )
+        conf.update(overrides or {})
+        return conf
+
+    # -- internals -----------------------------------------------------------------------------------
+    def _read_pidfile(self) -> int | None:
+        try:
+            return int((self.data_dir / "broker.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _kill_from_pidfile(self) -> None:
+        pid = self._read_pidfile()
+        if pid is not None:
+            self._kill_group(pid, signal.SIGKILL)
+        _LIVE.discard(self)
+
+    def _kill_group(self, pid: int, sig: signal.Signals) -> None:
+        # The script starts the JVM with setsid, so its pid is also its process-group id. Only signal
+        # the group when it really is a Kafka JVM for this data dir (guards against pid reuse).
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            return
+        if b"kafka.Kafka" not in cmdline or str(self.data_dir.resolve()).encode() not in cmdline:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+
+    def __repr__(self) -> str:
+        return f"KafkaBroker(data_dir={str(self.data_dir)!r}, bootstrap={self._bootstrap!r}, pid={self._pid})"
+
+
+@atexit.register
+def _kill_leftover_brokers() -> None:
+    for broker in list(_LIVE):
+        with contextlib.suppress(Exception):
+            pid = broker.pid or broker._read_pidfile()
+            if pid is not None:
+                broker._kill_group(pid, signal.SIGKILL)
