@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from shell.acls_cmd import acls_command
 from shell.bench_cmd import bench_command
 from shell.whatif_cmd import authorize_command
 
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.command("authorize")(authorize_command)
 app.command("bench")(bench_command)
+app.command("acls")(acls_command)
 
 
 @app.callback()

@@ -1,0 +1,118 @@
+"""One kraft-acl node: a log backend, its snapshots, the loader, the StandardAuthorizer and (when it may
+write) the controller, started the KIP-801 way.
+
+A node is driven by one thread (start-up, catch-up, controller calls); any number of threads may
+call its authorizer concurrently.
+
+Start-up (ARCHITECTURE.md "START"): load the newest valid snapshot all-or-nothing, check that the
+log still holds every offset after it, replay the tail up to the high-water mark read at start,
+then complete the authorizer's initial load (even when the log is empty).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from metadata_log.backend import LogBackend
+from metadata_log.codec import new_uuid
+from snapshots.format import SnapshotHeader
+from snapshots.policy import SnapshotPolicy
+from snapshots.store import SnapshotStore
+
+from authorizer.config import AuthorizerConfig
+from authorizer.controller import AclController
+from authorizer.errors import AuthorizerError
+from authorizer.image import AclsImage, Provenance
+from authorizer.loader import MetadataLoader
+from authorizer.standard import StandardAuthorizer
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(AuthorizerError):
+    """The node cannot reach a trustworthy state (for example the log lost offsets no snapshot covers)."""
+
+
+class AclNode:
+    """Everything one node needs to authorize from, and optionally write to, the metadata log."""
+
+    def __init__(
+        self,
+        backend: LogBackend,
+        snapshot_dir: Path | None = None,
+        config: AuthorizerConfig | None = None,
+        policy: SnapshotPolicy | None = None,
+        retain_snapshots: int = 3,
+    ) -> None:
+        self.backend = backend
+        self.authorizer = StandardAuthorizer(config)
+        self.snapshots = SnapshotStore(snapshot_dir, retain_snapshots) if snapshot_dir is not None else None
+        self.policy = policy
+        self.loader = MetadataLoader(backend, self.authorizer, publishers=[self._on_publish])
+        self.controller = AclController(backend, self.loader, new_uuid)
+        self._last_published = -1
+        self.loaded_snapshot: Path | None = None
+
+    @property
+    def image(self) -> AclsImage:
+        """The current ACL image."""
+        return self.loader.image
+
+    def start(self, to_offset: int | None = None) -> None:
+        """Snapshot, then the log tail up to the high-water mark (or `to_offset`), then ready."""
+        self.load_snapshot(below=to_offset)
+        start = self.backend.log_start_offset()
+        if self.loader.next_offset < start:
+            raise StartupError(
+                f"the log starts at offset {start} but this node needs offsets from {self.loader.next_offset}: "
+                "retention deleted them and no local snapshot covers them; restore a snapshot taken at or "
+                f"after offset {start} into the snapshot directory")
+        self.loader.catch_up(to_offset)
+        self.authorizer.complete_initial_load()
+
+    def load_snapshot(self, below: int | None = None) -> None:
+        """Load the newest snapshot that validates (ending at or below `below`), all or nothing."""
+        if self.snapshots is None:
+            return
+        hwm = self.backend.high_watermark()
+        limit = hwm if below is None else min(below, hwm)
+        found = self.snapshots.latest_valid(below=limit)
+        if found is None:
+            return
+        reader, count = found
+        h = reader.header
+        self.loader.load_snapshot(reader.records(), Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms),
+                                  source=str(reader.path))
+        self.loaded_snapshot = reader.path
+        self._last_published = h.end_offset - 1
+        log.info("snapshot %s: %d ACLs", reader.path.name, count)
+
+    def take_snapshot(self) -> Path:
+        """Write the current image as `<next offset>-<epoch>.checkpoint`."""
+        if self.snapshots is None:
+            raise StartupError("this node has no snapshot directory")
+        image = self.loader.image
+        p = image.provenance
+        header = SnapshotHeader(p.next_offset, max(p.epoch, 0), p.timestamp_ms if p.timestamp_ms >= 0
+                                else int(time.time() * 1000))
+        path = self.snapshots.write(header, image.records())
+        if self.policy is not None:
+            self.policy.reset()
+        return path
+
+    def _on_publish(self, image: AclsImage) -> None:
+        """Publisher: account for applied records and write a snapshot when the policy says so."""
+        if self.policy is None or self.snapshots is None:
+            return
+        applied = image.provenance.last_offset - self._last_published
+        self._last_published = image.provenance.last_offset
+        self.policy.record_applied(max(applied, 0), max(applied, 0) * 64)
+        if self.policy.due() and image.provenance.last_offset >= 0:
+            self.take_snapshot()
+
+    def close(self) -> None:
+        """Close the backend (releasing the writer lock)."""
+        self.authorizer.close()
+        self.backend.close()

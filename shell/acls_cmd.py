@@ -1,0 +1,166 @@
+"""`kraft-acl acls --add | --remove | --list`: kafka-acls' options and output against the embedded metadata log.
+
+Stateless; each invocation opens the log directory (as the single writer for --add/--remove).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from metadata_log.backends.file import FileLog
+from metadata_log.errors import LogError
+from snapshots.errors import SnapshotError
+from snapshots.policy import SnapshotPolicy
+
+from authorizer.errors import AuthorizerError
+from authorizer.filters import AclBindingFilter
+from authorizer.model import StandardAcl
+from authorizer.node import AclNode
+from authorizer.whatif import acl_to_json
+from shell.acls_options import AclOptions, OptionError, bindings_to_add, filters_for, parse_pattern_type
+from shell.errors import EXIT_FAILED, fail
+
+Many = Annotated[list[str] | None, typer.Option()]
+
+
+def _open(log_dir: Path, write: bool) -> AclNode:
+    if not write and not log_dir.is_dir():
+        fail(f"log directory {log_dir} does not exist")
+    node = AclNode(FileLog(log_dir, read_only=not write), snapshot_dir=log_dir,
+                   policy=SnapshotPolicy() if write else None)
+    node.start()
+    return node
+
+
+def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
+    """kafka-acls groups entries by resource pattern; sorted here so the output is stable."""
+    out: dict[str, list[str]] = {}
+    for acl in sorted(acls, key=lambda a: (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host,
+                                            a.operation, a.permission_type)):
+        binding = acl.binding()
+        out.setdefault(str(binding.pattern), []).append(str(binding.entry))
+    return out
+
+
+def _print_current(acls: list[StandardAcl], principal: str | None = None) -> None:
+    for pattern, entries in _blocks(acls).items():
+        if principal is not None:
+            typer.echo(f"ACLs for principal `{principal}`")
+        typer.echo(f"Current ACLs for resource `{pattern}`:\n\t" + "\n\t".join(entries) + "\n")
+
+
+def acls_command(  # noqa: PLR0913 - kafka-acls has this many options
+    log_dir: Annotated[Path, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")],
+    add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
+    remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
+    topic: Many = None,
+    group: Many = None,
+    cluster: Annotated[bool, typer.Option("--cluster", help="the cluster resource kafka-cluster")] = False,
+    transactional_id: Many = None,
+    delegation_token: Many = None,
+    user_principal: Many = None,
+    resource_pattern_type: Annotated[str, typer.Option(help="ANY, MATCH, LITERAL or PREFIXED")] = "LITERAL",
+    operation: Many = None,
+    allow_principal: Many = None,
+    deny_principal: Many = None,
+    allow_host: Many = None,
+    deny_host: Many = None,
+    principal: Annotated[str | None, typer.Option(help="--list only: entries of this principal")] = None,
+    producer: Annotated[bool, typer.Option("--producer", help="WRITE, DESCRIBE, CREATE on topics")] = False,
+    consumer: Annotated[bool, typer.Option("--consumer", help="READ, DESCRIBE on topics, READ on groups")] = False,
+    idempotent: Annotated[bool, typer.Option("--idempotent", help="with --producer: IDEMPOTENT_WRITE")] = False,
+    force: Annotated[bool, typer.Option("--force", help="do not ask before removing")] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
+) -> None:
+    """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log."""
+    if [add, remove, list_].count(True) != 1:
+        fail("Command must include exactly one action: --list, --add, --remove.")
+    if output not in ("text", "json"):
+        fail(f"--output must be text or json, not {output!r}")
+    try:
+        opts = AclOptions(topic or [], group or [], cluster, transactional_id or [], delegation_token or [],
+                          user_principal or [], parse_pattern_type(resource_pattern_type), operation or [],
+                          allow_principal or [], deny_principal or [], allow_host or [], deny_host or [],
+                          producer, consumer, idempotent)
+        if add:
+            _add(log_dir, bindings_to_add(opts), output)
+        elif remove:
+            _remove(log_dir, filters_for(opts, "remove"), force, output)
+        else:
+            _list(log_dir, filters_for(opts, "list"), principal, output)
+    except OptionError as exc:
+        fail(str(exc))
+    except (LogError, SnapshotError, AuthorizerError) as exc:
+        fail(str(exc))
+
+
+def _add(log_dir: Path, acls: list[StandardAcl], output: str) -> None:
+    node = _open(log_dir, write=True)
+    try:
+        results = node.controller.create_acls(acls)
+        current = node.authorizer.acls(AclBindingFilter())
+    finally:
+        node.close()
+    failed = [r for r in results if r.error.code != 0]
+    if output == "json":
+        typer.echo(json.dumps([{**acl_to_json(a), "result": "created" if r.acl_id else
+                                ("exists" if r.error.code == 0 else str(r.error)), "id": r.acl_id}
+                               for a, r in zip(acls, results, strict=True)]))
+    else:
+        for pattern, entries in _blocks(acls).items():
+            typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(entries) + " \n")
+        for acl, result in zip(acls, results, strict=True):
+            if result.error.code == 0 and result.acl_id is None:
+                typer.echo(f"Acl {acl.binding()} already exists.")
+            elif result.error.code != 0:
+                typer.echo(f"Error while adding {acl.binding()}: {result.error}", err=True)
+        touched = {(a.resource_type, a.resource_name, a.pattern_type) for a in acls}
+        _print_current([a for a in current if (a.resource_type, a.resource_name, a.pattern_type) in touched])
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _remove(log_dir: Path, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+    if not force:
+        described = "; ".join(str(f.pattern) for f in filters)
+        if not typer.confirm(f"Are you sure you want to remove ACLs matching {described}?"):
+            raise typer.Exit(EXIT_FAILED)
+    node = _open(log_dir, write=True)
+    try:
+        results = node.controller.delete_acls(filters)
+    finally:
+        node.close()
+    if output == "json":
+        payload: list[dict[str, Any]] = [{"error": None if r.error.code == 0 else str(r.error),
+                                          "deleted": [{"id": i, **acl_to_json(a)} for i, a in r.deleted]}
+                                         for r in results]
+        typer.echo(json.dumps(payload))
+    else:
+        removed = {i: a for r in results for i, a in r.deleted}
+        for pattern, entries in _blocks(removed.values()).items():
+            typer.echo(f"Removed ACLs for resource `{pattern}`:\n\t" + "\n\t".join(entries) + "\n")
+        if not removed:
+            typer.echo("No ACLs matched.")
+    if any(r.error.code != 0 for r in results):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _list(log_dir: Path, filters: list[AclBindingFilter], principal: str | None, output: str) -> None:
+    node = _open(log_dir, write=False)
+    try:
+        found: dict[str, StandardAcl] = {}
+        for acl_filter in filters:
+            found.update(node.authorizer.acls_with_ids(acl_filter))
+    finally:
+        node.close()
+    if principal is not None:
+        found = {i: a for i, a in found.items() if a.principal == principal}
+    if output == "json":
+        typer.echo(json.dumps([{"id": i, **acl_to_json(a)} for i, a in sorted(found.items())]))
+    else:
+        _print_current(list(found.values()), principal)
