@@ -30,39 +30,47 @@ class AuthorizerConfig(BaseModel):
     extra: dict[str, str] = {}
 
 
+def java_trim(value: str) -> str:
+    """Java's `String.trim()`: strips every character up to U+0020 from both ends, and nothing else."""
+    start, end = 0, len(value)
+    while start < end and value[start] <= " ":
+        start += 1
+    while end > start and value[end - 1] <= " ":
+        end -= 1
+    return value[start:end]
+
+
 def parse_super_users(value: str | None) -> frozenset[str]:
     """Split on `;`, trim, drop empties; every piece must be `Type:Name` (Kafka's message on failure)."""
     if value is None:
         return frozenset()
     users = []
     for piece in value.split(";"):
-        piece = piece.strip()
+        piece = java_trim(piece)
         if not piece:
             continue
         if ":" not in piece:
-            raise ConfigError(
-                f"{SUPER_USERS}: expected a string in format principalType:principalName but got {piece}"
-            )
+            raise ConfigError(f"{SUPER_USERS}: expected a string in format principalType:principalName but got {piece}")
         users.append(piece)
     return frozenset(users)
 
 
 def parse_bool(value: str | None) -> bool:
     """Java's `Boolean.parseBoolean(value.trim())`: only `true` in any case is true."""
-    return value is not None and value.strip().lower() == "true"
+    return value is not None and java_trim(value).lower() == "true"
 
 
 def parse_listeners(value: str | None) -> tuple[str, ...]:
     """Comma-separated names, trimmed, empties dropped."""
     if value is None:
         return ()
-    return tuple(name.strip() for name in value.split(",") if name.strip())
+    return tuple(java_trim(name) for name in value.split(",") if java_trim(name))
 
 
 def parse_node_id(value: str | None) -> int:
     """An int after trim; -1 when absent or malformed (as Kafka does)."""
     try:
-        return int(value.strip()) if value is not None else -1
+        return int(java_trim(value)) if value is not None else -1
     except ValueError:
         return -1
 

@@ -12,9 +12,6 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from metadata_log.backend import LogBackend
-from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
-
 from authorizer.errors import InvalidFilterError
 from authorizer.filters import AclBindingFilter
 from authorizer.index import AclIndex, members
@@ -28,6 +25,8 @@ from authorizer.model import (
     StandardAcl,
 )
 from authorizer.records import record_from_acl
+from metadata_log.backend import LogBackend
+from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
 
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
 

@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import immutables
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 from authorizer.errors import ImageError
 from authorizer.model import StandardAcl
 from authorizer.records import acl_from_record, record_from_acl
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,7 @@ class AclsDelta:
     def __init__(self, base: AclsImage) -> None:
         self.base = base
         self._changes: dict[str, StandardAcl | None] = {}
+        self._snapshot_ids: set[str] = set()  # ids a snapshot replay has listed (see replay_snapshot)
 
     def _current(self, acl_id: str) -> StandardAcl | None:
         if acl_id in self._changes:
@@ -72,13 +73,15 @@ class AclsDelta:
         if isinstance(record, AccessControlEntryRecord):
             existing = self._current(record.id)
             if existing is not None:
-                raise ImageError(f"offset {offset}: AccessControlEntryRecord adds ACL {record.id}, "
-                                 f"which already exists ({existing})")
+                raise ImageError(
+                    f"offset {offset}: AccessControlEntryRecord adds ACL {record.id}, which already exists ({existing})"
+                )
             self._changes[record.id] = acl_from_record(record)
         elif isinstance(record, RemoveAccessControlEntryRecord):
             if self._current(record.id) is None:
-                raise ImageError(f"offset {offset}: RemoveAccessControlEntryRecord names ACL {record.id}, "
-                                 "which does not exist")
+                raise ImageError(
+                    f"offset {offset}: RemoveAccessControlEntryRecord names ACL {record.id}, which does not exist"
+                )
             if record.id in self.base.acls:
                 self._changes[record.id] = None
             else:
@@ -86,10 +89,21 @@ class AclsDelta:
         else:  # pragma: no cover - the codec yields only the two record types
             raise ImageError(f"offset {offset}: unexpected record type {type(record).__name__}")
 
+    def replay_snapshot(self, record: AccessControlEntryRecord, number: int) -> None:
+        """One record of a snapshot: "this ACL exists". Ids already in the base are kept or replaced."""
+        if record.id in self._snapshot_ids:
+            raise ImageError(f"snapshot record {number}: ACL {record.id} appears twice in the snapshot")
+        self._snapshot_ids.add(record.id)
+        acl = acl_from_record(record)
+        if self.base.acls.get(record.id) == acl:
+            self._changes.pop(record.id, None)
+        else:
+            self._changes[record.id] = acl
+
     def finish_snapshot(self) -> None:
         """After replaying a snapshot: every base ACL the snapshot did not contain is removed."""
         for acl_id in self.base.acls:
-            if acl_id not in self._changes:
+            if acl_id not in self._snapshot_ids:
                 self._changes[acl_id] = None
 
     def net_changes(self) -> tuple[list[str], list[tuple[str, StandardAcl]]]:
@@ -113,3 +127,13 @@ class AclsDelta:
             else:
                 acls[acl_id] = acl
         return AclsImage(acls.finish(), provenance)
+
+
+def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> immutables.Map[str, StandardAcl]:
+    """The id -> ACL map of a snapshot, built in one pass; an id listed twice is an ImageError."""
+    acls = immutables.Map[str, StandardAcl]().mutate()
+    for number, record in enumerate(records):
+        if record.id in acls:
+            raise ImageError(f"snapshot record {number}: ACL {record.id} appears twice in the snapshot")
+        acls[record.id] = acl_from_record(record)
+    return acls.finish()

@@ -51,9 +51,13 @@ def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
 
 def _bucket(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:
     return next(iter(acls)) if len(acls) == 1 else tuple(acls)
+
+
 _EMPTY_GRANTS: Grants = {}
 _INTERNED: dict[tuple[tuple[str, int], ...], Grants] = {}
 _N_TYPES = 8
+# _BITS[permission code][operation code] == grant_bit(operation, permission), for the hot build loop.
+_BITS: tuple[tuple[int, ...], ...] = tuple(tuple(grant_bit(op, perm) for op in range(16)) for perm in range(4))
 
 
 def intern_grants(grants: Grants) -> Grants:
@@ -271,6 +275,8 @@ def _build_type(acls: list[StandardAcl]) -> TypeIndex:
     prefixed: dict[str, Any] = {}
     views: dict[str, tuple[dict[str, Grants], dict[str, Grants], dict[str, Grants]]] = {}
     literal_code, prefixed_code = PatternType.LITERAL, PatternType.PREFIXED
+    singles: dict[str, dict[int, Grants]] = {}  # host -> bit -> the interned {host: bit}
+    bits = _BITS
     for acl in acls:
         name, pattern = acl.resource_name, acl.pattern_type
         buckets = literal if pattern == literal_code else prefixed
@@ -285,7 +291,14 @@ def _build_type(acls: list[StandardAcl]) -> TypeIndex:
         if view is None:
             view = views[acl.principal] = ({}, {}, {})
         by_name = view[0 if pattern == literal_code else 1 if pattern == prefixed_code else 2]
-        one = intern_grants({acl.host: grant_bit(acl.operation, acl.permission_type)})
+        host = acl.host
+        per_host = singles.get(host)
+        if per_host is None:
+            per_host = singles[host] = {}
+        bit = bits[acl.permission_type][acl.operation]
+        one = per_host.get(bit)
+        if one is None:
+            one = per_host[bit] = intern_grants({host: bit})
         grants = by_name.get(name)
         by_name[name] = one if grants is None else merge_grants(grants, one)
     for buckets in (literal, prefixed):

@@ -11,13 +11,12 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
+from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_snapshot
+from authorizer.index import AclIndex
+from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
 from metadata_log.records import AccessControlEntryRecord, RecordBatch
 from metadata_log.replayer import Replayer
-
-from authorizer.image import AclsDelta, AclsImage, Provenance
-from authorizer.index import AclIndex
-from authorizer.standard import StandardAuthorizer
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[AclsImage], None]
@@ -47,23 +46,30 @@ class MetadataLoader:
         """The first log offset not yet applied."""
         return self.image.provenance.next_offset
 
-    def load_snapshot(self, records: Iterable[AccessControlEntryRecord], provenance: Provenance,
-                      source: str = "snapshot") -> None:
+    def load_snapshot(
+        self, records: Iterable[AccessControlEntryRecord], provenance: Provenance, source: str = "snapshot"
+    ) -> None:
         """Replace the whole state with a snapshot's records, all or nothing, and publish once."""
         with self._lock:
-            delta = AclsDelta(self.image)
-            for number, record in enumerate(records):
-                delta.replay(record, offset=number)  # ImageError names the record number
-            delta.finish_snapshot()
-            self._publish(delta, provenance, full=True)
+            if len(self.image) == 0:  # cold start: build the image directly, one pass
+                image = AclsImage(image_from_snapshot(records), provenance)
+                self._swap(image, AclIndex.build(image.acls.items(), by_id=image.acls))
+            else:
+                delta = AclsDelta(self.image)
+                for number, record in enumerate(records):
+                    delta.replay_snapshot(record, number)
+                delta.finish_snapshot()
+                self._publish(delta, provenance, full=True)
             log.info("loaded %s: %d ACLs up to offset %d", source, len(self.image), provenance.last_offset)
 
-    def catch_up(self, to_offset: int | None = None) -> int:
+    def catch_up(self, to_offset: int | None = None, publish_every_records: int | None = -1) -> int:
         """Apply every committed batch from `next_offset` up to the high-water mark (or `to_offset`).
 
-        Batches are grouped into one delta and published every `publish_every_records` records and
-        at the end, always between two batches. Returns the number of records applied.
+        Batches are grouped into one delta and published every `publish_every_records` records
+        (default: the loader's setting; None: only at the end) and at the end, always between two
+        batches. Returns the number of records applied.
         """
+        every = self.publish_every_records if publish_every_records == -1 else publish_every_records
         with self._lock:
             applied = pending = 0
             delta = AclsDelta(self.image)
@@ -73,7 +79,7 @@ class MetadataLoader:
                     delta.replay(record, batch.base_offset + position)
                 last = batch
                 pending += len(batch.records)
-                if pending >= self.publish_every_records:
+                if every is not None and pending >= every:
                     self._publish(delta, _provenance(batch))
                     applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
             if last is not None and (pending or not delta.is_empty()):
@@ -82,8 +88,8 @@ class MetadataLoader:
             return applied
 
     def initial_load(self) -> int:
-        """Replay to the high-water mark seen now, then complete the authorizer's initial load."""
-        applied = self.catch_up(self.backend.high_watermark())
+        """Replay to the high-water mark seen now (publishing once), then complete the authorizer's initial load."""
+        applied = self.catch_up(self.backend.high_watermark(), publish_every_records=None)
         if self.authorizer is not None:
             self.authorizer.complete_initial_load()
         return applied
@@ -92,10 +98,14 @@ class MetadataLoader:
         """Build the next index off to the side (it validates content), then swap image and index in."""
         removed, added = delta.net_changes()
         image = delta.apply(provenance)
-        if full:
-            index = AclIndex.build(image.acls.items(), by_id=image.acls)
-        else:
-            index = self.index.apply(removed, added, by_id_after=image.acls)
+        # A change touching a large part of the state is cheaper to index in bulk than incrementally.
+        bulk = full or len(removed) + len(added) > max(len(self.index), 1) // 4
+        index = AclIndex.build(image.acls.items(), by_id=image.acls) if bulk else (
+            self.index.apply(removed, added, by_id_after=image.acls))
+        self._swap(image, index)
+
+    def _swap(self, image: AclsImage, index: AclIndex) -> None:
+        """Publish: the authorizer's index first, then the image, then the other publishers, in order."""
         if self.authorizer is not None:
             self.authorizer.publish(index)
         self.image, self.index = image, index

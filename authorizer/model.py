@@ -16,10 +16,8 @@ class _KafkaEnum(IntEnum):
     @classmethod
     def from_code(cls, code: int) -> Self:
         """Kafka's `fromCode`: an unknown code gives UNKNOWN, never an exception."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls(0)
+        member = cls._value2member_map_.get(code)
+        return member if member is not None else cls(0)  # type: ignore[return-value]
 
     @classmethod
     def from_string(cls, text: str) -> Self:
@@ -149,8 +147,7 @@ class AclBinding:
     def to_acl(self) -> StandardAcl:
         """The flat 7-tuple form stored by the authorizer."""
         p, e = self.pattern, self.entry
-        return StandardAcl(p.resource_type, p.name, p.pattern_type, e.principal, e.host, e.operation,
-                           e.permission_type)
+        return StandardAcl(p.resource_type, p.name, p.pattern_type, e.principal, e.host, e.operation, e.permission_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +171,15 @@ class StandardAcl:
 
     def index_key(self) -> tuple[int, str, int, int, str, str, int]:
         """Kafka's StandardAcl.compareTo order without the descending name (see `kafka_order`)."""
-        return (self.resource_type, self.resource_name, self.pattern_type, self.operation, self.principal,
-                self.host, self.permission_type)
+        return (
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.operation,
+            self.principal,
+            self.host,
+            self.permission_type,
+        )
 
     def __str__(self) -> str:
         return (

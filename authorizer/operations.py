@@ -57,11 +57,26 @@ EXACT_ALLOW: tuple[int, ...] = tuple((1 << _OP.ALL) | (1 << op) for op in AclOpe
 EXACT_DENY: tuple[int, ...] = tuple(((1 << _OP.ALL) | (1 << op)) << DENY_SHIFT for op in AclOperation)
 
 SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
-    ResourceType.TOPIC: (_OP.READ, _OP.WRITE, _OP.CREATE, _OP.DELETE, _OP.ALTER, _OP.DESCRIBE,
-                         _OP.DESCRIBE_CONFIGS, _OP.ALTER_CONFIGS),
+    ResourceType.TOPIC: (
+        _OP.READ,
+        _OP.WRITE,
+        _OP.CREATE,
+        _OP.DELETE,
+        _OP.ALTER,
+        _OP.DESCRIBE,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+    ),
     ResourceType.GROUP: (_OP.READ, _OP.DELETE, _OP.DESCRIBE, _OP.DESCRIBE_CONFIGS, _OP.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (_OP.CREATE, _OP.ALTER, _OP.DESCRIBE, _OP.CLUSTER_ACTION, _OP.DESCRIBE_CONFIGS,
-                           _OP.ALTER_CONFIGS, _OP.IDEMPOTENT_WRITE),
+    ResourceType.CLUSTER: (
+        _OP.CREATE,
+        _OP.ALTER,
+        _OP.DESCRIBE,
+        _OP.CLUSTER_ACTION,
+        _OP.DESCRIBE_CONFIGS,
+        _OP.ALTER_CONFIGS,
+        _OP.IDEMPOTENT_WRITE,
+    ),
     ResourceType.TRANSACTIONAL_ID: (_OP.WRITE, _OP.DESCRIBE),
     ResourceType.DELEGATION_TOKEN: (_OP.DESCRIBE,),
     ResourceType.USER: (_OP.CREATE_TOKENS, _OP.DESCRIBE_TOKENS),

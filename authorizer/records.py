@@ -7,22 +7,27 @@ from __future__ import annotations
 
 import sys
 
+from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from metadata_log.records import AccessControlEntryRecord
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+
+_TYPES = ResourceType._value2member_map_
+_PATTERNS = PatternType._value2member_map_
+_OPERATIONS = AclOperation._value2member_map_
+_PERMISSIONS = AclPermissionType._value2member_map_
 
 
 def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
     """Unknown codes become UNKNOWN, as Kafka's `fromCode` does (spec §14.1); principals and hosts are
     interned, since thousands of ACLs share each one."""
     return StandardAcl(
-        ResourceType.from_code(record.resource_type),
+        _TYPES.get(record.resource_type, ResourceType.UNKNOWN),  # type: ignore[arg-type]
         record.resource_name,
-        PatternType.from_code(record.pattern_type),
+        _PATTERNS.get(record.pattern_type, PatternType.UNKNOWN),  # type: ignore[arg-type]
         sys.intern(record.principal),
         sys.intern(record.host),
-        AclOperation.from_code(record.operation),
-        AclPermissionType.from_code(record.permission_type),
+        _OPERATIONS.get(record.operation, AclOperation.UNKNOWN),  # type: ignore[arg-type]
+        _PERMISSIONS.get(record.permission_type, AclPermissionType.UNKNOWN),  # type: ignore[arg-type]
     )
 
 

@@ -68,8 +68,9 @@ def _dominated(name: str, deny_prefix: frozenset[str], lengths: list[int]) -> bo
     return any(length <= len(name) and name[:length] in deny_prefix for length in lengths)
 
 
-def authorize_by_resource_type_scan(tindex: TypeIndex, principal: str, host: str,
-                                    op: AclOperation) -> AuthorizationResult:
+def authorize_by_resource_type_scan(
+    tindex: TypeIndex, principal: str, host: str, op: AclOperation
+) -> AuthorizationResult:
     """Steps 3-6 of spec §8 for the ACLs of one type whose principal is `principal` or `User:*`."""
     summaries = [
         _summary(view, host, op)

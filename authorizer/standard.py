@@ -155,14 +155,21 @@ class StandardAuthorizer:
             if superuser:
                 result = ALLOWED
             else:
-                result = self._decide(index, ctx.principal, ctx.host, action.operation, action.resource_type,
-                                      action.resource_name)
+                result = self._decide(
+                    index,
+                    ctx.principal,
+                    ctx.host,
+                    action.operation,
+                    action.resource_type,
+                    action.resource_name,
+                )
             self._maybe_audit(index, ctx, action, result, superuser)
             results.append(result)
         return results
 
-    def authorize_one(self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType,
-                      name: str) -> AuthorizationResult:
+    def authorize_one(
+        self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> AuthorizationResult:
         """The hot path: one LITERAL action, no audit logging."""
         if ctx.principal in self._super_users:
             return ALLOWED
@@ -170,8 +177,9 @@ class StandardAuthorizer:
             raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
         return self._decide(self._index, ctx.principal, ctx.host, operation, resource_type, name)
 
-    def _decide(self, index: AclIndex, principal: str, host: str, op: int, rtype: int,
-                name: str) -> AuthorizationResult:
+    def _decide(
+        self, index: AclIndex, principal: str, host: str, op: int, rtype: int, name: str
+    ) -> AuthorizationResult:
         tindex = index.types[rtype]
         if tindex is None:
             return self._default
@@ -193,8 +201,9 @@ class StandardAuthorizer:
         if not self._loaded:
             raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
         index = self._index
-        result = self._decide(index, ctx.principal, ctx.host, action.operation, action.resource_type,
-                              action.resource_name)
+        result = self._decide(
+            index, ctx.principal, ctx.host, action.operation, action.resource_type, action.resource_name
+        )
         return Decision(result, self._rule(index, ctx, action, result))
 
     def _rule(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> Rule:
@@ -208,18 +217,33 @@ class StandardAuthorizer:
         allows = [a for a in applying if a.permission_type == AclPermissionType.ALLOW]
         return Rule("MatchingAcl", allows[-1]) if allows else DEFAULT_ALLOW
 
-    def _maybe_audit(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult,
-                     superuser: bool) -> None:
+    def _maybe_audit(
+        self,
+        index: AclIndex,
+        ctx: RequestContext,
+        action: Action,
+        result: AuthorizationResult,
+        superuser: bool,
+    ) -> None:
         level = audit_level(result is ALLOWED, action.log_if_allowed, action.log_if_denied)
         if not AUDIT_LOGGER.isEnabledFor(level):
             return
         rule = SUPER_USER if superuser else self._rule(index, ctx, action, result)
-        line = audit_line(ctx.principal, Decision(result, rule), action.operation, ctx.host, action.resource_type,
-                          action.resource_name, ctx.request, action.ref_count)
+        line = audit_line(
+            ctx.principal,
+            Decision(result, rule),
+            action.operation,
+            ctx.host,
+            action.resource_type,
+            action.resource_name,
+            ctx.request,
+            action.ref_count,
+        )
         AUDIT_LOGGER.log(level, line)
 
-    def authorize_by_resource_type(self, ctx: RequestContext, operation: AclOperation,
-                                   resource_type: ResourceType) -> AuthorizationResult:
+    def authorize_by_resource_type(
+        self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> AuthorizationResult:
         """KIP-679: may this principal do `operation` on at least one resource of this type? (spec §8)"""
         if resource_type == ResourceType.ANY:
             raise InvalidActionError("Must specify a non-filter resource type for authorizeByResourceType")
@@ -251,8 +275,7 @@ class StandardAuthorizer:
             return to_32bit_field(list(supported)) if self._default is ALLOWED else 0
         mask = grant_mask(tindex, ctx.principal, ctx.host, name)
         fallback = self._default is ALLOWED and not tindex.has_candidates(name)
-        allowed = [op for op in supported
-                   if not mask & DENY_TEST[op] and (mask & ALLOW_TEST[op] or fallback)]
+        allowed = [op for op in supported if not mask & DENY_TEST[op] and (mask & ALLOW_TEST[op] or fallback)]
         return to_32bit_field(allowed)
 
     # ---- listing ----------------------------------------------------------------------------------

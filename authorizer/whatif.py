@@ -61,11 +61,17 @@ class AclEntry(_Model):
     operation: Op
     permission_type: Perm
 
-
     def to_acl(self) -> StandardAcl:
         """The stored form."""
-        return StandardAcl(self.resource_type, self.resource_name, self.pattern_type, self.principal, self.host,
-                           self.operation, self.permission_type)
+        return StandardAcl(
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+        )
 
 
 class FilterSpec(_Model):
@@ -78,7 +84,6 @@ class FilterSpec(_Model):
     host: str | None = None
     operation: Op = AclOperation.ANY
     permission_type: Perm = AclPermissionType.ANY
-
 
     def to_filter(self) -> AclBindingFilter:
         """Kafka's AclBindingFilter."""
@@ -99,7 +104,6 @@ class Request(_Model):
     resource_type: RType | None = None
     resource_name: str | None = None
     filter: FilterSpec | None = None
-
 
     def required(self) -> tuple[str, ...]:
         """The fields this kind needs."""
@@ -183,8 +187,9 @@ def evaluate(authorizer: StandardAuthorizer, request: Request, explain: bool = F
     ctx = RequestContext.of(request.principal, request.host)
     if request.kind == "authorized_operations":
         assert request.resource_name is not None
-        return {"authorized_operations": authorizer.authorized_operations(ctx, request.resource_type,
-                                                                          request.resource_name)}
+        return {
+            "authorized_operations": authorizer.authorized_operations(ctx, request.resource_type, request.resource_name)
+        }
     assert request.operation is not None
     if request.kind == "by_resource_type":
         result = authorizer.authorize_by_resource_type(ctx, request.operation, request.resource_type)

@@ -14,9 +14,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,38 +31,27 @@ from metadata_log.records import (
     RecordBatch,
     RemoveAccessControlEntryRecord,
 )
+from metadata_log.uuids import METADATA_TOPIC_ID, UUID_TEXT, ZERO_UUID, new_uuid, text_to_uuid, uuid_to_text
 from schemas import load_schema
 
 ACE_NAME = "kraft_acl.AccessControlEntryRecord"
 REMOVE_NAME = "kraft_acl.RemoveAccessControlEntryRecord"
-ZERO_UUID = bytes(16)
-METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)
-_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")  # 22 chars; the last holds 2 bits + 4 zero bits
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 Datum = tuple[str, dict[str, Any]]
 
-
-def uuid_to_text(raw: bytes) -> str:
-    """Kafka's `Uuid.toString`: URL-safe base64 of the 16 bytes without padding (22 characters)."""
-    if len(raw) != 16:
-        raise InvalidUuidError(raw, f"expected 16 bytes, got {len(raw)}")
-    return codec_fast.ids_to_text([raw])[0]
-
-
-def text_to_uuid(text: str, field: str = "id") -> bytes:
-    """Kafka's `Uuid.fromString`, strict: only the canonical 22-character form is accepted."""
-    if not isinstance(text, str) or not _UUID_TEXT.fullmatch(text):
-        raise InvalidUuidError(text, "expected 22 URL-safe base64 characters (canonical, no padding)", field)
-    return base64.urlsafe_b64decode(text + "==")
-
-
-def new_uuid() -> str:
-    """Kafka's `Uuid.randomUuid`: a random v4 id, never zero, never METADATA_TOPIC_ID, never '-...'."""
-    while True:
-        raw = uuid.UUID(bytes=os.urandom(16), version=4).bytes
-        text = uuid_to_text(raw)
-        if raw not in (ZERO_UUID, METADATA_TOPIC_ID) and not text.startswith("-"):
-            return text
+__all__ = [
+    "CURRENT_SCHEMA",
+    "DEFAULT_CODEC",
+    "METADATA_TOPIC_ID",
+    "ZERO_UUID",
+    "BatchSchema",
+    "Codec",
+    "decode",
+    "encode",
+    "new_uuid",
+    "text_to_uuid",
+    "uuid_to_text",
+]
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -121,17 +107,12 @@ def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
     The ids are checked one by one (canonical text) and converted with one base64 call: each
     22-character text + "AA" is 24 characters = 18 bytes, whose first 16 are the id.
     """
-    match = _UUID_TEXT.fullmatch
+    match = UUID_TEXT.fullmatch
     for index, record in enumerate(records):
-        if (
-            type(record) is not AccessControlEntryRecord
-            and type(record) is not RemoveAccessControlEntryRecord
-        ):
+        if type(record) is not AccessControlEntryRecord and type(record) is not RemoveAccessControlEntryRecord:
             raise EncodeError(index, f"not a metadata record: {type(record).__name__}")
         if type(record.id) is not str or match(record.id) is None:
-            raise EncodeError(
-                index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters"))
-            )
+            raise EncodeError(index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters")))
     raw = base64.urlsafe_b64decode("AA".join([r.id for r in records]) + "AA")
     out: list[Datum] = []
     append = out.append

@@ -21,9 +21,9 @@ The v1 layout (Avro binary; ints and lengths are zigzag varints):
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import types
+from binascii import b2a_base64
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +41,7 @@ ACE_FIELDS = (
 )
 V1_FINGERPRINT = "8169b6474aee9cfe"  # CRC-64-AVRO of the v1 RecordBatch Parsing Canonical Form
 Setter = Callable[[Any, Any], None]
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")  # standard -> URL-safe base64 alphabet
 
 
 def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Setter, ...] | None:
@@ -94,7 +95,7 @@ def ids_to_text(raw_ids: list[bytes]) -> list[str]:
     """
     if not raw_ids:
         return []
-    text = base64.urlsafe_b64encode(b"\0\0".join(raw_ids) + b"\0\0").decode("ascii")
+    text = b2a_base64(b"\0\0".join(raw_ids) + b"\0\0", newline=False).translate(_URL_SAFE).decode("ascii")
     return [text[i : i + 22] for i in range(0, len(text), 24)]
 
 

@@ -27,7 +27,7 @@ class Replayer:
     Worked example, log batches [0..2] [3..3] [4..7], high-water mark 8:
       batches(0)        -> [0..2] [3..3] [4..7]
       batches(1)        -> [1..2] (the first batch cut to start at 1) [3..3] [4..7]
-      batches(0, to=5)  -> [0..2] [3..3] [4..5] (cut: offsets 6 and 7 are not applied)
+      batches(0, to=5)  -> [0..2] [3..3] [4..4] (cut: `to` is exclusive, offsets 5..7 are not applied)
       a backend yielding [0..2] [4..7] -> ReplayError "gap: expected offset 3, got batch 4..7"
     """
 
@@ -45,7 +45,8 @@ class Replayer:
         for batch in self.backend.read(from_offset):
             if batch.base_offset >= end:
                 return
-            if batch.last_offset < expected:
+            overlaps = batch.base_offset < expected and expected != from_offset
+            if batch.last_offset < expected or overlaps:
                 raise ReplayError(
                     f"duplicate: batch {batch.base_offset}..{batch.last_offset} was already applied "
                     f"(expected offset {expected})",
@@ -64,6 +65,4 @@ class Replayer:
             if expected >= end:
                 return
         if expected < end:
-            raise ReplayError(
-                f"the log ended at offset {expected} below its high-water mark {end}", offset=expected
-            )
+            raise ReplayError(f"the log ended at offset {expected} below its high-water mark {end}", offset=expected)

@@ -18,7 +18,14 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SchemaNotFoundError", "available_schemas", "load_schema", "load_schema_file", "schema_dir"]
+__all__ = [
+    "SchemaNotFoundError",
+    "available_schemas",
+    "load_schema",
+    "load_schema_file",
+    "parse_schema",
+    "schema_dir",
+]
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 NAMED_KINDS = frozenset({"record", "error", "enum", "fixed"})
@@ -67,6 +74,13 @@ def load_schema(name: str, directory: SchemaDir | None = None) -> dict[str, Any]
     if not isinstance(resolved, dict):  # pragma: no cover - a file always holds an object
         raise SchemaNotFoundError(f"schema {name!r} did not resolve to an object")
     return resolved
+
+
+def parse_schema(name: str, directory: SchemaDir | None = None) -> Any:
+    """`load_schema` then fastavro's `parse_schema`: ready for fastavro's readers and writers."""
+    import fastavro  # local: locating and loading schemas needs no third-party package
+
+    return fastavro.parse_schema(load_schema(name, directory))
 
 
 def _full_name(name: str, namespace: str) -> str:

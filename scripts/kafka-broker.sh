@@ -238,6 +238,7 @@ set_java_args() {
 start_watchdog() {
   local watch="$1" pid="$2"
   # Detached (own session, all fds closed) so neither pipes nor the broker's process group keep it.
+  # shellcheck disable=SC2016  # the inner script expands its own positional parameters
   setsid bash -c '
     w="$1"; p="$2"; t="$3"
     while kill -0 "$w" 2>/dev/null && kill -0 "$p" 2>/dev/null; do sleep 1; done
@@ -362,8 +363,8 @@ cmd_stop() {
       kill -KILL -- "-$pid" 2>/dev/null || true
     fi
   fi
-  local i
-  for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local _
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   rm -f "$dir/broker.pid"
   note "broker in $dir stopped (pid $pid)"
 }

@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from metadata_log.backends.file import FileLog
-from metadata_log.errors import LogError
-from snapshots.errors import SnapshotError
-from snapshots.policy import SnapshotPolicy
 
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AclBindingFilter
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from authorizer.whatif import acl_to_json
+from metadata_log.backends.file import FileLog
+from metadata_log.errors import LogError
 from shell.acls_options import AclOptions, OptionError, bindings_to_add, filters_for, parse_pattern_type
 from shell.errors import EXIT_FAILED, fail
+from snapshots.errors import SnapshotError
+from snapshots.policy import SnapshotPolicy
 
 Many = Annotated[list[str] | None, typer.Option()]
 
@@ -30,8 +30,11 @@ Many = Annotated[list[str] | None, typer.Option()]
 def _open(log_dir: Path, write: bool) -> AclNode:
     if not write and not log_dir.is_dir():
         fail(f"log directory {log_dir} does not exist")
-    node = AclNode(FileLog(log_dir, read_only=not write), snapshot_dir=log_dir,
-                   policy=SnapshotPolicy() if write else None)
+    node = AclNode(
+        FileLog(log_dir, read_only=not write),
+        snapshot_dir=log_dir,
+        policy=SnapshotPolicy() if write else None,
+    )
     node.start()
     return node
 
@@ -39,8 +42,18 @@ def _open(log_dir: Path, write: bool) -> AclNode:
 def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
     """kafka-acls groups entries by resource pattern; sorted here so the output is stable."""
     out: dict[str, list[str]] = {}
-    for acl in sorted(acls, key=lambda a: (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host,
-                                            a.operation, a.permission_type)):
+    for acl in sorted(
+        acls,
+        key=lambda a: (
+            a.resource_type,
+            a.resource_name,
+            a.pattern_type,
+            a.principal,
+            a.host,
+            a.operation,
+            a.permission_type,
+        ),
+    ):
         binding = acl.binding()
         out.setdefault(str(binding.pattern), []).append(str(binding.entry))
     return out
@@ -53,8 +66,10 @@ def _print_current(acls: list[StandardAcl], principal: str | None = None) -> Non
         typer.echo(f"Current ACLs for resource `{pattern}`:\n\t" + "\n\t".join(entries) + "\n")
 
 
-def acls_command(  # noqa: PLR0913 - kafka-acls has this many options
-    log_dir: Annotated[Path, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")],
+def acls_command(
+    log_dir: Annotated[
+        Path, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")
+    ],
     add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
     remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
@@ -83,10 +98,23 @@ def acls_command(  # noqa: PLR0913 - kafka-acls has this many options
     if output not in ("text", "json"):
         fail(f"--output must be text or json, not {output!r}")
     try:
-        opts = AclOptions(topic or [], group or [], cluster, transactional_id or [], delegation_token or [],
-                          user_principal or [], parse_pattern_type(resource_pattern_type), operation or [],
-                          allow_principal or [], deny_principal or [], allow_host or [], deny_host or [],
-                          producer, consumer, idempotent)
+        opts = AclOptions(
+            topic or [],
+            group or [],
+            cluster,
+            transactional_id or [],
+            delegation_token or [],
+            user_principal or [],
+            parse_pattern_type(resource_pattern_type),
+            operation or [],
+            allow_principal or [],
+            deny_principal or [],
+            allow_host or [],
+            deny_host or [],
+            producer,
+            consumer,
+            idempotent,
+        )
         if add:
             _add(log_dir, bindings_to_add(opts), output)
         elif remove:
@@ -108,9 +136,18 @@ def _add(log_dir: Path, acls: list[StandardAcl], output: str) -> None:
         node.close()
     failed = [r for r in results if r.error.code != 0]
     if output == "json":
-        typer.echo(json.dumps([{**acl_to_json(a), "result": "created" if r.acl_id else
-                                ("exists" if r.error.code == 0 else str(r.error)), "id": r.acl_id}
-                               for a, r in zip(acls, results, strict=True)]))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        **acl_to_json(a),
+                        "result": "created" if r.acl_id else ("exists" if r.error.code == 0 else str(r.error)),
+                        "id": r.acl_id,
+                    }
+                    for a, r in zip(acls, results, strict=True)
+                ]
+            )
+        )
     else:
         for pattern, entries in _blocks(acls).items():
             typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(entries) + " \n")
@@ -136,9 +173,13 @@ def _remove(log_dir: Path, filters: list[AclBindingFilter], force: bool, output:
     finally:
         node.close()
     if output == "json":
-        payload: list[dict[str, Any]] = [{"error": None if r.error.code == 0 else str(r.error),
-                                          "deleted": [{"id": i, **acl_to_json(a)} for i, a in r.deleted]}
-                                         for r in results]
+        payload: list[dict[str, Any]] = [
+            {
+                "error": None if r.error.code == 0 else str(r.error),
+                "deleted": [{"id": i, **acl_to_json(a)} for i, a in r.deleted],
+            }
+            for r in results
+        ]
         typer.echo(json.dumps(payload))
     else:
         removed = {i: a for r in results for i, a in r.deleted}

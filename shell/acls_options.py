@@ -93,9 +93,11 @@ def _operations_for(opts: AclOptions, rtype: ResourceType) -> list[AclOperation]
     if opts.producer or opts.consumer:
         ops: list[AclOperation] = []
         if opts.producer:
-            ops += {ResourceType.TOPIC: [OP.WRITE, OP.DESCRIBE, OP.CREATE],
-                    ResourceType.TRANSACTIONAL_ID: [OP.WRITE, OP.DESCRIBE],
-                    ResourceType.CLUSTER: [OP.IDEMPOTENT_WRITE] if opts.idempotent else []}.get(rtype, [])
+            ops += {
+                ResourceType.TOPIC: [OP.WRITE, OP.DESCRIBE, OP.CREATE],
+                ResourceType.TRANSACTIONAL_ID: [OP.WRITE, OP.DESCRIBE],
+                ResourceType.CLUSTER: [OP.IDEMPOTENT_WRITE] if opts.idempotent else [],
+            }.get(rtype, [])
         if opts.consumer:
             ops += {ResourceType.TOPIC: [OP.READ, OP.DESCRIBE], ResourceType.GROUP: [OP.READ]}.get(rtype, [])
         return list(dict.fromkeys(ops))
@@ -110,8 +112,14 @@ def _operations_for(opts: AclOptions, rtype: ResourceType) -> list[AclOperation]
 
 def check_combinations(opts: AclOptions, action: str) -> None:
     """kafka-acls' option-combination rules for `action` in {add, remove, list}."""
-    if action == "list" and (opts.producer or opts.consumer or opts.allow_principals or opts.deny_principals
-                             or opts.allow_hosts or opts.deny_hosts):
+    if action == "list" and (
+        opts.producer
+        or opts.consumer
+        or opts.allow_principals
+        or opts.deny_principals
+        or opts.allow_hosts
+        or opts.deny_hosts
+    ):
         raise OptionError("--list cannot be combined with --producer, --consumer, --allow-* or --deny-*")
     if opts.producer and (opts.operations or opts.deny_principals or opts.deny_hosts):
         raise OptionError("--producer cannot be combined with --operation, --deny-principal or --deny-host")
@@ -131,24 +139,30 @@ def bindings_to_add(opts: AclOptions) -> list[StandardAcl]:
     """Every ACL `--add` creates: resources x (principal, host) x operations, allows then denies."""
     check_combinations(opts, "add")
     if opts.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-        raise OptionError(f"A '--resource-pattern-type' value of '{opts.pattern_type.name}' is not valid when "
-                          "adding acls.")
+        raise OptionError(
+            f"A '--resource-pattern-type' value of '{opts.pattern_type.name}' is not valid when adding acls."
+        )
     if not opts.allow_principals and not opts.deny_principals:
         raise OptionError("You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     opts_resources = resources(opts, opts.pattern_type)
     if opts.producer and opts.idempotent:
         opts_resources.append((ResourceType.CLUSTER, CLUSTER_NAME))
     if not opts_resources:
-        raise OptionError("You must provide at least one resource: --topic <topic> or --cluster or --group <group> "
-                          "or --delegation-token <Delegation Token ID>")
+        raise OptionError(
+            "You must provide at least one resource: --topic <topic> or --cluster or --group <group> "
+            "or --delegation-token <Delegation Token ID>"
+        )
     out: list[StandardAcl] = []
     for rtype, name in opts_resources:
         pattern = PatternType.LITERAL if rtype is ResourceType.CLUSTER and opts.producer else opts.pattern_type
-        for perm, principals, hosts in ((AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
-                                        (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts)):
+        for perm, principals, hosts in (
+            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
+            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts),
+        ):
             for principal, host in _entries(principals, hosts):
-                out += [StandardAcl(rtype, name, pattern, principal, host, op, perm)
-                        for op in _operations_for(opts, rtype)]
+                out += [
+                    StandardAcl(rtype, name, pattern, principal, host, op, perm) for op in _operations_for(opts, rtype)
+                ]
     return list(dict.fromkeys(out))
 
 
@@ -158,18 +172,29 @@ def filters_for(opts: AclOptions, action: str) -> list[AclBindingFilter]:
     pattern_filters = [ResourcePatternFilter(t, n, opts.pattern_type) for t, n in resources(opts, opts.pattern_type)]
     if not pattern_filters:
         if action == "remove":
-            raise OptionError("You must provide at least one resource: --topic <topic> or --cluster or --group "
-                              "<group> or --delegation-token <Delegation Token ID>")
-        pattern_filters = [ResourcePatternFilter(ResourceType.ANY, None, opts.pattern_type
-                                                 if opts.pattern_type is not PatternType.LITERAL else PatternType.ANY)]
+            raise OptionError(
+                "You must provide at least one resource: --topic <topic> or --cluster or --group "
+                "<group> or --delegation-token <Delegation Token ID>"
+            )
+        pattern_filters = [
+            ResourcePatternFilter(
+                ResourceType.ANY,
+                None,
+                opts.pattern_type if opts.pattern_type is not PatternType.LITERAL else PatternType.ANY,
+            )
+        ]
     if action == "list" or not (opts.allow_principals or opts.deny_principals):
         return [AclBindingFilter(p, AccessControlEntryFilter()) for p in pattern_filters]
     out = []
     for pattern in pattern_filters:
         rtype = pattern.resource_type
-        for perm, principals, hosts in ((AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
-                                        (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts)):
+        for perm, principals, hosts in (
+            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
+            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts),
+        ):
             for principal, host in _entries(principals, hosts):
-                out += [AclBindingFilter(pattern, AccessControlEntryFilter(principal, host, op, perm))
-                        for op in _operations_for(opts, rtype)]
+                out += [
+                    AclBindingFilter(pattern, AccessControlEntryFilter(principal, host, op, perm))
+                    for op in _operations_for(opts, rtype)
+                ]
     return out

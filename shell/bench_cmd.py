@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import platform
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
 
-class Suite(str, Enum):
+class Suite(StrEnum):
     """Available suites."""
 
     authorizer = "authorizer"
@@ -30,14 +30,21 @@ def _machine() -> dict[str, Any]:
             model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
     except OSError:
         pass
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "cpu_model": model,
-            "platform": platform.platform()}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "platform": platform.platform(),
+    }
 
 
 def bench_command(
     suite: Annotated[Suite, typer.Option("--suite", help="which suite to run")] = Suite.authorizer,
     output: Annotated[str, typer.Option("--output", "-o", help="json (the only format)")] = "json",
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
+    kafka_bootstrap: Annotated[
+        str | None, typer.Option("--kafka-bootstrap", help="log suite: also measure against this Kafka broker")
+    ] = None,
 ) -> None:
     """Measure decision latency, index build, memory and log throughput; print one JSON object."""
     if output != "json":
@@ -52,7 +59,7 @@ def bench_command(
     if suite in (Suite.log, Suite.all):
         from shell.bench import log_suite
 
-        result["log"] = log_suite.run(quick=quick)
+        result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
     if suite is not Suite.all:
         result = {"machine": result["machine"], **result[suite.value]}
     typer.echo(json.dumps(result))

@@ -9,6 +9,8 @@ import typer
 
 from shell.acls_cmd import acls_command
 from shell.bench_cmd import bench_command
+from shell.log_cmds import diff_command, log_app, replay_command
+from shell.snapshot_cmd import snapshot_app
 from shell.whatif_cmd import authorize_command
 
 app = typer.Typer(
@@ -21,6 +23,10 @@ app = typer.Typer(
 app.command("authorize")(authorize_command)
 app.command("bench")(bench_command)
 app.command("acls")(acls_command)
+app.add_typer(snapshot_app, name="snapshot")
+app.add_typer(log_app, name="log")
+app.command("replay")(replay_command)
+app.command("diff")(diff_command)
 
 
 @app.callback()

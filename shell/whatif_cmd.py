@@ -1,4 +1,4 @@
-"""`kraft-acl authorize`: evaluate requests against a set of ACLs with no running service (dry runs, CI checks).
+"""`kraft-acl authorize`: evaluate requests against ACLs with no running service (dry runs, CI checks).
 
 Stateless; one command invocation builds one authorizer.
 """
@@ -6,7 +6,7 @@ Stateless; one command invocation builds one authorizer.
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,9 +20,10 @@ from authorizer.model import StandardAcl
 from authorizer.standard import StandardAuthorizer
 from authorizer.whatif import InputError, Request, evaluate, load_acls, load_requests
 from shell.errors import EXIT_FAILED, fail
+from shell.log_state import STATE_AT_HELP, replayed
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     """Output formats."""
 
     json = "json"
@@ -56,24 +57,62 @@ def _answer_text(answer: dict[str, Any]) -> str:
     return f"ERROR: {answer.get('error')}"
 
 
+Requests = Annotated[Path, typer.Option("--requests", help="requests.jsonl: one request per line")]
+AclsFile = Annotated[Path | None, typer.Option("--acls", help="acls.json: a JSON array of ACL objects")]
+LogDir = Annotated[
+    Path | None,
+    typer.Option("--log-dir", help="instead of --acls: the ACL state replayed from this metadata log directory"),
+]
+AtOffset = Annotated[int | None, typer.Option("--at-offset", metavar="N", help=f"with --log-dir: {STATE_AT_HELP}")]
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="server.properties (super.users, ...)")]
+Explain = Annotated[bool, typer.Option("--explain", help="add the rule that decided each request")]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="json (one object per line) or table")]
+
+
 def authorize_command(
-    requests: Annotated[Path, typer.Option("--requests", help="requests.jsonl: one request per line")],
-    acls: Annotated[Path | None, typer.Option("--acls", help="acls.json: a JSON array of ACL objects")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="server.properties (super.users, ...)")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="add the rule that decided each request")] = False,
-    output: Annotated[Output, typer.Option("--output", "-o", help="json (one object per line) or table")] = Output.json,
+    requests: Requests,
+    acls: AclsFile = None,
+    log_dir: LogDir = None,
+    at_offset: AtOffset = None,
+    config: ConfigFile = None,
+    explain: Explain = False,
+    output: OutputOpt = Output.json,
 ) -> None:
-    """Evaluate requests against ACLs exactly as Kafka's StandardAuthorizer would, without a running service."""
-    if acls is None:
-        fail("--acls is required (or --log-dir once the metadata log is available)")
+    """Evaluate requests against ACLs exactly as Kafka's StandardAuthorizer would, without a running service.
+
+    The ACLs come from an acls.json file (--acls) or a metadata log at an offset (--log-dir, --at-offset).
+    """
+    if (acls is None) == (log_dir is None):
+        fail("give exactly one of --acls FILE and --log-dir DIR")
+    if at_offset is not None and log_dir is None:
+        fail("--at-offset needs --log-dir")
     try:
         cfg = load_config(config) if config is not None else AuthorizerConfig()
-        authorizer = build_authorizer(load_acls(acls), cfg)
         parsed = list(load_requests(requests))
     except (InputError, ConfigError) as exc:
         fail(str(exc))
+    if log_dir is not None:
+        with replayed(log_dir, at_offset, option="--at-offset", config=cfg) as node:
+            _answer(node.authorizer, parsed, requests, explain, output)
+        return
+    assert acls is not None
+    try:
+        authorizer = build_authorizer(load_acls(acls), cfg)
+    except InputError as exc:
+        fail(str(exc))
     except ImageError as exc:
         fail(f"{acls}: {exc}")
+    _answer(authorizer, parsed, requests, explain, output)
+
+
+def _answer(
+    authorizer: StandardAuthorizer,
+    parsed: list[tuple[int, Request]],
+    requests: Path,
+    explain: bool,
+    output: Output,
+) -> None:
+    """Evaluate every request and print the answers; exit 1 if any request failed."""
     answers: list[tuple[Request, dict[str, Any]]] = []
     failed = False
     for number, request in parsed:

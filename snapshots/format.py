@@ -27,7 +27,6 @@ from typing import BinaryIO
 from metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec
 from metadata_log.errors import DecodeError
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord
-
 from snapshots.errors import CorruptSnapshotError
 
 MAGIC = b"KACLSNAP"
@@ -50,13 +49,23 @@ class SnapshotHeader:
     writer_schema: str = CURRENT_SCHEMA.json_text
 
 
-def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord],
-                        codec: Codec | None = None) -> int:
+def write_snapshot_file(
+    fh: BinaryIO,
+    header: SnapshotHeader,
+    records: Iterable[AccessControlEntryRecord],
+    codec: Codec | None = None,
+) -> int:
     """Write a whole snapshot to an open binary file; returns the record count. The caller fsyncs."""
     codec = codec or Codec()
-    meta = json.dumps({"end_offset": header.end_offset, "epoch": header.epoch,
-                       "timestamp_ms": header.timestamp_ms, "writer_schema": codec.writer_schema.json_text},
-                      separators=(",", ":")).encode()
+    meta = json.dumps(
+        {
+            "end_offset": header.end_offset,
+            "epoch": header.epoch,
+            "timestamp_ms": header.timestamp_ms,
+            "writer_schema": codec.writer_schema.json_text,
+        },
+        separators=(",", ":"),
+    ).encode()
     fh.write(_HEAD.pack(MAGIC, VERSION, len(meta), zlib.crc32(meta)) + meta)
     total = chunks = 0
     crcs = bytearray()
@@ -107,8 +116,12 @@ class SnapshotReader:
             raise self._corrupt(_HEAD.size, "header checksum mismatch")
         try:
             fields = json.loads(meta)
-            return SnapshotHeader(int(fields["end_offset"]), int(fields["epoch"]), int(fields["timestamp_ms"]),
-                                  str(fields["writer_schema"]))
+            return SnapshotHeader(
+                int(fields["end_offset"]),
+                int(fields["epoch"]),
+                int(fields["timestamp_ms"]),
+                str(fields["writer_schema"]),
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise self._corrupt(_HEAD.size, f"header field: {exc}") from exc
 
@@ -149,14 +162,22 @@ class SnapshotReader:
         """Validate everything, decoding every record; returns the record count."""
         return sum(1 for _ in self.records())
 
+    def validate(self) -> int:
+        """Validate header, every chunk checksum and the footer without decoding; returns the record count."""
+        return sum(count for _, count, _ in self._chunks())
+
     def records(self) -> Iterator[AccessControlEntryRecord]:
         """Every record, after the whole file's framing has been validated."""
-        schema = BatchSchema.from_json(self.header.writer_schema)
+        try:
+            schema = BatchSchema.from_json(self.header.writer_schema)
+        except ValueError as exc:
+            raise self._corrupt(_HEAD.size, f"header writer_schema: {exc}") from exc
         number = 0
         for pos, count, payload in self._chunks():
             try:
-                decoded = self.codec.decode_records(payload, base_offset=number, writer_schema=schema,
-                                                    expected_count=count, path=self.path)
+                decoded = self.codec.decode_records(
+                    payload, base_offset=number, writer_schema=schema, expected_count=count, path=self.path
+                )
             except DecodeError as exc:
                 raise self._corrupt(pos, f"records {number}..{number + count - 1}: {exc.reason}") from exc
             for record in decoded:

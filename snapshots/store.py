@@ -6,14 +6,14 @@ snapshot appears only by an atomic rename of a fully written, fsynced file.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from metadata_log.records import AccessControlEntryRecord
-
-from snapshots.errors import CorruptSnapshotError, SnapshotError
+from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from snapshots.format import SnapshotHeader, SnapshotReader, fsync_dir, write_snapshot_file
 from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
 
@@ -27,11 +27,17 @@ class SnapshotStore:
         self.directory = directory
         self.retain = retain
 
-    def list(self) -> list[SnapshotId]:
-        """Every snapshot file name present, oldest first (not validated)."""
+    def list(self) -> builtins.list[SnapshotId]:
+        """Every snapshot present, oldest first (not validated); other `*.checkpoint` names are ignored."""
         if not self.directory.is_dir():
             return []
-        ids = [parse_name(p) for p in self.directory.iterdir() if p.name.endswith(SUFFIX)]
+        ids = []
+        for path in self.directory.iterdir():
+            if path.name.endswith(SUFFIX):
+                try:
+                    ids.append(parse_name(path))
+                except SnapshotNameError:
+                    log.warning("ignoring %s: not a snapshot file name", path)
         return sorted(ids)
 
     def path(self, snapshot: SnapshotId) -> Path:
@@ -61,25 +67,34 @@ class SnapshotStore:
         return SnapshotReader(self.path(snapshot))
 
     def latest_valid(self, below: int | None = None) -> tuple[SnapshotReader, int] | None:
-        """The newest snapshot that validates completely, with its record count; damaged ones are skipped loudly."""
+        """The newest snapshot whose framing and checksums validate, with its record count; damaged ones are
+        skipped loudly. Loading it stays all-or-nothing: a record that fails to decode fails the load."""
         for snapshot in reversed(self.list()):
             if below is not None and snapshot.end_offset > below:
                 continue
             try:
                 reader = self.read(snapshot)
-                count = reader.verify()
+                header = reader.header
+                if (header.end_offset, header.epoch) != (snapshot.end_offset, snapshot.epoch):
+                    raise CorruptSnapshotError(
+                        reader.path,
+                        0,
+                        f"the header says end offset {header.end_offset} "
+                        f"epoch {header.epoch}, which does not match the file name",
+                    )
+                count = reader.validate()  # checksums; records are decoded once, by the loader
             except (CorruptSnapshotError, OSError) as exc:
                 log.warning("skipping snapshot %s: %s", snapshot.file_name(), exc)
                 continue
             return reader, count
         return None
 
-    def apply_retention(self) -> list[SnapshotId]:
+    def apply_retention(self) -> builtins.list[SnapshotId]:
         """Delete all but the newest `retain` snapshots and any leftover `.part` files; returns what was deleted."""
         gone = []
         for snapshot in self.list()[: -self.retain] if self.retain > 0 else []:
             path = self.path(snapshot)
-            doomed = path.with_name(path.name + DELETED_SUFFIX[len(SUFFIX):])
+            doomed = path.with_name(path.name + DELETED_SUFFIX[len(SUFFIX) :])
             os.replace(path, doomed)
             doomed.unlink()
             gone.append(snapshot)

@@ -153,9 +153,11 @@ class KafkaBroker:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> str:
-        """Start (or restart on the saved data dir) and return ``host:port``; waits until it serves."""
-        if self.is_running():
-            return self.bootstrap_servers
+        """Start (or restart on the saved data dir) and return ``host:port``; waits until it serves.
+
+        ``sasl``, ``authorizer`` and ``extra_props`` apply when the data dir is formatted (first start);
+        later starts reuse the saved config, data and ports. Already running: returns its address.
+        """
         args = ["start"]
         if self.sasl:
             args.append("--sasl")

@@ -11,40 +11,44 @@ to its last whole batch. Framing: `file_format`; directory layout: `file_dir`; r
 Opening as writer scans every segment. A bad header or frame in the last segment that no valid
 batch follows is a torn tail (a write cut off by a crash): it is truncated, logged as a warning
 and described in `recovery`. Any other bad bytes raise `CorruptLogError`: nothing is guessed.
-Empty segments left at the end are removed, so every segment holds at least one batch.
+A header-only segment left at the end (a roll cut short) is removed by a writer and ignored by a
+reader, so every segment in use holds at least one batch.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Self
 
 from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.backends import file_dir
 from metadata_log.backends.file_format import (
+    MAX_PAYLOAD_BYTES,
     Frame,
-    FrameError,
     encode_frame,
     encode_segment_header,
-    iter_frames,
+    write_all,
 )
 from metadata_log.backends.file_segment import (
-    READ_BUFFER,
     Damage,
     Recovery,
     Segment,
     open_segment,
+    plan_read,
+    read_spans,
+    repair_tail,
     rescan_segment,
 )
 from metadata_log.backends.memory import check_records, now_ms
 from metadata_log.codec import DEFAULT_CODEC, Codec
 from metadata_log.errors import (
     CorruptLogError,
+    EncodeError,
     LogClosedError,
     LogError,
     LogIOError,
@@ -87,24 +91,34 @@ class FileLog(LogBackend):
         self._lock: file_dir.WriterLock | None = None
         self._failed: LogIOError | None = None
         self._closed = False
-        if read_only:
-            if not self.directory.is_dir():
-                raise LogError(f"log directory {self.directory} does not exist")
-            self.epoch = file_dir.read_epoch(self.directory)
-            self._load(repair=False)
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = file_dir.WriterLock(self.directory)
+        self.epoch = 0
         try:
-            self._load(repair=True)
-            last_epoch = max((s.last_epoch for s in self._segments), default=0)
-            self.epoch = max(file_dir.read_epoch(self.directory), last_epoch) + 1
-            file_dir.write_epoch(self.directory, self.epoch)
-            if self._segments:
-                self._fd = os.open(self._segments[-1].path, os.O_WRONLY)
+            if read_only:
+                self._open_read_only()
+            else:
+                self._open_writer()
+        except OSError as exc:
+            self.close()
+            raise LogError(f"cannot open the log in {self.directory}: {exc}") from exc
         except BaseException:
             self.close()
             raise
+
+    def _open_read_only(self) -> None:
+        if not self.directory.is_dir():
+            raise LogError(f"log directory {self.directory} does not exist")
+        self.epoch = file_dir.read_epoch(self.directory)
+        self._load(repair=False)
+
+    def _open_writer(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = file_dir.WriterLock(self.directory)
+        self._load(repair=True)
+        last_epoch = max((s.last_epoch for s in self._segments), default=0)
+        self.epoch = max(file_dir.read_epoch(self.directory), last_epoch) + 1
+        file_dir.write_epoch(self.directory, self.epoch)
+        if self._segments:
+            self._fd = os.open(self._segments[-1].path, os.O_WRONLY)
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else f"writer epoch {self.epoch}"
@@ -118,9 +132,7 @@ class FileLog(LogBackend):
             is_last = i == len(found) - 1
             if self._segments and base != self._segments[-1].next_offset:
                 prev = self._segments[-1].next_offset
-                raise CorruptLogError(
-                    path, 0, f"segment starts at offset {base} but the log before it ends at {prev}"
-                )
+                raise CorruptLogError(path, 0, f"segment starts at offset {base} but the log before it ends at {prev}")
             segment, damage = open_segment(path, base, self._interval)
             if damage is not None and not damage.torn and is_last and not repair and segment is not None:
                 damage = rescan_segment(segment, self._interval)  # a live writer may be mid-append
@@ -128,28 +140,19 @@ class FileLog(LogBackend):
                 raise CorruptLogError(path, damage.position, damage.describe())
             if damage is not None and repair:
                 self._repair(segment, damage)
-            if segment is None:
+            if segment is not None and segment.empty:  # only ever the last: a roll cut short
+                if repair:
+                    self._remove(path)
                 continue
-            if repair and is_last and segment.empty:
-                self._remove(path)
-                continue
-            self._segments.append(segment)
+            if segment is not None:
+                self._segments.append(segment)
         self._hwm = self._segments[-1].next_offset if self._segments else 0
 
     def _repair(self, segment: Segment | None, damage: Damage) -> None:
         """Cut a torn tail back to the last whole batch (or remove a segment whose header is torn)."""
         if segment is None:
             self._remove(damage.path)
-            self.recovery = Recovery(damage.path, 0, damage.file_size, damage.reason, removed_file=True)
-        else:
-            fd = os.open(damage.path, os.O_WRONLY)
-            try:
-                os.ftruncate(fd, damage.position)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            cut = damage.file_size - damage.position
-            self.recovery = Recovery(damage.path, damage.position, cut, damage.reason)
+        self.recovery = repair_tail(damage, remove=segment is None)
         log.warning("%s", self.recovery)
 
     def _remove(self, path: Path) -> None:
@@ -169,7 +172,7 @@ class FileLog(LogBackend):
                 segment, damage = open_segment(nxt, last.next_offset, self._interval)
                 if segment is not None and damage is not None and not damage.torn:
                     damage = rescan_segment(segment, self._interval)
-                if segment is not None:
+                if segment is not None and not segment.empty:
                     self._segments.append(segment)
             if damage is not None and not damage.torn:
                 raise CorruptLogError(damage.path, damage.position, damage.describe())
@@ -183,6 +186,8 @@ class FileLog(LogBackend):
         batch = check_records(records)
         ts = now_ms() if timestamp_ms is None else timestamp_ms
         payload = self._codec.encode(batch)
+        if len(payload) > MAX_PAYLOAD_BYTES:
+            raise EncodeError(None, f"the batch payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
         with self._append_lock:
             self._check_writable()
             base = self._hwm
@@ -195,7 +200,7 @@ class FileLog(LogBackend):
                     segment = current
                     self._write_at(segment, frame)
             except OSError as exc:
-                self._failed = LogIOError(self._segments[-1].path if current else self.directory, str(exc))
+                self._failed = LogIOError(self._segments[-1].path if self._segments else self.directory, str(exc))
                 raise self._failed from exc
             committed = Frame(segment.end, base, len(batch), self.epoch, ts, payload)
             with self._state_lock:  # publish: readers see the batch from here on
@@ -212,7 +217,7 @@ class FileLog(LogBackend):
     def _write_at(self, segment: Segment, frame: bytes) -> None:
         assert self._fd is not None
         try:
-            _write_all(self._fd, frame, segment.end)
+            write_all(self._fd, frame, segment.end)
             os.fsync(self._fd)
         except OSError:
             with contextlib.suppress(OSError):  # leave no partial frame; if this fails, reopen recovers
@@ -226,7 +231,7 @@ class FileLog(LogBackend):
         header = encode_segment_header(schema.json_text)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            _write_all(fd, header + frame, 0)
+            write_all(fd, header + frame, 0)
             os.fsync(fd)
             file_dir.fsync_dir(self.directory)
         except OSError:
@@ -240,66 +245,32 @@ class FileLog(LogBackend):
 
     def read(self, from_offset: int = 0) -> Iterator[RecordBatch]:
         with self._state_lock:
-            self._check_open()
-            if self.read_only:
-                self._refresh()
+            self._look()
             start = self._segments[0].base_offset if self._segments else self._hwm
             if not start <= from_offset <= self._hwm:
                 raise OffsetOutOfRangeError(from_offset, start, self._hwm)
             if from_offset == self._hwm:
                 return iter(())
-            bases = [s.base_offset for s in self._segments]
-            first = bisect.bisect_right(bases, from_offset) - 1
-            plan: list[tuple[Segment, int, int, int]] = []  # segment, start position, its base, end
-            for i, segment in enumerate(self._segments[first:]):
-                position, base = (
-                    segment.locate(from_offset) if i == 0 else (segment.data_start, segment.base_offset)
-                )
-                plan.append((segment, position, base, segment.end))
-        return self._read_plan(plan, from_offset)
-
-    def _read_plan(
-        self, plan: list[tuple[Segment, int, int, int]], from_offset: int
-    ) -> Iterator[RecordBatch]:
-        decode = self._codec.decode_batch
-        for segment, position, base, end in plan:
-            with open(segment.path, "rb", buffering=READ_BUFFER) as f:
-                try:
-                    for frame in iter_frames(f, position, end, base):
-                        if frame.next_offset <= from_offset:
-                            continue
-                        yield decode(
-                            frame.payload,
-                            base_offset=frame.base_offset,
-                            epoch=frame.epoch,
-                            timestamp_ms=frame.timestamp_ms,
-                            writer_schema=segment.schema,
-                            expected_count=frame.record_count,
-                            path=segment.path,
-                        )
-                except FrameError as err:  # committed bytes changed under us: not a torn tail
-                    raise CorruptLogError(
-                        segment.path, err.position, f"committed batch is damaged: {err.reason}"
-                    ) from err
+            spans = plan_read(self._segments, from_offset)
+        return read_spans(spans, from_offset, self._codec)
 
     def high_watermark(self) -> int:
         with self._state_lock:
-            self._check_open()
-            if self.read_only:
-                self._refresh()
+            self._look()
             return self._hwm
 
     def log_start_offset(self) -> int:
         with self._state_lock:
-            self._check_open()
-            if self.read_only:
-                self._refresh()
+            self._look()
             return self._segments[0].base_offset if self._segments else self._hwm
 
     def segment_paths(self) -> list[Path]:
         """The segment files the log holds, in offset order (for tools and tests)."""
         with self._state_lock:
             return [s.path for s in self._segments]
+
+    def __enter__(self) -> Self:  # narrower than LogBackend's, so `with FileLog(...) as log` keeps the type
+        return self
 
     def close(self) -> None:
         with self._append_lock, self._state_lock:
@@ -313,6 +284,12 @@ class FileLog(LogBackend):
                 self._lock.release()
                 self._lock = None
 
+    def _look(self) -> None:
+        """Under the state lock: refuse if closed; a read-only log first picks up the writer's appends."""
+        self._check_open()
+        if self.read_only:
+            self._refresh()
+
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(repr(self))
@@ -323,12 +300,3 @@ class FileLog(LogBackend):
             raise ReadOnlyLogError(repr(self))
         if self._failed is not None:
             raise self._failed
-
-
-def _write_all(fd: int, data: bytes, position: int) -> None:
-    """pwrite until every byte is written (a regular file may take a short write)."""
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view = view[written:]
-        position += written

@@ -21,6 +21,7 @@ segment was written with (as in Avro object container files); readers resolve it
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from collections.abc import Iterator
@@ -148,18 +149,14 @@ def iter_frames(f: BinaryIO, start: int, end: int, expected_base: int) -> Iterat
             raise FrameError(pos, f"short batch payload ({have} of {length} bytes) for base offset {base}")
         payload = f.read(length)
         if len(payload) < length:
-            raise FrameError(
-                pos, f"short batch payload ({len(payload)} of {length} bytes) for base offset {base}"
-            )
+            raise FrameError(pos, f"short batch payload ({len(payload)} of {length} bytes) for base offset {base}")
         computed = zlib.crc32(payload, zlib.crc32(head[:32]))
         if computed != crc:
             raise FrameError(pos, f"batch CRC mismatch (stored {crc:#010x}, computed {computed:#010x})")
         if count < 1:
             raise FrameError(pos, f"batch at base offset {base} has record count {count}", torn=False)
         if base != expected_base:
-            raise FrameError(
-                pos, f"batch has base offset {base} but offset {expected_base} was expected", torn=False
-            )
+            raise FrameError(pos, f"batch has base offset {base} but offset {expected_base} was expected", torn=False)
         yield Frame(pos, base, count, epoch, ts, payload)
         pos += FRAME_HEADER_SIZE + length
         expected_base = base + count
@@ -188,3 +185,12 @@ def find_frame_after(f: BinaryIO, position: int) -> Frame | None:
             )
         at = buf.find(FRAME_MAGIC, at + 1)
     return None
+
+
+def write_all(fd: int, data: bytes, position: int) -> None:
+    """pwrite until every byte is written (a regular file may take a short write)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written

@@ -1,5 +1,5 @@
-"""One `FileLog` segment in memory: its committed extent, writer schema and sparse offset index; and the
-scan that builds it from the file, telling a torn tail from corruption.
+"""One `FileLog` segment in memory (committed extent, writer schema, sparse offset index), the scan that
+builds it from the file telling a torn tail from corruption, and the read path over segments.
 
 A `Segment` is mutable and owned by one `FileLog`, which changes it only under its state lock;
 `Damage` and `Recovery` are immutable values.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -28,7 +29,9 @@ from metadata_log.backends.file_format import (
     iter_frames,
     read_segment_header,
 )
-from metadata_log.codec import BatchSchema
+from metadata_log.codec import BatchSchema, Codec
+from metadata_log.errors import CorruptLogError
+from metadata_log.records import RecordBatch
 
 READ_BUFFER = 1 << 20
 
@@ -107,6 +110,19 @@ class Recovery:
         return f"recovered the torn tail of {self.path}: {action}, cutting {cut} bytes ({self.reason})"
 
 
+def repair_tail(damage: Damage, *, remove: bool) -> Recovery:
+    """Truncate a torn tail at `damage.position` and fsync (or describe removing the whole file)."""
+    if remove:
+        return Recovery(damage.path, 0, damage.file_size, damage.reason, removed_file=True)
+    fd = os.open(damage.path, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, damage.position)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return Recovery(damage.path, damage.position, damage.file_size - damage.position, damage.reason)
+
+
 def _damage(f: BinaryIO, path: Path, err: FrameError, size: int) -> Damage:
     following = find_frame_after(f, err.position) if err.torn else None
     return Damage(path, err.position, err.reason, err.torn and following is None, following, size)
@@ -159,3 +175,50 @@ def rescan_segment(segment: Segment, interval: int, retries: int = 3) -> Damage 
             return damage
         time.sleep(0.02 * (attempt + 1))
     return damage
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSpan:
+    """A committed byte range of one segment to read: [start, end), whose first frame has `base_offset`."""
+
+    path: Path
+    schema: BatchSchema
+    start: int
+    base_offset: int
+    end: int
+
+
+def plan_read(segments: list[Segment], from_offset: int) -> list[ReadSpan]:
+    """Snapshot what to read for `from_offset` (call under the owner's state lock).
+
+    The first span starts at the sparse-index entry at or before `from_offset`; later segments are
+    read whole, up to their committed end at this moment.
+    """
+    first = bisect.bisect_right([s.base_offset for s in segments], from_offset) - 1
+    spans = []
+    for i, segment in enumerate(segments[max(first, 0) :]):
+        position, base = segment.locate(from_offset) if i == 0 else (segment.data_start, segment.base_offset)
+        spans.append(ReadSpan(segment.path, segment.schema, position, base, segment.end))
+    return spans
+
+
+def read_spans(spans: list[ReadSpan], from_offset: int, codec: Codec) -> Iterator[RecordBatch]:
+    """Yield the decoded batches of `spans`, skipping whole batches that end before `from_offset`."""
+    decode = codec.decode_batch
+    for span in spans:
+        with open(span.path, "rb", buffering=READ_BUFFER) as f:
+            try:
+                for frame in iter_frames(f, span.start, span.end, span.base_offset):
+                    if frame.next_offset <= from_offset:
+                        continue
+                    yield decode(
+                        frame.payload,
+                        base_offset=frame.base_offset,
+                        epoch=frame.epoch,
+                        timestamp_ms=frame.timestamp_ms,
+                        writer_schema=span.schema,
+                        expected_count=frame.record_count,
+                        path=span.path,
+                    )
+            except FrameError as err:  # committed bytes changed under us: corruption, not a torn tail
+                raise CorruptLogError(span.path, err.position, f"committed batch is damaged: {err.reason}") from err

@@ -10,6 +10,7 @@ import bisect
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from typing import Self
 
 from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.errors import LogClosedError, OffsetOutOfRangeError
@@ -27,10 +28,7 @@ def check_records(records: Sequence[MetadataRecord]) -> tuple[MetadataRecord, ..
     if not batch:
         raise ValueError("cannot append an empty batch: a batch holds at least one record")
     for index, record in enumerate(batch):
-        if (
-            type(record) is not AccessControlEntryRecord
-            and type(record) is not RemoveAccessControlEntryRecord
-        ):
+        if type(record) is not AccessControlEntryRecord and type(record) is not RemoveAccessControlEntryRecord:
             raise TypeError(f"record {index} of the batch is not a metadata record: {type(record).__name__}")
     return batch
 
@@ -92,6 +90,9 @@ class MemoryLog(LogBackend):
 
     def log_start_offset(self) -> int:
         return self._start
+
+    def __enter__(self) -> Self:  # narrower than LogBackend's, so `with MemoryLog() as log` keeps the type
+        return self
 
     def close(self) -> None:
         with self._lock:

@@ -55,10 +55,19 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
     ctxs = [RequestContext(p, h) for p, h, *_ in reqs][:1000]
     with frozen_gc():
         it = iter(range(10**9))
-        ops = mean_us(lambda: authorizer.authorized_operations(*_pick(topics, it), ), 20_000)
+        ops = mean_us(
+            lambda: authorizer.authorized_operations(
+                *_pick(topics, it),
+            ),
+            20_000,
+        )
         it2 = iter(range(10**9))
-        brt = mean_us(lambda: authorizer.authorize_by_resource_type(ctxs[next(it2) % len(ctxs)], AclOperation.WRITE,
-                                                                    ResourceType.TOPIC), 20_000)
+        brt = mean_us(
+            lambda: authorizer.authorize_by_resource_type(
+                ctxs[next(it2) % len(ctxs)], AclOperation.WRITE, ResourceType.TOPIC
+            ),
+            20_000,
+        )
         # cold: no per-view summary cached yet
         cold = []
         for ctx in ctxs:
@@ -67,8 +76,11 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
             start = time.perf_counter_ns()
             authorizer.authorize_by_resource_type(ctx, AclOperation.READ, ResourceType.GROUP)
             cold.append(time.perf_counter_ns() - start)
-    return {"authorized_operations_us": ops, "by_resource_type_us": brt,
-            "by_resource_type_cold_us": percentiles(cold)["mean_us"]}
+    return {
+        "authorized_operations_us": ops,
+        "by_resource_type_us": brt,
+        "by_resource_type_cold_us": percentiles(cold)["mean_us"],
+    }
 
 
 def _pick(items: list[tuple[RequestContext, str]], counter: Any) -> tuple[RequestContext, ResourceType, str]:
@@ -85,8 +97,14 @@ def jmh_test_authorizer(sizes: tuple[int, ...] = (10_000, 50_000, 200_000)) -> d
         authorizer = _loaded(acls)
         with frozen_gc():
             out[str(size)] = mean_us(
-                lambda a=authorizer: a.authorize_one(ctx, AclOperation.WRITE, ResourceType.TOPIC,  # type: ignore[misc]
-                                                     "foo-bar35_resource-95"), 200_000)
+                lambda a=authorizer: a.authorize_one(
+                    ctx,
+                    AclOperation.WRITE,
+                    ResourceType.TOPIC,  # type: ignore[misc]
+                    "foo-bar35_resource-95",
+                ),
+                200_000,
+            )
         out[f"{size}_acls"] = len(acls)
         del authorizer, acls
         gc.collect()
@@ -108,8 +126,11 @@ def index_build(count: int = 1_000_000) -> dict[str, Any]:
     del acls
     gc.collect()
     after = rss_bytes()
-    result = {"index_build_1m_s": round(seconds, 2), "bytes_per_acl_1m": round((after - before) / len(index)),
-              "acls": len(index)}
+    result = {
+        "index_build_1m_s": round(seconds, 2),
+        "bytes_per_acl_1m": round((after - before) / len(index)),
+        "acls": len(index),
+    }
     del index
     return result
 

@@ -10,8 +10,17 @@ from dataclasses import dataclass
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 
-_OPS = [AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.ALL,
-        AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS]
+_OPS = [
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.DESCRIBE,
+    AclOperation.CREATE,
+    AclOperation.ALL,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+]
 _TYPES = [ResourceType.TOPIC] * 14 + [ResourceType.GROUP] * 4 + [ResourceType.TRANSACTIONAL_ID]
 
 
@@ -25,9 +34,11 @@ class MixedSet:
 
 
 def _name(rng: random.Random) -> str:
-    return (f"{rng.choice(['svc', 'team', 'app', 'etl', 'cdc'])}{rng.randrange(300)}."
-            f"{rng.choice(['orders', 'payments', 'users', 'events', 'audit', 'clicks'])}"
-            f"{rng.choice(['', '-eu', '-us', '-apac'])}.v{rng.randrange(40)}-{rng.randrange(100_000)}")
+    return (
+        f"{rng.choice(['svc', 'team', 'app', 'etl', 'cdc'])}{rng.randrange(300)}."
+        f"{rng.choice(['orders', 'payments', 'users', 'events', 'audit', 'clicks'])}"
+        f"{rng.choice(['', '-eu', '-us', '-apac'])}.v{rng.randrange(40)}-{rng.randrange(100_000)}"
+    )
 
 
 def mixed_set(count: int, principals: int = 5000, seed: int = 42, keep_names: bool = True) -> MixedSet:
@@ -74,18 +85,27 @@ def mixed_requests(data: MixedSet, count: int, seed: int = 7) -> list[tuple[str,
     return out
 
 
-def jmh_set(resource_count: int, acl_count: int = 10, deny_percentage: int = 20,
-            seed: int = 1) -> list[tuple[str, StandardAcl]]:
+def jmh_set(
+    resource_count: int, acl_count: int = 10, deny_percentage: int = 20, seed: int = 1
+) -> list[tuple[str, StandardAcl]]:
     """Kafka's AuthorizerBenchmark.prepareAclCache shape (spec/performance-notes.md §1.1)."""
     rng = random.Random(seed)
     acls: list[tuple[str, StandardAcl]] = []
 
     def add(rtype: ResourceType, name: str, pattern: PatternType, principal: str, host: str) -> None:
-        acls.append((f"id-{len(acls)}", StandardAcl(rtype, name, pattern, principal, host, AclOperation.READ,
-                                                     AclPermissionType.ALLOW)))
+        acls.append(
+            (
+                f"id-{len(acls)}",
+                StandardAcl(rtype, name, pattern, principal, host, AclOperation.READ, AclPermissionType.ALLOW),
+            )
+        )
         if rng.random() * 100 < deny_percentage:
-            acls.append((f"id-{len(acls)}", StandardAcl(rtype, name, pattern, principal, host, AclOperation.READ,
-                                                         AclPermissionType.DENY)))
+            acls.append(
+                (
+                    f"id-{len(acls)}",
+                    StandardAcl(rtype, name, pattern, principal, host, AclOperation.READ, AclPermissionType.DENY),
+                )
+            )
 
     for i in range(resource_count):
         rtype = ResourceType.GROUP if i % 10 == 0 else ResourceType.TOPIC

@@ -25,8 +25,13 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
     def pick(q: float) -> float:
         return round(ordered[min(n - 1, int(q * n))] / 1000, 3)
 
-    return {"mean_us": round(sum(ordered) / n / 1000, 3), "p50_us": pick(0.50), "p99_us": pick(0.99),
-            "p999_us": pick(0.999), "samples": n}
+    return {
+        "mean_us": round(sum(ordered) / n / 1000, 3),
+        "p50_us": pick(0.50),
+        "p99_us": pick(0.99),
+        "p999_us": pick(0.999),
+        "samples": n,
+    }
 
 
 def mean_us(fn: Callable[[], object], repeat: int) -> float:

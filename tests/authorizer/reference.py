@@ -6,12 +6,14 @@ hangs or throws (§7, §7.1, README): colon-less ACL principals never match (but
 the LITERAL `*` ACL covers every name (also `*a`), a request principal `User:*` is an ordinary
 principal.
 
-Every function loops over every ACL; nothing here uses the implementation's index, masks or
-operation tables. Only the value types of `authorizer.model` are shared.
+Every decision function loops over every ACL; nothing here uses the implementation's index, masks
+or operation tables. Only the value types of `authorizer.model` are shared. `ref_scan_order`
+re-enacts Kafka's two-pass index walk (§6) for one purpose only: naming the deciding ACL.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
@@ -32,11 +34,26 @@ IMPLIED_BY_ALLOW: dict[AclOperation, set[AclOperation]] = {
 
 # §13: the supported operations of each concrete resource type.
 SUPPORTED: dict[ResourceType, list[AclOperation]] = {
-    RT.TOPIC: [Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
-               Op.ALTER_CONFIGS],
+    RT.TOPIC: [
+        Op.READ,
+        Op.WRITE,
+        Op.CREATE,
+        Op.DELETE,
+        Op.ALTER,
+        Op.DESCRIBE,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+    ],
     RT.GROUP: [Op.READ, Op.DELETE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS],
-    RT.CLUSTER: [Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
-                 Op.IDEMPOTENT_WRITE],
+    RT.CLUSTER: [
+        Op.CREATE,
+        Op.ALTER,
+        Op.DESCRIBE,
+        Op.CLUSTER_ACTION,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+        Op.IDEMPOTENT_WRITE,
+    ],
     RT.TRANSACTIONAL_ID: [Op.WRITE, Op.DESCRIBE],
     RT.DELEGATION_TOKEN: [Op.DESCRIBE],
     RT.USER: [Op.CREATE_TOKENS, Op.DESCRIBE_TOKENS],
@@ -77,12 +94,23 @@ def operation_applies(acl_op: AclOperation, perm: AclPermissionType, op: AclOper
 
 def applies(acl: StandardAcl, principal: str, host: str, op: AclOperation) -> bool:
     """§5.3: principal, host and operation all match."""
-    return (principal_matches(acl.principal, principal) and host_matches(acl.host, host)
-            and operation_applies(acl.operation, acl.permission_type, op))
+    return (
+        principal_matches(acl.principal, principal)
+        and host_matches(acl.host, host)
+        and operation_applies(acl.operation, acl.permission_type, op)
+    )
 
 
-def ref_authorize(acls: Iterable[StandardAcl], super_users: Iterable[str], allow_everyone: bool, principal: str,
-                  host: str, op: AclOperation, rtype: ResourceType, name: str) -> str:
+def ref_authorize(
+    acls: Iterable[StandardAcl],
+    super_users: Iterable[str],
+    allow_everyone: bool,
+    principal: str,
+    host: str,
+    op: AclOperation,
+    rtype: ResourceType,
+    name: str,
+) -> str:
     """§5.1 (super user), §5.2-§5.5; `host` is already in Java's text form."""
     if principal in set(super_users):
         return ALLOWED
@@ -97,8 +125,15 @@ def ref_authorize(acls: Iterable[StandardAcl], super_users: Iterable[str], allow
     return ALLOWED if allow_everyone else DENIED
 
 
-def ref_by_resource_type(acls: Iterable[StandardAcl], super_users: Iterable[str], allow_everyone: bool,
-                         principal: str, host: str, op: AclOperation, rtype: ResourceType) -> str:
+def ref_by_resource_type(
+    acls: Iterable[StandardAcl],
+    super_users: Iterable[str],
+    allow_everyone: bool,
+    principal: str,
+    host: str,
+    op: AclOperation,
+    rtype: ResourceType,
+) -> str:
     """§8 steps 2-6 (the argument checks of step 1 are the caller's business)."""
     acls = list(acls)
     if ref_authorize(acls, super_users, allow_everyone, principal, host, op, rtype, "hardcode") == ALLOWED:
@@ -144,16 +179,34 @@ def ref_by_resource_type(acls: Iterable[StandardAcl], super_users: Iterable[str]
     return DENIED
 
 
-def ref_authorized_operations(acls: Iterable[StandardAcl], super_users: Iterable[str], allow_everyone: bool,
-                              principal: str, host: str, rtype: ResourceType, name: str) -> int:
+def ref_authorized_operations(
+    acls: Iterable[StandardAcl],
+    super_users: Iterable[str],
+    allow_everyone: bool,
+    principal: str,
+    host: str,
+    rtype: ResourceType,
+    name: str,
+) -> int:
     """§13: bit `1 << code` for every supported operation that `authorize` allows."""
     acls = list(acls)
-    return sum(1 << op for op in SUPPORTED[rtype]
-               if ref_authorize(acls, super_users, allow_everyone, principal, host, op, rtype, name) == ALLOWED)
+    return sum(
+        1 << op
+        for op in SUPPORTED[rtype]
+        if ref_authorize(acls, super_users, allow_everyone, principal, host, op, rtype, name) == ALLOWED
+    )
 
 
-def ref_filter_matches(rtype: ResourceType, name: str | None, pattern: PatternType, principal: str | None,
-                       host: str | None, op: AclOperation, perm: AclPermissionType, acl: StandardAcl) -> bool:
+def ref_filter_matches(
+    rtype: ResourceType,
+    name: str | None,
+    pattern: PatternType,
+    principal: str | None,
+    host: str | None,
+    op: AclOperation,
+    perm: AclPermissionType,
+    acl: StandardAcl,
+) -> bool:
     """§9.1-§9.3; raises ValueError where Kafka throws (MATCH against a non-specific stored pattern)."""
     # §9.2 ResourcePatternFilter
     if rtype != RT.ANY and rtype != acl.resource_type:
@@ -173,14 +226,63 @@ def ref_filter_matches(rtype: ResourceType, name: str | None, pattern: PatternTy
         else:
             raise ValueError(f"Unsupported PatternType: {acl.pattern_type.name}")
     # §9.3 AccessControlEntryFilter
-    return ((principal is None or principal == acl.principal)
-            and (host is None or host == acl.host)
-            and (op == Op.ANY or op == acl.operation)
-            and (perm == Perm.ANY or perm == acl.permission_type))
+    return (
+        (principal is None or principal == acl.principal)
+        and (host is None or host == acl.host)
+        and (op == Op.ANY or op == acl.operation)
+        and (perm == Perm.ANY or perm == acl.permission_type)
+    )
 
 
 def ref_kafka_order_key(acl: StandardAcl) -> tuple[int, tuple[int, ...], int, int, str, str, int]:
     """§6 sort key: type asc, name DESC (code units; the names used in tests are ASCII), then the rest asc."""
-    descending_name = tuple(-ord(ch) for ch in acl.resource_name) + (1,)  # a proper prefix sorts after
-    return (acl.resource_type, descending_name, acl.pattern_type, acl.operation, acl.principal, acl.host,
-            acl.permission_type)
+    descending_name = (*(-ord(ch) for ch in acl.resource_name), 1)  # a proper prefix sorts after
+    return (
+        acl.resource_type,
+        descending_name,
+        acl.pattern_type,
+        acl.operation,
+        acl.principal,
+        acl.host,
+        acl.permission_type,
+    )
+
+
+def matches_up_to(name: str, acl_name: str) -> int:
+    """The length of the common prefix (Kafka's `matchesUpTo`)."""
+    common = 0
+    while common < min(len(name), len(acl_name)) and name[common] == acl_name[common]:
+        common += 1
+    return common
+
+
+def ref_scan_order(acls: Iterable[StandardAcl], rtype: ResourceType, name: str) -> list[StandardAcl]:
+    """§6: the candidates in the order Kafka's two-pass index walk visits them (pass 1, then pass 2).
+
+    Only for names Kafka can scan: `name == ""` or `name[0] > "*"` (§7 and §7.1 cover the others).
+    Kafka names the first applying DENY in this order, else the last applying ALLOW (§5.6, §6).
+    """
+    assert name == "" or name[0] > "*", "Kafka hangs, throws or skips the wildcard for this name (§7, §7.1)"
+    index = sorted((acl for acl in acls if acl.resource_type == rtype), key=ref_kafka_order_key)
+    keys = [ref_kafka_order_key(acl) for acl in index]
+
+    def seek(exemplar_name: str, pattern: PatternType) -> int:
+        exemplar = StandardAcl(rtype, exemplar_name, pattern, "", "", Op.UNKNOWN, Perm.UNKNOWN)
+        return bisect_left(keys, ref_kafka_order_key(exemplar))
+
+    visited: list[StandardAcl] = []
+    for exemplar_name, pattern in ((name, Pat.UNKNOWN), ("*", Pat.LITERAL)):
+        pos = seek(exemplar_name, pattern)
+        while pos < len(index):
+            acl = index[pos]
+            common = matches_up_to(name, acl.resource_name)
+            if common == len(acl.resource_name):  # a prefix of N, or N itself
+                if acl.pattern_type != Pat.LITERAL or acl.resource_name == name:
+                    visited.append(acl)
+                pos += 1
+            elif acl.pattern_type == Pat.LITERAL and acl.resource_name == "*":
+                visited.append(acl)
+                pos += 1
+            else:  # diverges: re-seek to the exemplar cut to the common prefix (same pattern type)
+                pos = seek(exemplar_name[:common], pattern)
+    return visited

@@ -22,9 +22,22 @@ def _normalize(answer: dict[str, object]) -> dict[str, object]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
 def test_scenario(scenario: Path, kraft_acl: list[str]) -> None:
     proc = subprocess.run(
-        [*kraft_acl, "authorize", "--acls", str(scenario / "acls.json"), "--requests",
-         str(scenario / "requests.jsonl"), "--config", str(scenario / "server.properties"), "--output", "json"],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            *kraft_acl,
+            "authorize",
+            "--acls",
+            str(scenario / "acls.json"),
+            "--requests",
+            str(scenario / "requests.jsonl"),
+            "--config",
+            str(scenario / "server.properties"),
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     got = [json.loads(line) for line in proc.stdout.splitlines()]

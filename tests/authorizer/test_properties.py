@@ -1,4 +1,4 @@
-"""Property tests: StandardAuthorizer against the brute-force reference model of `tests/authorizer/reference.py`.
+"""Property tests: StandardAuthorizer against the brute-force reference model in `reference.py`.
 
 Everything is generated from small alphabets (names, principals, hosts) so that prefixes, wildcards
 and principal collisions are frequent. ACLs and requests are plain tuples of enum names so that a
@@ -29,10 +29,19 @@ from tests.authorizer import reference as ref
 
 # ---- alphabets --------------------------------------------------------------------------------------
 
-NAMES = ["", "f", "fo", "foo", "foobar", "*", "*a", "bar", "b"]
+# `h` and `hardcode` meet authorizeByResourceType's probe resource (§8 step 2).
+NAMES = ["", "f", "fo", "foo", "foobar", "*", "*a", "bar", "b", "h", "hardcode"]
 ACL_PRINCIPALS = ["User:alice", "User:bob", "User:*", "Group:alice", "Group:*", "bob", "user:alice"]
 # Request principals always have a colon (Kafka's KafkaPrincipal is a (type, name) pair).
-REQUEST_PRINCIPALS = ["User:alice", "User:bob", "User:*", "Group:alice", "Group:*", "user:alice", "User:carol"]
+REQUEST_PRINCIPALS = [
+    "User:alice",
+    "User:bob",
+    "User:*",
+    "Group:alice",
+    "Group:*",
+    "user:alice",
+    "User:carol",
+]
 SUPER_USER_CHOICES = ["User:alice", "User:bob", "User:*", "Group:*"]
 ACL_HOSTS = ["*", "10.0.0.1", "10.0.0.2", "0:0:0:0:0:0:0:1", "::1", ""]
 # Client address as the socket reports it -> Java's getHostAddress() text, written out by hand (§17.1).
@@ -45,34 +54,79 @@ ADDRESSES = {
 }
 CONCRETE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"]
 WEIGHTED_TYPES = ["TOPIC"] * 4 + ["GROUP"] * 3 + CONCRETE_TYPES
-COMMON_OPS = ["READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"]
+COMMON_OPS = [
+    "READ",
+    "WRITE",
+    "CREATE",
+    "DELETE",
+    "ALTER",
+    "DESCRIBE",
+    "DESCRIBE_CONFIGS",
+    "ALTER_CONFIGS",
+    "ALL",
+]
 RARE_OPS = ["CLUSTER_ACTION", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "UNKNOWN"]
 
-# Weighted (repeated entries) so that ACLs often apply to the requests: `*` hosts, the usual principals.
-names = st.one_of(st.sampled_from(NAMES), st.text(alphabet="fo*b!", max_size=4))
-acl_types = st.sampled_from(WEIGHTED_TYPES)
-acl_patterns = st.sampled_from(["LITERAL"] * 5 + ["PREFIXED"] * 4 + ["UNKNOWN"])
-acl_principals = st.sampled_from(["User:alice"] * 4 + ["User:bob"] * 2 + ["User:*"] * 3 + ACL_PRINCIPALS)
-acl_hosts = st.sampled_from(["*"] * 8 + ["10.0.0.1"] * 2 + ACL_HOSTS)
-acl_ops = st.sampled_from(COMMON_OPS * 4 + ["READ", "DESCRIBE", "ALL", "WRITE"] * 2 + RARE_OPS)
-acl_perms = st.sampled_from(["ALLOW"] * 5 + ["DENY"] * 4 + ["UNKNOWN"])
+# Two kinds of ACL set, both weighted by repeating entries:
+#  * broad: every type, principal, host, operation and permission of the alphabets, UNKNOWN ones included;
+#  * focused: TOPIC/GROUP, alice or `User:*` from `*`, a few operations: many ACLs apply to each request,
+#    so implications, DENY-wins, domination and the deciding ACL are exercised together.
+names = st.one_of(st.sampled_from([*NAMES, "*"]), st.text(alphabet="fo*b!", max_size=4))
+focused_names = st.one_of(st.sampled_from([*NAMES, "*"]), st.text(alphabet="fo*", max_size=3))
+ACL_OPS = COMMON_OPS * 4 + ["READ", "DESCRIBE", "ALL", "WRITE"] * 2 + RARE_OPS
+FOCUSED_OPS = ["READ", "WRITE", "DELETE", "ALTER", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "ALL"]
 
 AclSpec = tuple[str, str, str, str, str, str, str]  # type, name, pattern, principal, host, op, permission
-acl_specs = st.tuples(acl_types, names, acl_patterns, acl_principals, acl_hosts, acl_ops, acl_perms)
+broad_acl_specs = st.tuples(
+    st.sampled_from(WEIGHTED_TYPES),
+    names,
+    st.sampled_from(["LITERAL"] * 5 + ["PREFIXED"] * 4 + ["UNKNOWN"]),
+    st.sampled_from(["User:alice"] * 4 + ["User:bob"] * 2 + ["User:*"] * 3 + ACL_PRINCIPALS),
+    st.sampled_from(["*"] * 8 + ["10.0.0.1"] * 2 + ACL_HOSTS),
+    st.sampled_from(ACL_OPS),
+    st.sampled_from(["ALLOW"] * 5 + ["DENY"] * 4 + ["UNKNOWN"]),
+)
+focused_acl_specs = st.tuples(
+    st.sampled_from(["TOPIC"] * 4 + ["GROUP"]),
+    focused_names,
+    st.sampled_from(["LITERAL"] * 6 + ["PREFIXED"] * 6 + ["UNKNOWN"]),
+    st.sampled_from(["User:alice"] * 3 + ["User:*"] * 2 + ["User:bob", "bob"]),
+    st.sampled_from(["*"] * 6 + ["10.0.0.1", "10.0.0.2"]),
+    st.sampled_from(FOCUSED_OPS),
+    st.sampled_from(["ALLOW"] * 6 + ["DENY"] * 4 + ["UNKNOWN"]),
+)
+acl_specs = st.one_of(broad_acl_specs, focused_acl_specs)
 
 Request = tuple[str, str, str, str, str]  # principal, client address, op, type, name
 request_principals = st.sampled_from(["User:alice"] * 5 + ["User:bob"] * 2 + REQUEST_PRINCIPALS)
 request_addresses = st.sampled_from(["10.0.0.1"] * 3 + sorted(ADDRESSES))
 request_ops = st.sampled_from(COMMON_OPS * 3 + ["READ", "DESCRIBE", "DESCRIBE_CONFIGS"] * 3 + RARE_OPS + ["ANY"])
 request_types = st.sampled_from(WEIGHTED_TYPES * 3 + ["UNKNOWN", "ANY"])
+# A requested operation that an ALLOW of this operation also grants (§5.3), to exercise implications.
+IMPLIES = {
+    "READ": "DESCRIBE",
+    "WRITE": "DESCRIBE",
+    "DELETE": "DESCRIBE",
+    "ALTER": "DESCRIBE",
+    "ALTER_CONFIGS": "DESCRIBE_CONFIGS",
+    "CREATE": "DESCRIBE",
+    "DESCRIBE": "READ",
+}
 
-SETTINGS = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow]}
+BASE = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def to_acl(spec: AclSpec) -> StandardAcl:
     rtype, name, pattern, principal, host, op, perm = spec
-    return StandardAcl(ResourceType[rtype], name, PatternType[pattern], principal, host, AclOperation[op],
-                       AclPermissionType[perm])
+    return StandardAcl(
+        ResourceType[rtype],
+        name,
+        PatternType[pattern],
+        principal,
+        host,
+        AclOperation[op],
+        AclPermissionType[perm],
+    )
 
 
 def fmt(spec: AclSpec) -> str:
@@ -90,8 +144,10 @@ class Scenario:
     requests: tuple[Request, ...] = field(default=())
 
     def __repr__(self) -> str:
-        lines = [f"Scenario(allow_everyone={self.allow_everyone}, super_users={sorted(self.super_users)},",
-                 "  acls=["]
+        lines = [
+            f"Scenario(allow_everyone={self.allow_everyone}, super_users={sorted(self.super_users)},",
+            "  acls=[",
+        ]
         lines += [f"    {fmt(spec)}," for spec in self.acls]
         lines.append("  ],")
         lines.append("  requests=[")
@@ -113,12 +169,16 @@ def config(super_users: frozenset[str], allow_everyone: bool) -> AuthorizerConfi
     return AuthorizerConfig(super_users=super_users, allow_everyone_if_no_acl_found=allow_everyone)
 
 
-super_user_sets = st.one_of(st.just(frozenset[str]()), st.just(frozenset[str]()), st.just(frozenset[str]()),
-                            st.frozensets(st.sampled_from(SUPER_USER_CHOICES), min_size=1, max_size=2))
+super_user_sets = st.one_of(
+    st.just(frozenset[str]()),
+    st.just(frozenset[str]()),
+    st.just(frozenset[str]()),
+    st.frozensets(st.sampled_from(SUPER_USER_CHOICES), min_size=1, max_size=2),
+)
 
 
 def request_strategy(acls: list[AclSpec], types: st.SearchStrategy[str]) -> st.SearchStrategy[Request]:
-    """Free requests, and requests derived from one of the ACLs (its principal, op, type, name or a longer name)."""
+    """Free requests, and requests derived from one of the ACLs (its own request, then one field changed)."""
     pool = sorted({spec[1] for spec in acls} | {spec[1] + "o" for spec in acls})
     req_names = st.one_of(names, st.sampled_from(pool)) if pool else names
     free = st.tuples(request_principals, request_addresses, request_ops, types, req_names)
@@ -134,7 +194,7 @@ def request_strategy(acls: list[AclSpec], types: st.SearchStrategy[str]) -> st.S
         fields: list[str] = [
             principal if ":" in principal else draw(request_principals),
             draw(st.sampled_from(addresses)) if addresses else draw(request_addresses),
-            op,
+            draw(st.sampled_from([op, op, IMPLIES.get(op, op)])),
             rtype,
             draw(st.sampled_from([name, name, name + "o", name + "bar"])),
         ]
@@ -146,12 +206,21 @@ def request_strategy(acls: list[AclSpec], types: st.SearchStrategy[str]) -> st.S
     return st.one_of(free, near(), near())
 
 
+BOOLEANS = st.booleans()
+
+
 @st.composite
-def scenarios(draw: st.DrawFn, max_acls: int = 10, types: st.SearchStrategy[str] = request_types,
-              max_requests: int = 16) -> Scenario:
-    acls = draw(st.lists(acl_specs, max_size=max_acls, unique=True))
+def scenarios(
+    draw: st.DrawFn,
+    max_acls: int = 10,
+    types: st.SearchStrategy[str] = request_types,
+    max_requests: int = 16,
+    allow_everyone: st.SearchStrategy[bool] = BOOLEANS,
+) -> Scenario:
+    specs = draw(st.sampled_from([acl_specs, broad_acl_specs, focused_acl_specs]))
+    acls = draw(st.lists(specs, max_size=max_acls, unique=True))
     requests = draw(st.lists(request_strategy(acls, types), min_size=1, max_size=max_requests))
-    return Scenario(tuple(acls), draw(super_user_sets), draw(st.booleans()), tuple(requests))
+    return Scenario(tuple(acls), draw(super_user_sets), draw(allow_everyone), tuple(requests))
 
 
 def context(request: Request) -> RequestContext:
@@ -165,14 +234,22 @@ def action(request: Request) -> Action:
 
 def expected_authorize(s: Scenario, acls: list[StandardAcl], request: Request) -> str:
     principal, address, op, rtype, name = request
-    return ref.ref_authorize(acls, s.super_users, s.allow_everyone, principal, ADDRESSES[address],
-                             AclOperation[op], ResourceType[rtype], name)
+    return ref.ref_authorize(
+        acls,
+        s.super_users,
+        s.allow_everyone,
+        principal,
+        ADDRESSES[address],
+        AclOperation[op],
+        ResourceType[rtype],
+        name,
+    )
 
 
 # ---- authorize ----------------------------------------------------------------------------------------
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(BASE, max_examples=400)
 @given(scenarios())
 def test_authorize_matches_reference(s: Scenario) -> None:
     note(repr(s))
@@ -190,7 +267,7 @@ def test_authorize_matches_reference(s: Scenario) -> None:
         assert got_batch == [expected_authorize(s, acls, r) for r in batch], f"batch for {who}"
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(BASE, max_examples=200)
 @given(scenarios(types=st.sampled_from(WEIGHTED_TYPES)))
 def test_explain_is_consistent_with_reference(s: Scenario) -> None:
     """explain() gives the reference decision and a rule that can justify it (§5.4-§5.6, §6)."""
@@ -210,11 +287,19 @@ def test_explain_is_consistent_with_reference(s: Scenario) -> None:
         elif applying:
             assert kind == "MatchingAcl" and acl in applying, request
             assert (acl.permission_type == AclPermissionType.ALLOW) == (want == ref.ALLOWED), request
-            if name and name[0] > "*":
-                # §6: the first applying DENY in index order decides, else the last applying ALLOW.
+            if name == "" or name[0] > "*":
+                # §6: the first applying DENY in Kafka's scan order decides, else the last applying ALLOW.
+                visited = [a for a in ref.ref_scan_order(acls, rtype, name) if a in applying]
+                assert set(visited) == set(applying), "the §6 walk visits every candidate"
+                denies = [a for a in visited if a.permission_type != AclPermissionType.ALLOW]
+                kafka_choice = denies[0] if denies else visited[-1]
+                # KNOWN DISCREPANCY (strict xfail: test_standard.py::test_explain_names_the_acl_kafka_finds):
+                # the implementation names the first DENY / last ALLOW in *index* order, which differs from
+                # Kafka's walk only when empty-name ACLs meet `*` ones. Accept either until that is fixed.
                 ordered = sorted(applying, key=ref.ref_kafka_order_key)
-                denies = [a for a in ordered if a.permission_type != AclPermissionType.ALLOW]
-                assert acl == (denies[0] if denies else ordered[-1]), request
+                index_denies = [a for a in ordered if a.permission_type != AclPermissionType.ALLOW]
+                index_choice = index_denies[0] if index_denies else ordered[-1]
+                assert acl in (kafka_choice, index_choice), f"{request}: rule {decision.rule}"
         else:
             assert acl is None, request
             assert kind == ("DefaultAllow" if want == ref.ALLOWED else "DefaultDeny"), request
@@ -223,34 +308,91 @@ def test_explain_is_consistent_with_reference(s: Scenario) -> None:
 # ---- authorized operations and authorizeByResourceType -------------------------------------------------
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(BASE, max_examples=200)
 @given(scenarios(types=st.sampled_from(WEIGHTED_TYPES), max_requests=8))
 def test_authorized_operations_matches_reference(s: Scenario) -> None:
     note(repr(s))
     auth, acls = s.authorizer(), s.stored()
     for principal, address, _, rtype, name in s.requests:
-        want = ref.ref_authorized_operations(acls, s.super_users, s.allow_everyone, principal, ADDRESSES[address],
-                                             ResourceType[rtype], name)
+        want = ref.ref_authorized_operations(
+            acls, s.super_users, s.allow_everyone, principal, ADDRESSES[address], ResourceType[rtype], name
+        )
         got = auth.authorized_operations(RequestContext.of(principal, address), ResourceType[rtype], name)
         assert got == want, f"authorized_operations {(principal, address, rtype, name)}: want {want}, got {got}"
 
 
-@settings(max_examples=400, **SETTINGS)
-@given(scenarios(max_acls=12))
+@settings(BASE, max_examples=400)
+@given(scenarios(max_acls=12, allow_everyone=st.sampled_from([False, False, True])))
 def test_by_resource_type_matches_reference(s: Scenario) -> None:
     note(repr(s))
     auth, acls = s.authorizer(), s.stored()
     for principal, address, op_name, rtype_name, _ in s.requests:
         op, rtype = AclOperation[op_name], ResourceType[rtype_name]
         ctx = RequestContext.of(principal, address)
-        if op in (AclOperation.ANY, AclOperation.UNKNOWN) or rtype in (ResourceType.ANY, ResourceType.UNKNOWN):
+        if op in (AclOperation.ANY, AclOperation.UNKNOWN) or rtype in (
+            ResourceType.ANY,
+            ResourceType.UNKNOWN,
+        ):
             with pytest.raises(InvalidActionError):
                 auth.authorize_by_resource_type(ctx, op, rtype)
             continue
-        want = ref.ref_by_resource_type(acls, s.super_users, s.allow_everyone, principal, ADDRESSES[address], op,
-                                        rtype)
+        want = ref.ref_by_resource_type(acls, s.super_users, s.allow_everyone, principal, ADDRESSES[address], op, rtype)
         got = auth.authorize_by_resource_type(ctx, op, rtype).name
         assert got == want, f"by_resource_type {(principal, address, op_name, rtype_name)}: want {want}, got {got}"
+
+
+# ACL sets made for the domination check: one or two types, nested names, mostly `*` hosts and READ/ALL.
+BRT_NAMES = ["", "a", "ab", "abc", "abcd", "abd", "b", "*", "h", "hardcode"]
+brt_acl_specs = st.tuples(
+    st.sampled_from(["TOPIC"] * 3 + ["GROUP"]),
+    st.one_of(st.sampled_from(BRT_NAMES), st.text(alphabet="ab", max_size=3)),
+    st.sampled_from(["LITERAL"] * 5 + ["PREFIXED"] * 5 + ["UNKNOWN"]),
+    st.sampled_from(["User:alice"] * 3 + ["User:*", "User:bob", "bob"]),
+    st.sampled_from(["*"] * 4 + ["10.0.0.1", "10.0.0.2"]),
+    st.sampled_from(["READ"] * 3 + ["ALL", "WRITE", "DESCRIBE"]),
+    st.sampled_from(["ALLOW"] * 4 + ["DENY"] * 4 + ["UNKNOWN"]),
+)
+
+
+@settings(BASE, max_examples=400)
+@given(
+    st.lists(brt_acl_specs, max_size=8, unique=True),
+    super_user_sets,
+    st.sampled_from([False, False, True]),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["User:alice"] * 3 + ["User:bob", "User:*"]),
+            st.sampled_from(["10.0.0.1", "10.0.0.2"]),
+            st.sampled_from(["READ"] * 3 + ["ALL", "WRITE", "DESCRIBE"]),
+            st.sampled_from(["TOPIC"] * 3 + ["GROUP"]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_by_resource_type_domination_matches_reference(
+    acls: list[AclSpec],
+    super_users: frozenset[str],
+    allow_everyone: bool,
+    requests: list[tuple[str, str, str, str]],
+) -> None:
+    s = Scenario(tuple(acls), super_users, allow_everyone, tuple((*r, "") for r in requests))
+    note(repr(s))
+    auth, stored = s.authorizer(), s.stored()
+    for principal, address, op, rtype in requests:
+        want = ref.ref_by_resource_type(
+            stored,
+            super_users,
+            allow_everyone,
+            principal,
+            ADDRESSES[address],
+            AclOperation[op],
+            ResourceType[rtype],
+        )
+        got = auth.authorize_by_resource_type(
+            RequestContext.of(principal, address), AclOperation[op], ResourceType[rtype]
+        ).name
+        assert got == want, f"by_resource_type {(principal, address, op, rtype)}: want {want}, got {got}"
 
 
 # ---- acls(filter) ----------------------------------------------------------------------------------------
@@ -269,14 +411,24 @@ filter_specs = st.tuples(
 
 def to_filter(spec: FilterSpec) -> AclBindingFilter:
     rtype, name, pattern, principal, host, op, perm = spec
-    return AclBindingFilter(ResourcePatternFilter(ResourceType[rtype], name, PatternType[pattern]),
-                            AccessControlEntryFilter(principal, host, AclOperation[op], AclPermissionType[perm]))
+    return AclBindingFilter(
+        ResourcePatternFilter(ResourceType[rtype], name, PatternType[pattern]),
+        AccessControlEntryFilter(principal, host, AclOperation[op], AclPermissionType[perm]),
+    )
 
 
 def ref_filter(spec: FilterSpec, acl: StandardAcl) -> bool:
     rtype, name, pattern, principal, host, op, perm = spec
-    return ref.ref_filter_matches(ResourceType[rtype], name, PatternType[pattern], principal, host, AclOperation[op],
-                                  AclPermissionType[perm], acl)
+    return ref.ref_filter_matches(
+        ResourceType[rtype],
+        name,
+        PatternType[pattern],
+        principal,
+        host,
+        AclOperation[op],
+        AclPermissionType[perm],
+        acl,
+    )
 
 
 def raises_in_reference(spec: FilterSpec, acls: list[StandardAcl]) -> bool:
@@ -288,11 +440,32 @@ def raises_in_reference(spec: FilterSpec, acls: list[StandardAcl]) -> bool:
     return False
 
 
-@settings(max_examples=300, **SETTINGS)
-@given(scenarios(max_requests=1), st.lists(filter_specs, min_size=1, max_size=6))
-def test_acls_filter_matches_brute_force(s: Scenario, filters: list[FilterSpec]) -> None:
+@st.composite
+def filters_near(draw: st.DrawFn, acls: tuple[AclSpec, ...]) -> FilterSpec:
+    """One ACL's exact filter with some fields loosened (ANY, MATCH, null, or a nearby name)."""
+    rtype, name, pattern, principal, host, op, perm = draw(st.sampled_from(acls))
+
+    def loosen(value: str | None, *looser: str | None) -> str | None:
+        return draw(st.sampled_from([value, value, *looser]))
+
+    return (
+        str(loosen(rtype, "ANY")),
+        loosen(name, None, name + "o", name[:-1], "*", draw(names)),
+        str(loosen(pattern, "ANY", "MATCH", "MATCH")),
+        loosen(principal, None, None),
+        loosen(host, None, None),
+        str(loosen(op, "ANY", "ANY")),
+        str(loosen(perm, "ANY", "ANY")),
+    )
+
+
+@settings(BASE, max_examples=300)
+@given(st.data(), scenarios(max_requests=1))
+def test_acls_filter_matches_brute_force(data: st.DataObject, s: Scenario) -> None:
     note(repr(s))
     auth, acls = s.authorizer(), s.stored()
+    filter_strategy = st.one_of(filter_specs, filters_near(s.acls), filters_near(s.acls)) if s.acls else filter_specs
+    filters = data.draw(st.lists(filter_strategy, min_size=1, max_size=6), label="filters")
     for spec in filters:
         note(f"filter {spec}")
         if raises_in_reference(spec, acls):
@@ -307,7 +480,7 @@ def test_acls_filter_matches_brute_force(s: Scenario, filters: list[FilterSpec])
         assert all(auth.index.by_id[acl_id] == acl for acl_id, acl in with_ids)
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(BASE, max_examples=100)
 @given(scenarios(max_requests=1), names, st.sampled_from(["ANY", "TOPIC", "GROUP"]))
 def test_match_filter_against_unknown_pattern_acl_raises(s: Scenario, name: str, rtype: str) -> None:
     """§9.2 step 5 / F16: MATCH with a name reaching an UNKNOWN-pattern ACL of that type raises."""
@@ -340,8 +513,9 @@ def decisions(auth: StandardAuthorizer, requests: list[Request]) -> list[object]
     return out
 
 
-def reference_decisions(snapshot: dict[str, AclSpec], super_users: frozenset[str], allow_everyone: bool,
-                        requests: list[Request]) -> list[object]:
+def reference_decisions(
+    snapshot: dict[str, AclSpec], super_users: frozenset[str], allow_everyone: bool, requests: list[Request]
+) -> list[object]:
     acls = [to_acl(spec) for spec in snapshot.values()]
     out: list[object] = []
     for principal, address, op_name, rtype_name, name in requests:
@@ -359,10 +533,11 @@ def named(results: list[object]) -> list[object]:
     return [getattr(r, "name", r) for r in results]
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(BASE, max_examples=150)
 @given(st.data(), super_user_sets, st.booleans())
-def test_incremental_updates_equal_snapshot_load(data: st.DataObject, super_users: frozenset[str],
-                                                 allow_everyone: bool) -> None:
+def test_incremental_updates_equal_snapshot_load(
+    data: st.DataObject, super_users: frozenset[str], allow_everyone: bool
+) -> None:
     """apply_changes steps == load_snapshot of the final set; every published index stays as it was."""
     auth = StandardAuthorizer(config(super_users, allow_everyone))
     auth.complete_initial_load()
@@ -371,11 +546,13 @@ def test_incremental_updates_equal_snapshot_load(data: st.DataObject, super_user
     next_id = 0
     for step in range(data.draw(st.integers(1, 6), label="steps")):
         ids = sorted(current)
-        removed = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=len(ids)), label=f"removed{step}") \
-            if ids else []
+        removed: list[str] = []
+        if ids:
+            removed = data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=len(ids)), label=f"rm{step}")
         remaining = {spec for acl_id, spec in current.items() if acl_id not in removed}
         drawn = data.draw(st.lists(acl_specs, unique=True, max_size=6), label=f"added{step}")
-        if removed and data.draw(st.booleans(), label=f"re-add removed content{step}"):
+        re_add: bool = bool(removed) and data.draw(st.booleans(), label=f"re-add removed content{step}")
+        if re_add:
             drawn += [current[acl_id] for acl_id in removed]
         added = []
         for spec in dict.fromkeys(drawn):
@@ -391,8 +568,10 @@ def test_incremental_updates_equal_snapshot_load(data: st.DataObject, super_user
         assert auth.acl_count() == len(current)
 
     all_specs = [spec for _, snap in history for spec in snap.values()]
-    requests = data.draw(st.lists(request_strategy(all_specs, st.sampled_from(WEIGHTED_TYPES)), min_size=1,
-                                  max_size=10), label="requests")
+    requests = data.draw(
+        st.lists(request_strategy(all_specs, st.sampled_from(WEIGHTED_TYPES)), min_size=1, max_size=10),
+        label="requests",
+    )
     fresh = StandardAuthorizer(config(super_users, allow_everyone))
     fresh.load_snapshot({acl_id: to_acl(spec) for acl_id, spec in current.items()})
     fresh.complete_initial_load()

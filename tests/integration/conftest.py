@@ -8,25 +8,13 @@ that fails to start is always a failure.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
-_TESTS_DIR = str(Path(__file__).resolve().parent.parent)
-if _TESTS_DIR not in sys.path:
-    sys.path.insert(0, _TESTS_DIR)
-
-from kafka_broker import (  # noqa: E402
-    KafkaBroker,
-    KafkaBrokerError,
-    fetch_jars,
-    java_problem,
-    maven_problem,
-)
+from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem
 
 KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker"})
 _SKIP_REASONS: list[str] = []
@@ -46,9 +34,7 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(f"KAFKA TESTS SKIPPED: {reason}")
 
 
-def _start_broker(
-    tmp_path_factory: pytest.TempPathFactory, name: str, *, authorizer: bool = False
-) -> KafkaBroker:
+def _start_broker(tmp_path_factory: pytest.TempPathFactory, name: str, *, authorizer: bool = False) -> KafkaBroker:
     for problem in (java_problem(), maven_problem()):
         if problem is not None:
             _unavailable(problem)
@@ -93,9 +79,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.kafka)
 
 
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
-) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     """Make skipped Kafka tests impossible to miss."""
     if not _SKIP_REASONS:
         return

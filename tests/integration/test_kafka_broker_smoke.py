@@ -26,7 +26,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # the package
     ResourcePatternType,
     ResourceType,
 )
-from kafka_broker import ClientConf, KafkaBroker
+
+from tests.kafka_broker import ClientConf, KafkaBroker
 
 # The timeout covers the session fixture too (a cold Maven fetch happens in the first test's setup).
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]

@@ -6,6 +6,7 @@ closes what it made. Not collected by itself (no `Test` prefix, no `test_` modul
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +32,7 @@ def fill(log: LogBackend, sizes: list[int]) -> list[tuple[int, int]]:
 
 def check_batches(batches: list[RecordBatch], first_base: int | None = None) -> None:
     """Batches are contiguous and hold exactly the factory records of their offsets."""
-    for prev, nxt in zip(batches, batches[1:], strict=False):
+    for prev, nxt in itertools.pairwise(batches):
         assert nxt.base_offset == prev.next_offset, (prev.base_offset, nxt.base_offset)
     for b in batches:
         assert b.records == tuple(records_for(b.base_offset, len(b.records))), b.base_offset

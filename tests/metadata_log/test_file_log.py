@@ -40,8 +40,8 @@ def frames_of(path: Path) -> list[Frame]:
         return list(iter_frames(f, start, path.stat().st_size, first))
 
 
-def build(directory: Path, sizes: list[int], **kwargs: int) -> list[tuple[int, int]]:
-    with FileLog(directory, **kwargs) as log:
+def build(directory: Path, sizes: list[int], segment_bytes: int = 64 << 20) -> list[tuple[int, int]]:
+    with FileLog(directory, segment_bytes=segment_bytes) as log:
         return fill(log, sizes)
 
 
@@ -75,7 +75,7 @@ def test_bad_epoch_file_is_refused(tmp_path: Path) -> None:
     d = tmp_path / "log"
     build(d, [1])
     (d / "writer-epoch").write_text("banana\n")
-    with pytest.raises(CorruptLogError, match="writer-epoch.*'banana'"):
+    with pytest.raises(CorruptLogError, match=r"writer-epoch.*'banana'"):
         FileLog(d)
 
 
@@ -187,6 +187,9 @@ def test_empty_last_segment_is_dropped_on_open(tmp_path: Path) -> None:
     with open(last, "rb") as f:
         _, start = read_segment_header(f)
     os.truncate(last, start)  # header only: the crash came before the first frame
+    with FileLog(d, read_only=True) as log:
+        assert log.high_watermark() == 1 and len(log.segment_paths()) == 1
+    assert last.exists()
     with FileLog(d, segment_bytes=1) as log:
         assert log.recovery is None
         assert log.high_watermark() == 1
@@ -218,7 +221,7 @@ def test_bad_length_in_the_middle_is_refused(tmp_path: Path) -> None:
     data = bytearray(seg.read_bytes())
     data[first.position + 28 : first.position + 32] = (10**6).to_bytes(4, "big")
     seg.write_bytes(bytes(data))
-    with pytest.raises(CorruptLogError, match="short batch payload.*not a torn tail"):
+    with pytest.raises(CorruptLogError, match=r"short batch payload.*not a torn tail"):
         FileLog(d)
 
 
@@ -313,7 +316,7 @@ def test_failed_write_is_not_committed_and_stops_appends(tmp_path: Path, monkeyp
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", broken)
-    with pytest.raises(LogError, match="I/O error on log file .*Input/output error"):
+    with pytest.raises(LogError, match=r"I/O error on log file .*Input/output error"):
         fill(log, [1])
     monkeypatch.undo()
     with pytest.raises(LogError, match="I/O error"):

@@ -1,0 +1,52 @@
+"""Kafka's `Uuid` rules: the 22-character text form, strict parsing, and `randomUuid` generation.
+
+Pure functions (new_uuid reads os.urandom): safe to call from any thread. `metadata_log.codec`
+re-exports them; import them from either.
+
+Kafka prints a Uuid as the URL-safe base64 of its 16 bytes without padding: 128 bits in 22
+characters, the last of which carries 2 bits plus 4 zero bits, so only A, Q, g or w can end a
+canonical text. `text_to_uuid` accepts only that canonical form, so one id has exactly one text
+(Kafka's own decoder would also accept non-zero padding bits, which would give one id two texts).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import uuid
+
+from metadata_log.codec_fast import ids_to_text
+from metadata_log.errors import InvalidUuidError
+
+ZERO_UUID = bytes(16)
+METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)
+UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+
+__all__ = ["METADATA_TOPIC_ID", "UUID_TEXT", "ZERO_UUID", "new_uuid", "text_to_uuid", "uuid_to_text"]
+
+
+def uuid_to_text(raw: bytes) -> str:
+    """Kafka's `Uuid.toString`: URL-safe base64 of the 16 bytes without padding (22 characters)."""
+    if len(raw) != 16:
+        raise InvalidUuidError(raw, f"expected 16 bytes, got {len(raw)}")
+    return ids_to_text([raw])[0]
+
+
+def text_to_uuid(text: str, field: str = "id") -> bytes:
+    """Kafka's `Uuid.fromString`, strict: only the canonical 22-character form is accepted."""
+    if not isinstance(text, str) or not UUID_TEXT.fullmatch(text):
+        raise InvalidUuidError(text, "expected 22 URL-safe base64 characters (canonical, no padding)", field)
+    return base64.urlsafe_b64decode(text + "==")
+
+
+def new_uuid() -> str:
+    """Kafka's `Uuid.randomUuid`: a random v4 id, never zero, never METADATA_TOPIC_ID, never '-...'.
+
+    A text starting with '-' would read as an option on a command line, hence Kafka's rule.
+    """
+    while True:
+        raw = uuid.UUID(bytes=os.urandom(16), version=4).bytes
+        text = uuid_to_text(raw)
+        if raw not in (ZERO_UUID, METADATA_TOPIC_ID) and not text.startswith("-"):
+            return text

@@ -1,0 +1,158 @@
+"""The `log` benchmark suite: replay rate, cold start from a snapshot, append latency; file log and Kafka.
+
+Each case builds its own data in a temporary directory (or Kafka topic) and removes it afterwards.
+Cold starts run in a child process so their peak memory is their own.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from metadata_log.backend import LogBackend
+from metadata_log.backends.file import FileLog
+from metadata_log.codec import new_uuid
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+
+from authorizer.node import AclNode
+from shell.bench.timing import cpu_probe_us, percentiles
+
+
+def _records(count: int, removes: float, seed: int = 5) -> list[list[MetadataRecord]]:
+    """`count` records in batches of 1000: adds of distinct ACLs, and removes of earlier ones."""
+    rng = random.Random(seed)
+    live: list[str] = []
+    batches: list[list[MetadataRecord]] = []
+    batch: list[MetadataRecord] = []
+    for n in range(count):
+        if live and rng.random() < removes:
+            batch.append(RemoveAccessControlEntryRecord(live.pop(rng.randrange(len(live)))))
+        else:
+            acl_id = new_uuid()
+            live.append(acl_id)
+            batch.append(AccessControlEntryRecord(acl_id, 2 + n % 3, f"svc{n % 997}.events-{n}", 3 + (n % 7 == 0),
+                                                  f"User:u{n % 5000}", "*", 3 + n % 6, 3 - (n % 20 == 0)))
+        if len(batch) == 1000:
+            batches.append(batch)
+            batch = []
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _fill(log: LogBackend, batches: list[list[MetadataRecord]]) -> None:
+    for batch in batches:
+        log.append(batch)
+
+
+def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
+    """A fresh node replays the whole log to ready: decode, delta, image and index."""
+    node = AclNode(log)
+    start = time.perf_counter()
+    node.start()
+    seconds = time.perf_counter() - start
+    return {"records": records, "seconds": round(seconds, 2), "records_per_s": round(records / seconds),
+            "acls": node.authorizer.acl_count()}
+
+
+def append_latency(log: LogBackend, count: int = 300) -> dict[str, Any]:
+    """One-record batches appended durably (fsync for the file log, a committed transaction for Kafka)."""
+    samples = []
+    for n in range(count):
+        record = AccessControlEntryRecord(new_uuid(), 2, f"bench-{uuid.uuid4().hex}-{n}", 3, "User:bench", "*", 3, 3)
+        start = time.perf_counter_ns()
+        log.append([record])
+        samples.append(time.perf_counter_ns() - start)
+    out = percentiles(samples)
+    return {"p50_ms": round(out["p50_us"] / 1000, 3), "p99_ms": round(out["p99_us"] / 1000, 3), "appends": count}
+
+
+def _cold_start_child(log_dir: str) -> None:
+    """Child process: start a node from the snapshot in `log_dir` and print timing and peak memory."""
+    import gc
+
+    gc.disable()
+    start = time.perf_counter()
+    node = AclNode(FileLog(log_dir, read_only=True), snapshot_dir=Path(log_dir))
+    node.start()
+    seconds = time.perf_counter() - start
+    gc.enable()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds_to_ready": round(seconds, 2), "acls": node.authorizer.acl_count(),
+                      "peak_rss_mb": round(peak / 2**20), "snapshot": str(node.loaded_snapshot)}))
+
+
+def cold_start(log_dir: Path) -> dict[str, Any]:
+    """Time a new process from nothing to ready on a log whose newest snapshot holds the state."""
+    code = f"from shell.bench.log_suite import _cold_start_child; _cold_start_child({str(log_dir)!r})"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def file_suite(records: int) -> dict[str, Any]:
+    """File-log figures: replay (20% removals), append latency, cold start from a snapshot of `records` ACLs."""
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        mixed = Path(tmp) / "mixed"
+        with FileLog(mixed) as log:
+            _fill(log, _records(records, removes=0.2))
+        with FileLog(mixed, read_only=True) as log:
+            out["replay_1m"] = replay_rate(log, records)
+        with FileLog(Path(tmp) / "latency") as log:
+            out["append_fsync"] = append_latency(log)
+        adds = Path(tmp) / "adds"
+        with FileLog(adds) as log:
+            _fill(log, _records(records, removes=0.0, seed=9))
+        node = AclNode(FileLog(adds), snapshot_dir=adds)
+        node.start()
+        node.take_snapshot()
+        node.close()
+        out["cold_start_snapshot_1m"] = cold_start(adds)
+    return out
+
+
+def kafka_suite(bootstrap: str, records: int) -> dict[str, Any]:
+    """The same figures against a Kafka topic, plus a new node's catch-up from a snapshot plus a tail."""
+    from metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+
+    topic = f"kraft-acl-bench-{uuid.uuid4().hex[:8]}"
+    config = KafkaLogConfig(bootstrap, topic=topic, timeout_s=60)
+    out: dict[str, Any] = {"topic": topic}
+    with KafkaLog(config, writer=True) as writer:
+        out["append_txn"] = append_latency(writer, 200)
+        start = time.perf_counter()
+        _fill(writer, _records(records, removes=0.2))
+        out["write_records_per_s"] = round(records / (time.perf_counter() - start))
+    with KafkaLog(config) as reader:
+        out["replay_1m"] = replay_rate(reader, records + 200)
+    with tempfile.TemporaryDirectory() as tmp, KafkaLog(config, writer=True) as writer:
+        node = AclNode(writer, snapshot_dir=Path(tmp))
+        node.start()
+        node.take_snapshot()
+        _fill(writer, _records(10_000, removes=0.0, seed=11))  # the tail after the snapshot
+        with KafkaLog(config) as reader:
+            fresh = AclNode(reader, snapshot_dir=Path(tmp))
+            start = time.perf_counter()
+            fresh.start()
+            out["catch_up_snapshot_plus_10k_tail_s"] = round(time.perf_counter() - start, 2)
+            out["catch_up_acls"] = fresh.authorizer.acl_count()
+    return out
+
+
+def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, Any]:
+    """The whole suite (`quick` uses 100k records instead of 1M)."""
+    records = 100_000 if quick else 1_000_000
+    out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
+    out["file"] = file_suite(records)
+    if kafka_bootstrap:
+        out["kafka"] = kafka_suite(kafka_bootstrap, records)
+    return out

@@ -1,0 +1,150 @@
+"""`kraft-acl log dump`: every batch and record of a metadata log, in the form of kafka-dump-log's
+`--cluster-metadata-decoder` (record payloads as Kafka's JSON converter writes them).
+
+Stateless; reads the log read-only, so it works while a writer appends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from metadata_log.backends.file import FileLog
+from metadata_log.backends.file_dir import list_segments
+from metadata_log.backends.file_format import FrameError, iter_frames, read_segment_header
+from metadata_log.codec import DEFAULT_CODEC, BatchSchema
+from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
+from shell.errors import fail
+from shell.log_state import LIBRARY_ERRORS, Output, check_log_dir, check_offset
+
+Emit = Callable[[RecordBatch], None]
+
+
+def record_payload(record: MetadataRecord) -> dict[str, Any]:
+    """Kafka's JSON form of a metadata record: type name, version, and lowerCamel fields with int codes."""
+    if isinstance(record, AccessControlEntryRecord):
+        data: dict[str, Any] = {
+            "id": record.id,
+            "resourceType": record.resource_type,
+            "resourceName": record.resource_name,
+            "patternType": record.pattern_type,
+            "principal": record.principal,
+            "host": record.host,
+            "operation": record.operation,
+            "permissionType": record.permission_type,
+        }
+        return {"type": "ACCESS_CONTROL_ENTRY_RECORD", "version": 0, "data": data}
+    return {"type": "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "version": 0, "data": {"id": record.id}}
+
+
+def _compact(value: Any) -> str:
+    """Jackson-style compact JSON: no spaces, non-ASCII text kept as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def batch_lines(batch: RecordBatch) -> Iterator[str]:
+    """The text form: one batch line, then one `| offset: ...` line per record."""
+    yield (
+        f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {len(batch.records)} "
+        f"epoch: {batch.epoch} CreateTime: {batch.timestamp_ms}"
+    )
+    for offset, record in enumerate(batch.records, start=batch.base_offset):
+        yield f"| offset: {offset} payload: {_compact(record_payload(record))}"
+
+
+def batch_json(batch: RecordBatch) -> dict[str, Any]:
+    """The JSON form of one batch (one object per batch)."""
+    return {
+        "baseOffset": batch.base_offset,
+        "lastOffset": batch.last_offset,
+        "count": len(batch.records),
+        "epoch": batch.epoch,
+        "createTime": batch.timestamp_ms,
+        "records": [
+            {"offset": o, "payload": record_payload(r)} for o, r in enumerate(batch.records, start=batch.base_offset)
+        ],
+    }
+
+
+def _emit_text(batch: RecordBatch) -> None:
+    typer.echo("\n".join(batch_lines(batch)))
+
+
+def _emit_json(batch: RecordBatch) -> None:
+    typer.echo(_compact(batch_json(batch)))
+
+
+def dump_command(
+    log_dir: Annotated[Path, typer.Option("--log-dir", help="the metadata log directory")],
+    from_offset: Annotated[
+        int,
+        typer.Option("--from-offset", metavar="N", help="start with the batch that holds offset N (printed whole)"),
+    ] = 0,
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="text, or json (one object per batch)")
+    ] = Output.text,
+) -> None:
+    """Every committed batch and record with its offsets, as kafka-dump-log --cluster-metadata-decoder prints.
+
+    Damage stops the dump: the batches before it are printed, then one error line naming the offset (exit 2).
+    """
+    emit = _emit_json if output is Output.json else _emit_text
+    if from_offset < 0:
+        fail(f"--from-offset {from_offset} is negative")
+    check_log_dir(log_dir)
+    try:
+        backend = FileLog(log_dir, read_only=True)
+    except CorruptLogError as exc:  # damage in the middle: show what comes before it
+        fail(f"the log cannot be read from offset {_salvage(log_dir, from_offset, emit)}: {exc}")
+    except LIBRARY_ERRORS as exc:
+        fail(str(exc))
+    with backend:
+        expected = from_offset
+        try:
+            check_offset("--from-offset", from_offset, backend.high_watermark())
+            for batch in backend.read(from_offset):
+                emit(batch)
+                expected = batch.next_offset
+        except (DecodeError, OffsetOutOfRangeError) as exc:  # their messages name the offset
+            fail(str(exc))
+        except LIBRARY_ERRORS as exc:
+            fail(f"the log cannot be read from offset {expected}: {exc}")
+
+
+def _salvage(log_dir: Path, from_offset: int, emit: Emit) -> int:
+    """Emit, frame by frame, the whole and decodable batches before the first damage; return where it is.
+
+    Only used when FileLog refuses to open a log (damage that is not a torn tail): the batches before the
+    damage are still worth seeing, as kafka-dump-log prints the records before an error.
+    """
+    expected = 0
+    for number, (base, path) in enumerate(list_segments(log_dir)):
+        if number and base != expected:
+            return expected
+        expected = base
+        try:
+            with path.open("rb") as f:
+                schema_json, start = read_segment_header(f)
+                schema = BatchSchema.from_json(schema_json)
+                for frame in iter_frames(f, start, os.fstat(f.fileno()).st_size, base):
+                    batch = DEFAULT_CODEC.decode_batch(
+                        frame.payload,
+                        base_offset=frame.base_offset,
+                        epoch=frame.epoch,
+                        timestamp_ms=frame.timestamp_ms,
+                        writer_schema=schema,
+                        expected_count=frame.record_count,
+                        path=path,
+                    )
+                    if batch.next_offset > from_offset:
+                        emit(batch)
+                    expected = batch.next_offset
+        except (FrameError, LogError, ValueError, OSError):
+            return expected
+    return expected

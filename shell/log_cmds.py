@@ -1,0 +1,126 @@
+"""`kraft-acl log dump`, `kraft-acl replay` and `kraft-acl diff`: read-only views of a metadata log directory.
+
+Stateless; every command opens the log read-only (no lock, so a running writer is fine) and closes it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from authorizer.model import StandardAcl
+from shell.dump_cmd import dump_command
+from shell.errors import fail
+from shell.log_state import (
+    STATE_AT_HELP,
+    Output,
+    TableOutput,
+    acl_json,
+    acl_table,
+    check_offset,
+    iso_time,
+    library_errors,
+    provenance_json,
+    replayed,
+    sorted_acls,
+)
+from snapshots.naming import parse_name
+
+log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
+log_app.command("dump")(dump_command)
+
+LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+
+
+def replay_command(
+    log_dir: LogDir,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", metavar="N", help=STATE_AT_HELP)] = None,
+    output: Annotated[TableOutput, typer.Option("--output", "-o", help="table or json")] = TableOutput.table,
+) -> None:
+    """The ACL state at an offset: the newest snapshot at or below it plus the log tail."""
+    with replayed(log_dir, to_offset) as node:
+        with library_errors():
+            hwm = node.backend.high_watermark()
+        image, loaded = node.image, node.loaded_snapshot
+    p = image.provenance
+    if output is TableOutput.json:
+        typer.echo(
+            json.dumps(
+                {
+                    "offset": p.next_offset,
+                    "high_watermark": hwm,
+                    "provenance": provenance_json(p),
+                    "snapshot": None if loaded is None else str(loaded),
+                    "acls": [acl_json(i, a) for i, a in sorted_acls(image.acls)],
+                }
+            )
+        )
+        return
+    typer.echo(f"State at offset {p.next_offset} (high-water mark {hwm})")
+    if p.last_offset < 0:
+        typer.echo("Provenance: no record applied")
+    else:
+        typer.echo(
+            f"Provenance: last offset {p.last_offset}, epoch {p.epoch}, "
+            f"timestamp {p.timestamp_ms} ({iso_time(p.timestamp_ms)})"
+        )
+    if loaded is None:
+        typer.echo(
+            f"Source: log offsets 0..{p.last_offset} (no snapshot)"
+            if p.last_offset >= 0
+            else "Source: nothing (no record below offset 0)"
+        )
+    else:
+        start = parse_name(loaded).end_offset
+        tail = f"log offsets {start}..{p.last_offset}" if start <= p.last_offset else "no log records"
+        typer.echo(f"Source: snapshot {loaded}, then {tail}")
+    typer.echo(f"{len(image)} ACL(s)")
+    if len(image):
+        Console(width=200).print(acl_table(image.acls))
+
+
+def diff_command(
+    log_dir: LogDir,
+    from_offset: Annotated[
+        int, typer.Option("--from-offset", metavar="A", help="the earlier state: every record below offset A")
+    ],
+    to_offset: Annotated[
+        int,
+        typer.Option("--to-offset", metavar="B", help="the later state: every record below offset B (exclusive)"),
+    ],
+    output: Annotated[Output, typer.Option("--output", "-o", help="text (human) or json")] = Output.text,
+) -> None:
+    """ACLs added and removed between the state at offset A and the state at offset B (by ACL id)."""
+    if from_offset > to_offset:
+        fail(f"--from-offset {from_offset} is above --to-offset {to_offset}")
+    with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
+        check_offset("--to-offset", to_offset, node.backend.high_watermark())
+        before = node.image.acls
+        node.loader.catch_up(to_offset)  # the same node walks on from A to B
+        after = node.image.acls
+    removed = {i: a for i, a in before.items() if i not in after}
+    added = {i: a for i, a in after.items() if i not in before}
+    if output is Output.json:
+        typer.echo(
+            json.dumps(
+                {
+                    "from_offset": from_offset,
+                    "to_offset": to_offset,
+                    "added": _acls_json(added),
+                    "removed": _acls_json(removed),
+                }
+            )
+        )
+        return
+    typer.echo(f"Offsets {from_offset} -> {to_offset}: {len(added)} added, {len(removed)} removed")
+    for sign, acls in (("-", removed), ("+", added)):
+        for acl_id, acl in sorted_acls(acls):
+            typer.echo(f"{sign} {acl_id} {acl}")
+
+
+def _acls_json(acls: dict[str, StandardAcl]) -> list[dict[str, Any]]:
+    return [acl_json(i, a) for i, a in sorted_acls(acls)]

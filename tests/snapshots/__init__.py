@@ -1,0 +1,1 @@
+"""Tests of the `snapshots` package: naming, the file format, the store."""
