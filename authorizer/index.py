@@ -46,7 +46,7 @@ def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
     """The ACLs of a bucket (empty for None)."""
     if bucket is None:
         return ()
-    return bucket if isinstance(bucket, tuple) else (bucket,)
+    return bucket if type(bucket) is tuple else (bucket,)  # an ACL is itself a (named) tuple
 
 
 def _bucket(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:
