@@ -151,7 +151,8 @@ class KafkaLog(LogBackend):
         self.config = config
         self._codec = DEFAULT_CODEC if codec is None else codec
         self._tp = TopicPartition(config.topic, 0)
-        self._lock = threading.RLock()
+        self._write_lock = threading.Lock()  # one append (transaction) at a time; close
+        self._index_lock = threading.Lock()  # the logical -> Kafka offset cache
         self._closed = False
         self._bases: list[int] = []  # sorted logical base offsets seen, and their Kafka offsets
         self._kafka: dict[int, int] = {}
@@ -174,6 +175,8 @@ class KafkaLog(LogBackend):
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
+                # A metadata log is small and read to its end: answer at once rather than wait for more data.
+                "fetch.wait.max.ms": 5,
             }
         )
 
@@ -198,7 +201,7 @@ class KafkaLog(LogBackend):
         self._next = last.next_offset if last is not None else 0
 
     def append(self, records: Sequence[MetadataRecord], *, timestamp_ms: int | None = None) -> AppendResult:
-        with self._lock:
+        with self._write_lock:
             self._check_open()
             if self._producer is None:
                 raise KafkaLogError(f"append on {self.config.topic}: this KafkaLog was opened as a reader")
@@ -206,7 +209,9 @@ class KafkaLog(LogBackend):
             ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
             base = self._next
             frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
-            headers: list[tuple[str, str | bytes | None]] = [(SCHEMA_HEADER, self._codec.writer_schema.json_text.encode())]
+            headers: list[tuple[str, str | bytes | None]] = [
+                (SCHEMA_HEADER, self._codec.writer_schema.json_text.encode())
+            ]
             delivered: list[int] = []
 
             def on_delivery(err: KafkaError | None, msg: Any) -> None:
@@ -247,17 +252,19 @@ class KafkaLog(LogBackend):
             yield offset, batch
 
     def _remember(self, base: int, kafka_offset: int) -> None:
-        if base not in self._kafka:
-            bisect.insort(self._bases, base)
-        self._kafka[base] = kafka_offset
+        with self._index_lock:
+            if base not in self._kafka:
+                bisect.insort(self._bases, base)
+            self._kafka[base] = kafka_offset
 
     def _first_at_or_after(self, kafka_offset: int, end: int) -> tuple[int, RecordBatch] | None:
         return next(iter(self._consume(kafka_offset, end)), None)
 
     def _seek_kafka_offset(self, logical: int, low: int, high: int) -> int:
         """The Kafka offset of the message whose batch contains `logical` (or the first after it)."""
-        i = bisect.bisect_right(self._bases, logical) - 1
-        lo = self._kafka[self._bases[i]] if i >= 0 else low
+        with self._index_lock:
+            i = bisect.bisect_right(self._bases, logical) - 1
+            lo = max(low, self._kafka[self._bases[i]]) if i >= 0 else low
         hi = high
         while lo < hi:  # invariant: the wanted message is at or after lo, and before hi
             mid = (lo + hi) // 2
@@ -283,16 +290,15 @@ class KafkaLog(LogBackend):
         return last
 
     def read(self, from_offset: int = 0) -> Iterator[RecordBatch]:
-        with self._lock:
-            self._check_open()
-            hwm = self.high_watermark()
-            start_offset = self.log_start_offset()
-            if not start_offset <= from_offset <= hwm:
-                raise OffsetOutOfRangeError(from_offset, start_offset, hwm)
-            if from_offset == hwm:
-                return iter(())
-            low, high = self._watermarks()
-            start = self._seek_kafka_offset(from_offset, low, high)
+        self._check_open()
+        hwm = self.high_watermark()
+        start_offset = self.log_start_offset()
+        if not start_offset <= from_offset <= hwm:
+            raise OffsetOutOfRangeError(from_offset, start_offset, hwm)
+        if from_offset == hwm:
+            return iter(())
+        low, high = self._watermarks()
+        start = self._seek_kafka_offset(from_offset, low, high)
         return self._read_from(start, high, from_offset, hwm)
 
     def _read_from(self, start: int, high: int, from_offset: int, hwm: int) -> Iterator[RecordBatch]:
@@ -304,22 +310,21 @@ class KafkaLog(LogBackend):
                 yield batch
 
     def high_watermark(self) -> int:
-        with self._lock:
-            self._check_open()
+        self._check_open()
+        end = self._committed_end()
+        target = self._next if self._producer is not None else 0
+        # Our own commits are durable, but the broker writes transaction markers asynchronously: wait
+        # (bounded, holding no lock) until the last stable offset covers them, so the writer reads its writes.
+        deadline = time.monotonic() + self.config.timeout_s
+        while end < target:
+            if time.monotonic() > deadline:
+                raise LogUnavailableError(
+                    f"{self.config.topic}: the last stable offset did not reach "
+                    f"this writer's offset {target} within {self.config.timeout_s}s"
+                )
+            time.sleep(0.005)
             end = self._committed_end()
-            if self._producer is not None and end < self._next:
-                # Our own commit is durable, but the broker writes transaction markers asynchronously:
-                # wait (bounded) until the last stable offset covers it, so the writer reads its writes.
-                deadline = time.monotonic() + self.config.timeout_s
-                while end < self._next:
-                    if time.monotonic() > deadline:
-                        raise LogUnavailableError(
-                            f"{self.config.topic}: the last stable offset did not reach "
-                            f"this writer's offset {self._next} within {self.config.timeout_s}s"
-                        )
-                    time.sleep(0.005)
-                    end = self._committed_end()
-            return end
+        return end
 
     def _committed_end(self) -> int:
         """The logical offset after the last batch below the last stable offset."""
@@ -334,18 +339,17 @@ class KafkaLog(LogBackend):
         return end
 
     def log_start_offset(self) -> int:
-        with self._lock:
-            self._check_open()
-            low, high = self._watermarks()
-            first = self._first_at_or_after(low, high) if high > low else None
-            return 0 if first is None else first[1].base_offset
+        self._check_open()
+        low, high = self._watermarks()
+        first = self._first_at_or_after(low, high) if high > low else None
+        return 0 if first is None else first[1].base_offset
 
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(f"the Kafka log on {self.config.topic}")
 
     def close(self) -> None:
-        with self._lock:
+        with self._write_lock:
             if self._closed:
                 return
             self._closed = True
@@ -381,7 +385,7 @@ class _Stream:
             with self.lock:
                 if self.at != position:
                     self.consumer.assign([TopicPartition(self.config.topic, 0, position)])
-                messages = self.consumer.consume(num_messages=500, timeout=0.5)
+                messages = self.consumer.consume(num_messages=500, timeout=0.1)
                 got = self.consumer.position([self.tp])[0].offset
                 self.at = int(got) if got >= 0 else None
             if not messages and time.monotonic() > deadline:

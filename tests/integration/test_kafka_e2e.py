@@ -10,6 +10,7 @@ so the session broker (`kafka_broker`) stays up for the others.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -51,7 +53,8 @@ from metadata_log.backends.kafka import (
     LogUnavailableError,
     UnsafeTopicError,
 )
-from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+from metadata_log.codec import new_uuid
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
 from metadata_log.replayer import Replayer
 from tests.integration import test_kafka_log_contract as contract
 from tests.integration.conftest import _start_broker
@@ -67,6 +70,7 @@ CONFIG = AuthorizerConfig(super_users=frozenset({"User:admin"}))
 BOB = RequestContext("User:bob", "10.0.0.1")
 ALICE = RequestContext("User:alice", "10.0.0.2")
 CATCH_UP_S = 30.0
+Ops = list[tuple[str, list[Any]]]  # ("create", [(id, acl)]) or ("delete", [id]), in append order
 
 
 # ---- helpers --------------------------------------------------------------------------------------------
@@ -75,8 +79,13 @@ def config(broker: KafkaBroker, topic: str | None = None, *, timeout_s: float = 
     return dataclasses.replace(contract.kafka_config(broker, topic, **kw), timeout_s=timeout_s)
 
 
-def acl(name: str, principal: str = "User:bob", op: AclOperation = OP.READ, perm: AclPermissionType = PERM.ALLOW,
-        pattern: PatternType = PatternType.LITERAL) -> StandardAcl:
+def acl(
+    name: str,
+    principal: str = "User:bob",
+    op: AclOperation = OP.READ,
+    perm: AclPermissionType = PERM.ALLOW,
+    pattern: PatternType = PatternType.LITERAL,
+) -> StandardAcl:
     return StandardAcl(T, name, pattern, principal, "*", op, perm)
 
 
@@ -133,34 +142,41 @@ def delete(n: AclNode, acls: Sequence[StandardAcl]) -> list[str]:
     return ids
 
 
-def log_records(cfg: KafkaLogConfig) -> list[MetadataRecord]:
-    """Every record of the topic in order, through a fresh reader and the checking Replayer."""
+def log_batches(cfg: KafkaLogConfig) -> list[RecordBatch]:
+    """Every committed batch of the topic in order, through a fresh reader and the checking Replayer."""
     log = KafkaLog(dataclasses.replace(cfg, create_topic=False), writer=False)
     try:
-        return [r for b in Replayer(log).batches(log.log_start_offset()) for r in b.records]
+        return list(Replayer(log).batches(log.log_start_offset()))
     finally:
         log.close()
 
 
-def log_batches(cfg: KafkaLogConfig) -> list[tuple[int, int, int]]:
-    """(base offset, record count, epoch) of every committed batch, through a fresh reader."""
-    log = KafkaLog(dataclasses.replace(cfg, create_topic=False), writer=False)
-    try:
-        return [(b.base_offset, len(b.records), b.epoch) for b in Replayer(log).batches(log.log_start_offset())]
-    finally:
-        log.close()
+def records_of(batches: Sequence[RecordBatch]) -> list[MetadataRecord]:
+    return [r for b in batches for r in b.records]
+
+
+def names_of(batches: Sequence[RecordBatch]) -> list[str]:
+    """The resource names of the added ACLs, in log order."""
+    return [r.resource_name for r in records_of(batches) if isinstance(r, AccessControlEntryRecord)]
+
+
+def shape(batches: Sequence[RecordBatch]) -> list[tuple[int, int]]:
+    """(base offset, record count) of each batch."""
+    return [(b.base_offset, len(b.records)) for b in batches]
 
 
 def kafka_frames(broker: KafkaBroker, topic: str) -> list[tuple[int, int, int]]:
     """(Kafka offset, logical base offset, record count) of every committed message, read raw."""
     consumer = Consumer(
-        broker.client_config(overrides={
-            "group.id": f"e2e-raw-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        })
+        broker.client_config(
+            overrides={
+                "group.id": f"e2e-raw-{uuid.uuid4()}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            }
+        )
     )
     out: list[tuple[int, int, int]] = []
     try:
@@ -172,13 +188,16 @@ def kafka_frames(broker: KafkaBroker, topic: str) -> list[tuple[int, int, int]]:
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
                     break
-                raise AssertionError(f"raw read of {topic}: {msg.error()}")
-            frame = parse_frame_at(msg.value(), 0)
-            assert frame is not None, f"{topic} Kafka offset {msg.offset()} is not a kraft-acl frame"
-            out.append((msg.offset(), frame.base_offset, frame.record_count))
+                raise AssertionError(f"raw read of {topic}: {err}")
+            value, offset = msg.value(), msg.offset()
+            assert value is not None and offset is not None
+            frame = parse_frame_at(value, 0)
+            assert frame is not None, f"{topic} Kafka offset {offset} is not a kraft-acl frame"
+            out.append((offset, frame.base_offset, frame.record_count))
         else:
             raise AssertionError(f"raw read of {topic} did not reach the end ({high}) in 30s")
     finally:
@@ -186,7 +205,7 @@ def kafka_frames(broker: KafkaBroker, topic: str) -> list[tuple[int, int, int]]:
     return out
 
 
-def expected_records(ops: Sequence[tuple[str, list]]) -> list[MetadataRecord]:
+def expected_records(ops: Ops) -> list[MetadataRecord]:
     """The records a sequence of ('create', [(id, acl)]) / ('delete', [id]) calls must have appended."""
     out: list[MetadataRecord] = []
     for kind, items in ops:
@@ -197,7 +216,8 @@ def expected_records(ops: Sequence[tuple[str, list]]) -> list[MetadataRecord]:
     return out
 
 
-PROBES = [Action(op, T, name) for name in ("orders", "payments", "audit", "logs-2024", "other") for op in (OP.READ, OP.WRITE)]
+PROBE_NAMES = ("orders", "payments", "audit", "logs-2024", "other")
+PROBES = [Action(op, T, name) for name in PROBE_NAMES for op in (OP.READ, OP.WRITE)]
 
 
 def answers(n: AclNode) -> list[tuple[AuthorizationResult, ...]]:
@@ -207,10 +227,8 @@ def answers(n: AclNode) -> list[tuple[AuthorizationResult, ...]]:
 def close_all(*nodes: AclNode | None) -> None:
     for n in nodes:
         if n is not None:
-            try:
+            with contextlib.suppress(Exception):  # best-effort cleanup of a possibly fenced/unreachable node
                 n.close()
-            except Exception:  # noqa: BLE001 - best-effort cleanup of a possibly fenced/unreachable node
-                pass
 
 
 # ---- 1. two nodes on one topic ------------------------------------------------------------------------
@@ -222,8 +240,16 @@ def test_reader_node_follows_controller_node(kafka_broker: KafkaBroker) -> None:
     try:
         assert answers(b) == [(DENIED,) * len(PROBES)] * 2, "empty log: everything denied for non-super users"
 
-        created = create(a, [acl("orders"), acl("payments", op=OP.WRITE), acl("logs-", pattern=PatternType.PREFIXED)])
-        created += create(a, [acl("orders", "User:alice", OP.ALL), acl("audit", "User:alice", OP.READ, PERM.DENY)])
+        created = create(
+            a,
+            [
+                acl("orders"),
+                acl("payments", op=OP.WRITE),
+                acl("logs-", pattern=PatternType.PREFIXED),
+                acl("orders", "User:alice", OP.ALL),
+                acl("audit", "User:alice", OP.READ, PERM.DENY),
+            ],
+        )
         assert a.loader.next_offset == 5
         wait_caught_up(tailer, a.loader.next_offset)
         assert state(b) == state(a)
@@ -244,21 +270,25 @@ def test_reader_node_follows_controller_node(kafka_broker: KafkaBroker) -> None:
         assert deleted == [created[0][0], created[2][0]]
         wait_caught_up(tailer, 7)
         assert state(b) == state(a)
+        assert set(b.image.acls) == {i for i, _ in created} - set(deleted)
         bob = dict(zip(PROBES, b.authorizer.authorize(BOB, PROBES), strict=True))
         assert bob[Action(OP.READ, T, "orders")] == DENIED
         assert bob[Action(OP.READ, T, "logs-2024")] == DENIED
         assert bob[Action(OP.WRITE, T, "payments")] == ALLOWED
         assert answers(b) == answers(a)
 
-        ops = [("create", created[:3]), ("create", created[3:]), ("delete", deleted)]
-        assert log_records(cfg) == expected_records(ops)
-        assert [(base, count) for base, count, _ in log_batches(cfg)] == [(0, 3), (3, 2), (5, 2)]
+        batches = log_batches(cfg)
+        assert records_of(batches) == expected_records([("create", created), ("delete", deleted)])
+        assert shape(batches) == [(0, 5), (5, 2)]
     finally:
         tailer.stop()
         close_all(b, a)
 
 
 # ---- 2. broker crash in the middle ---------------------------------------------------------------------
+OUTAGE_TIMEOUT_S = 5.0
+
+
 @pytest.fixture(scope="module")
 def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """A broker only this module restarts (the session broker stays up)."""
@@ -269,93 +299,125 @@ def own_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker
         broker.stop()
 
 
+def _start_again(broker: KafkaBroker) -> None:
+    """Restart the stopped broker; a broker that cannot come back fails the test loudly."""
+    if not broker.is_running():
+        broker.start()
+
+
 def test_broker_crash_reader_keeps_serving_and_everyone_converges(own_broker: KafkaBroker) -> None:
-    timeout_s = 6.0
-    cfg = config(own_broker, timeout_s=timeout_s)
+    cfg = config(own_broker, timeout_s=OUTAGE_TIMEOUT_S)
     a = node(cfg, writer=True)
     b = node(cfg, writer=False)
     tailer = Tailer(b.loader, interval_s=0.05).start()
-    c = None
-    ops: list[tuple[str, list]] = []
+    a2 = c = None
+    ops: Ops = []
     try:
-        for i in range(4):
-            ops.append(("create", create(a, [acl(f"orders-{i}"), acl(f"payments-{i}", "User:alice", OP.WRITE)])))
+        ops.append(("create", create(a, [acl(f"orders-{i}") for i in range(3)] + [acl("payments", "User:alice")])))
+        more = [acl("audit", "User:alice", OP.WRITE), acl("logs-", pattern=PatternType.PREFIXED)]
+        ops.append(("create", create(a, more)))
         ops.append(("delete", delete(a, [acl("orders-0")])))
-        ops.append(("create", create(a, [acl("orders")])))
         before_crash = state(a)
-        wait_caught_up(tailer, a.loader.next_offset)
+        assert before_crash[1] == 7
+        wait_caught_up(tailer, 7)
         assert state(b) == before_crash
         answers_before = answers(b)
 
         own_broker.stop(hard=True)
         try:
-            # B keeps serving its last state while its tailer reports the outage.
+            # B keeps serving its last state while its tailer reports the outage (lag unknown).
             def outage_seen() -> bool:
                 s = tailer.status()
                 return s.last_error is not None and s.lag is None
 
-            wait_for(outage_seen, 4 * timeout_s + 10, "the tailer reporting the broker outage", tailer.status)
+            wait_for(outage_seen, 4 * OUTAGE_TIMEOUT_S + 10, "the tailer reporting the broker outage", tailer.status)
+            assert tailer.status().next_offset == 7
             assert answers(b) == answers_before
             assert state(b) == before_crash
-            assert tailer.status().next_offset == before_crash[1]
 
-            # A's write fails within its timeout and changes nothing.
-            t0 = time.monotonic()
-            with pytest.raises(KafkaLogError) as failed:
-                a.controller.create_acls([acl("during-outage")])
-            elapsed = time.monotonic() - t0
-            assert elapsed < 3 * timeout_s + 5, f"create_acls took {elapsed:.1f}s to fail (timeout_s={timeout_s})"
-            assert not isinstance(failed.value, LogFencedError), f"an outage is not fencing: {failed.value!r}"
-            assert state(a) == before_crash
-            # The append itself (not only the catch-up read before it) fails cleanly too.
+            # A's append fails within its timeout and changes nothing.
             t0 = time.monotonic()
             with pytest.raises(KafkaLogError) as failed_append:
-                a.backend.append([record_from_acl("outage-direct-append", acl("outage-direct"))])
+                a.backend.append([record_from_acl(new_uuid(), acl("outage-direct"))])
             elapsed = time.monotonic() - t0
-            assert elapsed < 3 * timeout_s + 5, f"append took {elapsed:.1f}s to fail (timeout_s={timeout_s})"
-            assert isinstance(failed_append.value, LogUnavailableError | KafkaLogError)
+            assert elapsed < 3 * OUTAGE_TIMEOUT_S + 5, f"append took {elapsed:.1f}s (timeout_s={OUTAGE_TIMEOUT_S})"
+            assert not isinstance(failed_append.value, LogFencedError), f"not fencing: {failed_append.value!r}"
+            # So does a whole CreateAcls request, and the controller's image is untouched.
+            t0 = time.monotonic()
+            with pytest.raises(KafkaLogError):
+                a.controller.create_acls([acl("during-outage")])
+            elapsed = time.monotonic() - t0
+            assert elapsed < 3 * OUTAGE_TIMEOUT_S + 5, f"create_acls took {elapsed:.1f}s to fail"
+            assert state(a) == before_crash
             assert answers(b) == answers_before
             assert state(b) == before_crash
         finally:
-            own_broker.start()
+            _start_again(own_broker)
 
-        # After the restart A writes again (the broker may need a moment to serve transactions).
+        # The controller process is restarted on the same transactional id (the old producer is wedged
+        # after the outage, see test_same_writer_appends_again_after_broker_restart) and keeps writing.
+        a.close()
+        a2 = node(dataclasses.replace(cfg, timeout_s=30.0), writer=True)
+        assert state(a2) == before_crash, "the failed outage appends must not be in the log"
+        ops.append(("create", create(a2, [acl("after-restart-1"), acl("orders", "User:alice", OP.ALL)])))
+        ops.append(("delete", delete(a2, [acl("payments", "User:alice")])))
+
+        wait_caught_up(tailer, a2.loader.next_offset, timeout=60)
+        assert state(b) == state(a2)
+        c = node(cfg, writer=False)  # a fresh full replay
+        assert state(c) == state(a2) == state(b)
+        assert answers(b) == answers(c) == answers(a2)
+        # Exactly the successful appends, in order: nothing from the outage, no gap, no duplicate.
+        batches = log_batches(cfg)
+        assert records_of(batches) == expected_records(ops)
+        assert shape(batches) == [(0, 4), (4, 2), (6, 1), (7, 2), (9, 1)]
+    finally:
+        tailer.stop()
+        _start_again(own_broker)
+        close_all(c, a2, b, a)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KafkaLogError,
+    reason="BUG: after a broker outage times out commit_transaction, KafkaLog.append never works again: every "
+    "later begin_transaction fails with _CONFLICT 'Conflicting commit_transaction API call is already in "
+    "progress' (a plain KafkaLogError, not LogUnavailableError/LogFencedError)",
+)
+def test_same_writer_appends_again_after_broker_restart(own_broker: KafkaBroker) -> None:
+    cfg = config(own_broker, timeout_s=OUTAGE_TIMEOUT_S)
+    log = KafkaLog(cfg, writer=True)
+    try:
+        assert log.append([record_from_acl(new_uuid(), acl("before"))]).base_offset == 0
+        own_broker.stop(hard=True)
+        try:
+            with pytest.raises(LogUnavailableError):
+                log.append([record_from_acl(new_uuid(), acl("during"))])
+        finally:
+            _start_again(own_broker)
         deadline = time.monotonic() + 60
         while True:
             try:
-                ops.append(("create", create(a, [acl("after-restart-1"), acl("audit", "User:alice")])))
+                result = log.append([record_from_acl(new_uuid(), acl("after"))])
                 break
-            except LogUnavailableError as exc:
-                assert state(a) == before_crash, "a failed append changed the controller's image"
+            except LogUnavailableError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"the controller could not append within 60s of the broker's restart: {exc}")
+                    raise
                 time.sleep(0.5)
-        ops.append(("delete", delete(a, [acl("payments-1", "User:alice", OP.WRITE)])))
-        ops.append(("create", create(a, [acl("after-restart-2")])))
-
-        wait_caught_up(tailer, a.loader.next_offset, timeout=60)
-        assert state(b) == state(a)
-        c = node(cfg, writer=False)  # a fresh full replay
-        assert state(c) == state(a)
-        assert answers(b) == answers(c) == answers(a)
-        # Exactly the successful appends, in order: nothing from the outage, no gap, no duplicate.
-        records = log_records(cfg)
-        assert records == expected_records(ops)
-        assert not any(getattr(r, "resource_name", "").startswith("during-outage") for r in records)
-        assert not any(getattr(r, "resource_name", "").startswith("outage-direct") for r in records)
+        assert result.base_offset == 1
+        assert names_of(log_batches(cfg)) == ["before", "after"]
     finally:
-        tailer.stop()
-        close_all(c, b, a)
+        _start_again(own_broker)
+        log.close()
 
 
 # ---- 3. fencing ---------------------------------------------------------------------------------------
 def test_second_controller_fences_the_first(kafka_broker: KafkaBroker) -> None:
     cfg = config(kafka_broker)
     first = node(cfg, writer=True)
-    second = None
+    second = fresh = None
     try:
-        ops: list[tuple[str, list]] = []
-        ops.append(("create", create(first, [acl("orders"), acl("payments")])))
+        ops: Ops = [("create", create(first, [acl("orders"), acl("payments")]))]
         ops.append(("create", create(first, [acl("audit", "User:alice")])))
         first_epoch = first.backend.epoch  # type: ignore[attr-defined]
         hwm = 3
@@ -366,33 +428,55 @@ def test_second_controller_fences_the_first(kafka_broker: KafkaBroker) -> None:
         assert second.backend.high_watermark() == hwm
 
         with pytest.raises(LogFencedError):
-            first.controller.create_acls([acl("fenced-1")])
+            first.controller.create_acls([acl("fenced-1"), acl("fenced-2")])
         assert state(first)[1] == hwm, "a fenced append must not be applied"
+        assert not any(a.resource_name.startswith("fenced") for a in first.image.acls.values())
 
-        result = second.backend.append([record_from_acl("second-direct", acl("second-direct"))])
+        direct_id = new_uuid()
+        result = second.backend.append([record_from_acl(direct_id, acl("second-direct"))])
         assert result.base_offset == hwm, f"the new writer continued at {result.base_offset}, not the HWM {hwm}"
-        ops.append(("create", [("second-direct", acl("second-direct"))]))
+        ops.append(("create", [(direct_id, acl("second-direct"))]))
         ops.append(("create", create(second, [acl("second-1"), acl("second-2")])))
 
-        # The fenced writer stays fenced, even after the new one wrote.
-        with pytest.raises(LogFencedError):
-            first.controller.create_acls([acl("fenced-2")])
-
-        records = log_records(cfg)
-        assert records == expected_records(ops)
-        names = {getattr(r, "resource_name", None) for r in records}
-        assert not names & {"fenced-1", "fenced-2"}
         batches = log_batches(cfg)
-        assert [(base, count) for base, count, _ in batches] == [(0, 2), (2, 1), (3, 1), (4, 2)]
-        assert {e for _, _, e in batches[:2]} == {first_epoch}
-        assert {e for _, _, e in batches[2:]} == {second.backend.epoch}  # type: ignore[attr-defined]
+        assert records_of(batches) == expected_records(ops)
+        assert shape(batches) == [(0, 2), (2, 1), (3, 1), (4, 2)]
+        assert [b.epoch for b in batches] == [first_epoch] * 2 + [second.backend.epoch] * 2  # type: ignore[attr-defined]
         fresh = node(cfg, writer=False)
-        try:
-            assert state(fresh) == state(second)
-        finally:
-            fresh.close()
+        assert state(fresh) == state(second)
+        assert not any(a.resource_name.startswith("fenced") for a in fresh.image.acls.values())
     finally:
-        close_all(second, first)
+        close_all(fresh, second, first)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="BUG: a fenced KafkaLog raises LogFencedError only on its first append; the next one raises a "
+    "plain KafkaLogError '_CONFLICT: Conflicting commit_transaction API call is already in progress'",
+)
+def test_fenced_writer_stays_fenced(kafka_broker: KafkaBroker) -> None:
+    cfg = config(kafka_broker)
+    first = KafkaLog(cfg, writer=True)
+    second = None
+    try:
+        first.append([record_from_acl(new_uuid(), acl("a"))])
+        second = KafkaLog(cfg, writer=True)
+        errors = []
+        for name in ("fenced-1", "fenced-2", "fenced-3"):
+            try:
+                first.append([record_from_acl(new_uuid(), acl(name))])
+            except KafkaLogError as exc:
+                errors.append(exc)
+            else:
+                pytest.fail(f"the fenced writer appended {name}")
+        assert second.append([record_from_acl(new_uuid(), acl("b"))]).base_offset == 1
+        assert names_of(log_batches(cfg)) == ["a", "b"]
+        assert all(isinstance(e, LogFencedError) for e in errors), [f"{type(e).__name__}: {e}" for e in errors]
+    finally:
+        for log in (second, first):
+            if log is not None:
+                log.close()
 
 
 # ---- 4. kill -9 of a node, restart from its snapshot ----------------------------------------------------
@@ -427,8 +511,7 @@ def test_node_killed_with_sigkill_restarts_from_its_snapshot(kafka_broker: Kafka
     proc = None
     restarted = fresh = None
     try:
-        for i in range(5):
-            create(controller, [acl(f"t{i}-{j}") for j in range(3)])
+        create(controller, [acl(f"t{i}-{j}") for i in range(5) for j in range(3)])
         ready_offset = controller.loader.next_offset
         args = {
             "bootstrap": cfg.bootstrap_servers,
@@ -444,7 +527,7 @@ def test_node_killed_with_sigkill_restarts_from_its_snapshot(kafka_broker: Kafka
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         deadline = time.monotonic() + 60
         line = ""
         while not line.startswith("READY"):
@@ -458,15 +541,14 @@ def test_node_killed_with_sigkill_restarts_from_its_snapshot(kafka_broker: Kafka
         assert (snaps / name).is_file()
 
         # More ACLs while the node tails and snapshots; kill it in the middle of that.
-        for i in range(5, 10):
-            create(controller, [acl(f"t{i}-{j}") for j in range(3)])
-            delete(controller, [acl(f"t{i - 5}-0")])
+        create(controller, [acl(f"t{i}-{j}") for i in range(5, 8) for j in range(3)])
+        delete(controller, [acl("t0-0"), acl("t1-0"), acl("t6-2")])
+        create(controller, [acl(f"t{i}-{j}", "User:alice") for i in range(8, 10) for j in range(2)])
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
         assert proc.returncode == -signal.SIGKILL
-        for i in range(10, 13):
-            create(controller, [acl(f"t{i}-{j}", "User:alice") for j in range(2)])
-        delete(controller, [acl("t7-1")])
+        create(controller, [acl(f"t{i}-{j}", "User:alice") for i in range(10, 12) for j in range(2)])
+        delete(controller, [acl("t7-1"), acl("t8-0", "User:alice")])
 
         restarted = AclNode(KafkaLog(cfg, writer=False), snaps, CONFIG)
         restarted.start()
@@ -530,7 +612,7 @@ def test_unsafe_existing_topic_is_refused_unless_allowed(
         return  # the log only ever uses partition 0; the override is about cleanup/retention
     log = KafkaLog(dataclasses.replace(cfg, allow_unsafe_topic=True), writer=True)
     try:
-        assert log.append([record_from_acl("x1", acl("x"))]).base_offset == 0
+        assert log.append([record_from_acl(new_uuid(), acl("x"))]).base_offset == 0
         assert log.high_watermark() == 1
     finally:
         log.close()
@@ -570,29 +652,26 @@ def test_restart_after_delete_records_removed_needed_offsets(kafka_broker: Kafka
     controller = node(cfg, writer=True, snapshot_dir=new_snaps)
     stale = restarted = None
     try:
-        for i in range(3):
-            create(controller, [acl(f"a{i}-{j}") for j in range(2)])
+        create(controller, [acl(f"a{i}-{j}") for i in range(3) for j in range(2)])
         stale = node(cfg, writer=False, snapshot_dir=old_snaps)
         stale_snapshot = stale.take_snapshot()
         stale_next = stale.loader.next_offset
         assert stale_next == 6
         stale.close()
         stale = None
-        for i in range(3, 6):
-            create(controller, [acl(f"a{i}-{j}") for j in range(2)])
+        create(controller, [acl(f"a{i}-{j}") for i in range(3, 5) for j in range(2)])
         delete(controller, [acl("a0-0"), acl("a4-1")])
         controller.take_snapshot()  # a snapshot that still covers the log after the deletion
 
         frames = kafka_frames(kafka_broker, cfg.topic)
-        assert [(base, count) for _, base, count in frames] == [(0, 2), (2, 2), (4, 2), (6, 2), (8, 2), (10, 2),
-                                                                 (12, 2)]
-        cut = next(k for k, base, _ in frames if base == 8)  # log start moves to logical offset 8 > 6
+        assert [(base, count) for _, base, count in frames] == [(0, 6), (6, 4), (10, 2)]
+        cut = next(k for k, base, _ in frames if base == 10)  # log start moves to logical offset 10 > 6
         _delete_records_before(kafka_broker, cfg.topic, cut)
 
         probe = KafkaLog(dataclasses.replace(cfg, create_topic=False), writer=False)
         try:
-            assert probe.log_start_offset() == 8
-            assert probe.high_watermark() == 14
+            assert probe.log_start_offset() == 10
+            assert probe.high_watermark() == 12
         finally:
             probe.close()
 
@@ -605,7 +684,7 @@ def test_restart_after_delete_records_removed_needed_offsets(kafka_broker: Kafka
                 n.close()
             text = str(exc.value)
             needed = stale_next if snaps is not None else 0
-            assert "log starts at offset 8" in text, f"{label}: {text}"
+            assert "log starts at offset 10" in text, f"{label}: {text}"
             assert f"needs offsets from {needed}" in text, f"{label}: {text}"
             assert "retention deleted them" in text, f"{label}: {text}"
             assert not n.authorizer.ready, f"{label}: a node that failed start-up must not serve"
@@ -623,3 +702,79 @@ def test_restart_after_delete_records_removed_needed_offsets(kafka_broker: Kafka
         assert state(restarted) == state(controller)
     finally:
         close_all(restarted, stale, controller)
+
+
+# ---- bugs found on the way (strict xfails: they start passing when fixed) -----------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: after delete-records removes every message, KafkaLog reports high_watermark()==0 and "
+    "log_start_offset()==0, and a new writer starts again at logical offset 0 (epoch 1), reusing offsets "
+    "that already held other records",
+)
+def test_log_emptied_by_delete_records_never_reuses_offsets(kafka_broker: KafkaBroker) -> None:
+    cfg = config(kafka_broker)
+    first = KafkaLog(cfg, writer=True)
+    try:
+        first.append([record_from_acl(new_uuid(), acl("x0"))])
+        first.append([record_from_acl(new_uuid(), acl("x1"))])
+        assert first.high_watermark() == 2
+    finally:
+        first.close()
+    consumer = Consumer(kafka_broker.client_config(overrides={"group.id": f"e2e-{uuid.uuid4()}"}))
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(cfg.topic, 0), timeout=20)
+    finally:
+        consumer.close()
+    _delete_records_before(kafka_broker, cfg.topic, high)  # every message, commit markers included
+    try:
+        second = KafkaLog(cfg, writer=True)
+    except KafkaLogError:
+        return  # refusing to guess the logical end is fine
+    try:
+        base = second.append([record_from_acl(new_uuid(), acl("y"))]).base_offset
+        assert base >= 2, f"the new writer reused logical offset {base} (offsets 0..1 were already written)"
+    finally:
+        second.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KafkaLogError,
+    reason="BUG: allow_unsafe_topic=True accepts a compacted topic, but every append then fails with "
+    "INVALID_RECORD ('Broker failed to validate record'): KafkaLog produces messages without a key, which a "
+    "compacted topic rejects",
+)
+def test_compacted_topic_accepted_with_allow_unsafe_topic_can_be_written(kafka_broker: KafkaBroker) -> None:
+    cfg = config(kafka_broker, allow_unsafe_topic=True)
+    _create_topic(kafka_broker, cfg.topic, 1, **{"cleanup.policy": "compact"})
+    log = KafkaLog(cfg, writer=True)
+    try:
+        assert log.append([record_from_acl(new_uuid(), acl("x"))]).base_offset == 0
+        assert log.high_watermark() == 1
+    finally:
+        log.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="PERF BUG: every KafkaLog read pays fixed consumer waits (consume() blocks for its whole timeout, "
+    "a fresh assign returns nothing first, watermark queries wait behind fetches), so a reader catching up "
+    "one small batch takes ~4-5 s and each CreateAcls/DeleteAcls about as long",
+)
+def test_reader_catches_up_one_batch_quickly(kafka_broker: KafkaBroker) -> None:
+    cfg = config(kafka_broker)
+    writer = KafkaLog(cfg, writer=True)
+    reader = node(cfg, writer=False)
+    try:
+        writer.append([record_from_acl(new_uuid(), acl("x0"))])
+        reader.loader.catch_up()
+        writer.append([record_from_acl(new_uuid(), acl("x1"))])
+        t0 = time.monotonic()
+        applied = reader.loader.catch_up()
+        elapsed = time.monotonic() - t0
+        assert applied == 1
+        assert elapsed < 1.0, f"catching up one 1-record batch took {elapsed:.2f}s"
+    finally:
+        close_all(reader)
+        writer.close()
