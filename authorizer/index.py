@@ -46,7 +46,9 @@ def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
     """The ACLs of a bucket (empty for None)."""
     if bucket is None:
         return ()
-    return bucket if type(bucket) is tuple else (bucket,)  # an ACL is itself a (named) tuple
+    if isinstance(bucket, StandardAcl):  # checked first: an ACL is itself a (named) tuple
+        return (bucket,)
+    return bucket
 
 
 def _bucket(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:

@@ -10,7 +10,6 @@ import sys
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from metadata_log.records import AccessControlEntryRecord
 
-
 _TYPES = ResourceType._value2member_map_
 _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_

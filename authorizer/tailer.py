@@ -12,9 +12,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from metadata_log.errors import LogError
-
 from authorizer.loader import MetadataLoader
+from metadata_log.errors import LogError
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-
-from authorizer.node import AclNode
 from shell.bench.timing import cpu_probe_us, percentiles
 
 
