@@ -16,7 +16,7 @@ import typer
 
 from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_dir import list_segments
-from metadata_log.backends.file_format import FrameError, iter_frames, read_segment_header
+from metadata_log.backends.file_format import FrameError, decode_frame, iter_frames, read_segment_header
 from metadata_log.codec import DEFAULT_CODEC, BatchSchema
 from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
@@ -133,15 +133,7 @@ def _salvage(log_dir: Path, from_offset: int, emit: Emit) -> int:
                 schema_json, start = read_segment_header(f)
                 schema = BatchSchema.from_json(schema_json)
                 for frame in iter_frames(f, start, os.fstat(f.fileno()).st_size, base):
-                    batch = DEFAULT_CODEC.decode_batch(
-                        frame.payload,
-                        base_offset=frame.base_offset,
-                        epoch=frame.epoch,
-                        timestamp_ms=frame.timestamp_ms,
-                        writer_schema=schema,
-                        expected_count=frame.record_count,
-                        path=path,
-                    )
+                    batch = decode_frame(DEFAULT_CODEC, frame, schema, path)
                     if batch.next_offset > from_offset:
                         emit(batch)
                     expected = batch.next_offset

@@ -26,7 +26,11 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
+
+from metadata_log.codec import BatchSchema, Codec
+from metadata_log.records import RecordBatch
 
 SEGMENT_MAGIC = b"KACS"
 FORMAT_VERSION = 1
@@ -106,6 +110,21 @@ def read_segment_header(f: BinaryIO) -> tuple[str, int]:
     except UnicodeDecodeError as exc:
         raise FrameError(0, f"segment header schema is not UTF-8: {exc}", torn=False) from exc
     return text, SEGMENT_HEADER.size + length
+
+
+def decode_frame(
+    codec: Codec, frame: Frame, writer_schema: BatchSchema | None, path: Path | None = None
+) -> RecordBatch:
+    """The batch a frame carries, decoded with its writer schema; DecodeError names the base offset (and file)."""
+    return codec.decode_batch(
+        frame.payload,
+        base_offset=frame.base_offset,
+        epoch=frame.epoch,
+        timestamp_ms=frame.timestamp_ms,
+        writer_schema=writer_schema,
+        expected_count=frame.record_count,
+        path=path,
+    )
 
 
 def encode_frame(base_offset: int, record_count: int, epoch: int, timestamp_ms: int, payload: bytes) -> bytes:

@@ -25,6 +25,7 @@ from typing import BinaryIO
 from metadata_log.backends.file_format import (
     Frame,
     FrameError,
+    decode_frame,
     find_frame_after,
     iter_frames,
     read_segment_header,
@@ -204,21 +205,12 @@ def plan_read(segments: list[Segment], from_offset: int) -> list[ReadSpan]:
 
 def read_spans(spans: list[ReadSpan], from_offset: int, codec: Codec) -> Iterator[RecordBatch]:
     """Yield the decoded batches of `spans`, skipping whole batches that end before `from_offset`."""
-    decode = codec.decode_batch
     for span in spans:
         with open(span.path, "rb", buffering=READ_BUFFER) as f:
             try:
                 for frame in iter_frames(f, span.start, span.end, span.base_offset):
                     if frame.next_offset <= from_offset:
                         continue
-                    yield decode(
-                        frame.payload,
-                        base_offset=frame.base_offset,
-                        epoch=frame.epoch,
-                        timestamp_ms=frame.timestamp_ms,
-                        writer_schema=span.schema,
-                        expected_count=frame.record_count,
-                        path=span.path,
-                    )
+                    yield decode_frame(codec, frame, span.schema, span.path)
             except FrameError as err:  # committed bytes changed under us: corruption, not a torn tail
                 raise CorruptLogError(span.path, err.position, f"committed batch is damaged: {err.reason}") from err

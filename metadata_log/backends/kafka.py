@@ -38,7 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends.file_format import encode_frame, parse_frame_at
+from metadata_log.backends.file_format import decode_frame, encode_frame, parse_frame_at
 from metadata_log.backends.memory import check_records
 from metadata_log.codec import DEFAULT_CODEC, BatchSchema, Codec
 from metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
@@ -423,14 +423,7 @@ def _decode(msg: Any, codec: Codec, topic: str) -> RecordBatch:
         raise KafkaLogError(f"{topic} Kafka offset {msg.offset()}: not a whole kraft-acl batch frame")
     schema_json = dict(msg.headers() or []).get(SCHEMA_HEADER)
     schema = BatchSchema.from_json(schema_json.decode()) if schema_json else None
-    return codec.decode_batch(
-        frame.payload,
-        base_offset=frame.base_offset,
-        epoch=frame.epoch,
-        timestamp_ms=frame.timestamp_ms,
-        writer_schema=schema,
-        expected_count=frame.record_count,
-    )
+    return decode_frame(codec, frame, schema)
 
 
 __all__ = ["DEFAULT_TOPIC", "KafkaLog", "KafkaLogConfig", "LogFencedError", "LogUnavailableError"]

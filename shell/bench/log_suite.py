@@ -37,8 +37,18 @@ def _records(count: int, removes: float, seed: int = 5) -> list[list[MetadataRec
         else:
             acl_id = new_uuid()
             live.append(acl_id)
-            batch.append(AccessControlEntryRecord(acl_id, 2 + n % 3, f"svc{n % 997}.events-{n}", 3 + (n % 7 == 0),
-                                                  f"User:u{n % 5000}", "*", 3 + n % 6, 3 - (n % 20 == 0)))
+            batch.append(
+                AccessControlEntryRecord(
+                    acl_id,
+                    2 + n % 3,
+                    f"svc{n % 997}.events-{n}",
+                    3 + (n % 7 == 0),
+                    f"User:u{n % 5000}",
+                    "*",
+                    3 + n % 6,
+                    3 - (n % 20 == 0),
+                )
+            )
         if len(batch) == 1000:
             batches.append(batch)
             batch = []
@@ -58,8 +68,12 @@ def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
     start = time.perf_counter()
     node.start()
     seconds = time.perf_counter() - start
-    return {"records": records, "seconds": round(seconds, 2), "records_per_s": round(records / seconds),
-            "acls": node.authorizer.acl_count()}
+    return {
+        "records": records,
+        "seconds": round(seconds, 2),
+        "records_per_s": round(records / seconds),
+        "acls": node.authorizer.acl_count(),
+    }
 
 
 def append_latency(log: LogBackend, count: int = 300) -> dict[str, Any]:
@@ -85,8 +99,16 @@ def _cold_start_child(log_dir: str) -> None:
     seconds = time.perf_counter() - start
     gc.enable()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds_to_ready": round(seconds, 2), "acls": node.authorizer.acl_count(),
-                      "peak_rss_mb": round(peak / 2**20), "snapshot": str(node.loaded_snapshot)}))
+    print(
+        json.dumps(
+            {
+                "seconds_to_ready": round(seconds, 2),
+                "acls": node.authorizer.acl_count(),
+                "peak_rss_mb": round(peak / 2**20),
+                "snapshot": str(node.loaded_snapshot),
+            }
+        )
+    )
 
 
 def cold_start(log_dir: Path) -> dict[str, Any]:
