@@ -15,28 +15,14 @@ import typer
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AclBindingFilter
 from authorizer.model import StandardAcl
-from authorizer.node import AclNode
 from authorizer.whatif import acl_to_json
-from metadata_log.backends.file import FileLog
 from metadata_log.errors import LogError
 from shell.acls_options import AclOptions, OptionError, bindings_to_add, filters_for, parse_pattern_type
 from shell.errors import EXIT_FAILED, fail
+from shell.targets import LogTarget
 from snapshots.errors import SnapshotError
-from snapshots.policy import SnapshotPolicy
 
 Many = Annotated[list[str] | None, typer.Option()]
-
-
-def _open(log_dir: Path, write: bool) -> AclNode:
-    if not write and not log_dir.is_dir():
-        fail(f"log directory {log_dir} does not exist")
-    node = AclNode(
-        FileLog(log_dir, read_only=not write),
-        snapshot_dir=log_dir,
-        policy=SnapshotPolicy() if write else None,
-    )
-    node.start()
-    return node
 
 
 def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
@@ -68,8 +54,17 @@ def _print_current(acls: list[StandardAcl], principal: str | None = None) -> Non
 
 def acls_command(
     log_dir: Annotated[
-        Path, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")
-    ],
+        Path | None, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")
+    ] = None,
+    bootstrap_server: Annotated[
+        str | None, typer.Option("--bootstrap-server", help="the metadata log is a Kafka topic on this cluster")
+    ] = None,
+    command_config: Annotated[
+        Path | None, typer.Option("--command-config", help="Kafka client properties (security.protocol, sasl.*)")
+    ] = None,
+    metadata_topic: Annotated[
+        str | None, typer.Option("--metadata-topic", help="Kafka topic of the log (default kraft-acl-metadata)")
+    ] = None,
     add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
     remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
@@ -92,9 +87,12 @@ def acls_command(
     force: Annotated[bool, typer.Option("--force", help="do not ask before removing")] = False,
     output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
 ) -> None:
-    """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log."""
+    """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log
+    (an embedded --log-dir, or a Kafka topic with --bootstrap-server)."""
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
+    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+    target.check()
     if output not in ("text", "json"):
         fail(f"--output must be text or json, not {output!r}")
     try:
@@ -116,19 +114,19 @@ def acls_command(
             idempotent,
         )
         if add:
-            _add(log_dir, bindings_to_add(opts), output)
+            _add(target, bindings_to_add(opts), output)
         elif remove:
-            _remove(log_dir, filters_for(opts, "remove"), force, output)
+            _remove(target, filters_for(opts, "remove"), force, output)
         else:
-            _list(log_dir, filters_for(opts, "list"), principal, output)
+            _list(target, filters_for(opts, "list"), principal, output)
     except OptionError as exc:
         fail(str(exc))
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc))
 
 
-def _add(log_dir: Path, acls: list[StandardAcl], output: str) -> None:
-    node = _open(log_dir, write=True)
+def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
+    node = target.open_node(write=True)
     try:
         results = node.controller.create_acls(acls)
         current = node.authorizer.acls(AclBindingFilter())
@@ -162,12 +160,12 @@ def _add(log_dir: Path, acls: list[StandardAcl], output: str) -> None:
         raise typer.Exit(EXIT_FAILED)
 
 
-def _remove(log_dir: Path, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
     if not force:
         described = "; ".join(str(f.pattern) for f in filters)
         if not typer.confirm(f"Are you sure you want to remove ACLs matching {described}?"):
             raise typer.Exit(EXIT_FAILED)
-    node = _open(log_dir, write=True)
+    node = target.open_node(write=True)
     try:
         results = node.controller.delete_acls(filters)
     finally:
@@ -191,8 +189,8 @@ def _remove(log_dir: Path, filters: list[AclBindingFilter], force: bool, output:
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(log_dir: Path, filters: list[AclBindingFilter], principal: str | None, output: str) -> None:
-    node = _open(log_dir, write=False)
+def _list(target: LogTarget, filters: list[AclBindingFilter], principal: str | None, output: str) -> None:
+    node = target.open_node(write=False)
     try:
         found: dict[str, StandardAcl] = {}
         for acl_filter in filters:

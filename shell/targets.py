@@ -1,0 +1,54 @@
+"""Where a command's metadata log lives: an embedded log directory, or a Kafka topic through confluent-kafka.
+
+Immutable values plus one opener; each command opens its own node and closes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from authorizer.config import load_properties
+from authorizer.node import AclNode
+from metadata_log.backend import LogBackend
+from metadata_log.backends.file import FileLog
+from shell.errors import fail
+from snapshots.policy import SnapshotPolicy
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """Exactly one of `log_dir` and `bootstrap_servers`; Kafka client settings come from `command_config`."""
+
+    log_dir: Path | None = None
+    bootstrap_servers: str | None = None
+    command_config: Path | None = None
+    topic: str | None = None
+
+    def check(self) -> None:
+        """One clear line when the choice of log is missing or ambiguous."""
+        if (self.log_dir is None) == (self.bootstrap_servers is None):
+            fail("give exactly one of --log-dir DIR (embedded log) and --bootstrap-server HOST:PORT (Kafka)")
+
+    def backend(self, write: bool) -> LogBackend:
+        """Open the log: writers take the file lock or fence earlier Kafka writers."""
+        if self.log_dir is not None:
+            if not write and not self.log_dir.is_dir():
+                fail(f"log directory {self.log_dir} does not exist")
+            return FileLog(self.log_dir, read_only=not write)
+        from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+
+        client = load_properties(self.command_config) if self.command_config is not None else {}
+        assert self.bootstrap_servers is not None
+        config = KafkaLogConfig(self.bootstrap_servers, topic=self.topic or DEFAULT_TOPIC, client=client)
+        return KafkaLog(config, writer=write)
+
+    def open_node(self, write: bool) -> AclNode:
+        """A started node on this log (snapshots live in the log directory of an embedded log)."""
+        node = AclNode(
+            self.backend(write),
+            snapshot_dir=self.log_dir,
+            policy=SnapshotPolicy() if write and self.log_dir is not None else None,
+        )
+        node.start()
+        return node
