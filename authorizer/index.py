@@ -94,7 +94,7 @@ class PrincipalView:
     """One principal's ACLs of one resource type, as name -> Grants dicts (immutable once published).
 
     Prefixed names are also kept sorted, each with `parent` (the index of its longest proper
-    prefix among them, or -1) and `closure` (its grants merged with all its ancestors'). The
+    prefix among them, or -1) and `closure` (its grants and all its ancestors', as a tuple). The
     longest prefixed name that is a prefix of N is then found with one bisect and a short walk up
     the parent chain, and its closure holds every prefix ACL covering N. Example, sorted names:
 
@@ -123,28 +123,18 @@ class PrincipalView:
         return not (self.literal or self.prefixed or self.other)
 
 
-def merge_grants(a: Grants, b: Grants) -> Grants:
-    """The interned union of two grant dicts (masks OR-ed per host)."""
-    if not a:
-        return b
-    merged = dict(a)
-    for host, mask in b.items():
-        merged[host] = merged.get(host, 0) | mask
-    return intern_grants(merged)
-
-
-def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[Grants, ...]]:
-    """Sorted names, parent indexes and ancestor-closed grants (see PrincipalView)."""
+def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[Grants, ...], ...]]:
+    """Sorted names, parent indexes, and for each name the grants of itself and its ancestors (see PrincipalView)."""
     names = tuple(sorted(prefixed))
     parent: list[int] = []
-    closure: list[Grants] = []
+    closure: list[tuple[Grants, ...]] = []
     stack: list[int] = []  # indexes of the current name's ancestors, shortest first
     for i, name in enumerate(names):
         while stack and not name.startswith(names[stack[-1]]):
             stack.pop()
         up = stack[-1] if stack else -1
         parent.append(up)
-        closure.append(merge_grants(closure[up], prefixed[name]) if up >= 0 else prefixed[name])
+        closure.append((prefixed[name], *closure[up]) if up >= 0 else (prefixed[name],))
         stack.append(i)
     return names, tuple(parent), tuple(closure)
 
@@ -278,6 +268,7 @@ def _build_type(acls: list[StandardAcl]) -> TypeIndex:
     views: dict[str, tuple[dict[str, Grants], dict[str, Grants], dict[str, Grants]]] = {}
     literal_code, prefixed_code = PatternType.LITERAL, PatternType.PREFIXED
     singles: dict[str, dict[int, Grants]] = {}  # host -> bit -> the interned {host: bit}
+    private: set[int] = set()  # ids of grant dicts built here (still mutable)
     bits = _BITS
     for acl in acls:
         name, pattern = acl.resource_name, acl.pattern_type
@@ -302,7 +293,13 @@ def _build_type(acls: list[StandardAcl]) -> TypeIndex:
         if one is None:
             one = per_host[bit] = intern_grants({host: bit})
         grants = by_name.get(name)
-        by_name[name] = one if grants is None else merge_grants(grants, one)
+        if grants is None:
+            by_name[name] = one
+        elif id(grants) in private:
+            grants[host] = grants.get(host, 0) | bit
+        else:  # first collision on this name: a private copy, mutated in place, interned at the end
+            grants = by_name[name] = {**grants, host: grants.get(host, 0) | bit}
+            private.add(id(grants))
     for buckets in (literal, prefixed):
         for name, bucket in buckets.items():
             if isinstance(bucket, list):
@@ -310,6 +307,12 @@ def _build_type(acls: list[StandardAcl]) -> TypeIndex:
                     dup = next(a for a in bucket if bucket.count(a) > 1)
                     raise ImageError(f"cannot add {dup}: an ACL with the same content already exists")
                 buckets[name] = tuple(bucket)
+    if private:
+        for dicts in views.values():
+            for by_name in dicts:
+                for name, grants in by_name.items():
+                    if id(grants) in private:
+                        by_name[name] = intern_grants(grants)
     principals = {principal: PrincipalView(*dicts) for principal, dicts in views.items()}
     lengths: dict[int, int] = {}
     for name in prefixed:

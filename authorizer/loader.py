@@ -100,8 +100,11 @@ class MetadataLoader:
         image = delta.apply(provenance)
         # A change touching a large part of the state is cheaper to index in bulk than incrementally.
         bulk = full or len(removed) + len(added) > max(len(self.index), 1) // 4
-        index = AclIndex.build(image.acls.items(), by_id=image.acls) if bulk else (
-            self.index.apply(removed, added, by_id_after=image.acls))
+        index = (
+            AclIndex.build(image.acls.items(), by_id=image.acls)
+            if bulk
+            else (self.index.apply(removed, added, by_id_after=image.acls))
+        )
         self._swap(image, index)
 
     def _swap(self, image: AclsImage, index: AclIndex) -> None:

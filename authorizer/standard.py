@@ -316,8 +316,8 @@ def grant_mask(tindex: TypeIndex, principal: str, host: str, name: str) -> int:
                 i = bisect_right(names, name) - 1
                 while i >= 0:
                     if name.startswith(names[i]):
-                        grants = view.closure[i]
-                        mask |= grants.get(host, 0) | grants.get("*", 0)
+                        for grants in view.closure[i]:
+                            mask |= grants.get(host, 0) | grants.get("*", 0)
                         break
                     i = view.parent[i]
             if view.other:

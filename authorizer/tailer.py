@@ -58,8 +58,9 @@ class Tailer:
             self._status = TailStatus(self.loader.next_offset, hwm, None, time.monotonic())
         except LogError as exc:
             if self._status.last_error is None:
-                log.warning("metadata log unreachable, serving the state at offset %d: %s",
-                            self.loader.next_offset, exc)
+                log.warning(
+                    "metadata log unreachable, serving the state at offset %d: %s", self.loader.next_offset, exc
+                )
             self._status = TailStatus(self.loader.next_offset, None, str(exc), self._status.last_success_monotonic)
         return self._status
 
