@@ -94,6 +94,7 @@ def _error(prefix: str, exc: BaseException) -> KafkaLogError:
             KafkaError._TIMED_OUT,
             KafkaError._TRANSPORT,
             KafkaError._ALL_BROKERS_DOWN,
+            KafkaError._UNKNOWN_PARTITION,  # what the metadata cache says while the broker is down
             KafkaError.REQUEST_TIMED_OUT,
             KafkaError._MSG_TIMED_OUT,
         ):
@@ -162,6 +163,8 @@ class KafkaLog(LogBackend):
         self._probe = _Stream(self._new_consumer(), config)  # watermarks, tail and seek lookups
         self._reader = _Stream(self._new_consumer(), config)  # read() iterations
         self._producer: Producer | None = None
+        self._fenced: LogFencedError | None = None  # once fenced, always fenced
+        self._needs_reset = False  # a failed transaction left the producer unusable: rebuild it first
         self.epoch = 0
         if writer:
             self._open_writer()
@@ -205,7 +208,12 @@ class KafkaLog(LogBackend):
             self._check_open()
             if self._producer is None:
                 raise KafkaLogError(f"append on {self.config.topic}: this KafkaLog was opened as a reader")
+            if self._fenced is not None:
+                raise LogFencedError(str(self._fenced))
             records = check_records(records)
+            if self._needs_reset:
+                self._open_writer()  # fences our own stuck producer, aborts its transaction, re-reads the tail
+                self._needs_reset = False
             ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
             base = self._next
             frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
@@ -222,6 +230,7 @@ class KafkaLog(LogBackend):
                 self._producer.begin_transaction()
                 self._producer.produce(
                     self.config.topic,
+                    key=base.to_bytes(8, "big"),  # unique per batch: even compaction could never merge two
                     value=frame,
                     partition=0,
                     headers=headers,
@@ -230,8 +239,14 @@ class KafkaLog(LogBackend):
                 )
                 self._producer.commit_transaction(self.config.timeout_s)
             except KafkaException as exc:
-                self._maybe_abort()
-                raise _error(f"append to {self.config.topic} at offset {base}", exc) from exc
+                error = _error(f"append to {self.config.topic} at offset {base}", exc)
+                if isinstance(error, LogFencedError):
+                    self._fenced = error
+                else:
+                    self._maybe_abort()
+                    self._needs_reset = True
+                    error = type(error)(f"{error} (the batch may or may not be committed: replay the log to see)")
+                raise error from exc
             self._next = base + len(records)
             if delivered:
                 self._remember(base, delivered[0])
@@ -279,14 +294,18 @@ class KafkaLog(LogBackend):
 
     def _last_batch(self) -> RecordBatch | None:
         low, high = self._watermarks()
-        if high <= low:
-            return None
         last = None
-        for _, batch in self._consume(max(low, high - 16), high):
-            last = batch
-        if last is None:  # only transaction markers or aborted data near the end: look further back
-            for _, batch in self._consume(low, high):
+        if high > low:
+            for _, batch in self._consume(max(low, high - 16), high):
                 last = batch
+            if last is None:  # only transaction markers or aborted data near the end: look further back
+                for _, batch in self._consume(low, high):
+                    last = batch
+        if last is None and low > 0:
+            raise KafkaLogError(
+                f"{self.config.topic}: every message below Kafka offset {high} was deleted (log start {low}), so "
+                "the next logical offset is unknown; restore the log or start a new topic"
+            )
         return last
 
     def read(self, from_offset: int = 0) -> Iterator[RecordBatch]:
@@ -328,12 +347,10 @@ class KafkaLog(LogBackend):
 
     def _committed_end(self) -> int:
         """The logical offset after the last batch below the last stable offset."""
-        low, high = self._watermarks()
+        _, high = self._watermarks()
         if self._tail is not None and self._tail[0] == high:
             return self._tail[1]
         last = self._last_batch()
-        if last is None and high > low:
-            raise KafkaLogError(f"{self.config.topic} has Kafka offsets {low}..{high} but no committed batch")
         end = 0 if last is None else last.next_offset
         self._tail = (high, end)
         return end

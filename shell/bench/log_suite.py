@@ -25,7 +25,7 @@ from metadata_log.records import AccessControlEntryRecord, MetadataRecord, Remov
 from shell.bench.timing import cpu_probe_us, percentiles
 
 
-def _records(count: int, removes: float, seed: int = 5) -> list[list[MetadataRecord]]:
+def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
     """`count` records in batches of 1000: adds of distinct ACLs, and removes of earlier ones."""
     rng = random.Random(seed)
     live: list[str] = []
@@ -41,7 +41,7 @@ def _records(count: int, removes: float, seed: int = 5) -> list[list[MetadataRec
                 AccessControlEntryRecord(
                     acl_id,
                     2 + n % 3,
-                    f"svc{n % 997}.events-{n}",
+                    f"{prefix}{n % 997}.events-{n}",
                     3 + (n % 7 == 0),
                     f"User:u{n % 5000}",
                     "*",
@@ -159,7 +159,7 @@ def kafka_suite(bootstrap: str, records: int) -> dict[str, Any]:
         node = AclNode(writer, snapshot_dir=Path(tmp))
         node.start()
         node.take_snapshot()
-        _fill(writer, _records(10_000, removes=0.0, seed=11))  # the tail after the snapshot
+        _fill(writer, _records(10_000, removes=0.0, seed=11, prefix="tail"))  # the tail after the snapshot
         with KafkaLog(config) as reader:
             fresh = AclNode(reader, snapshot_dir=Path(tmp))
             start = time.perf_counter()

@@ -376,13 +376,6 @@ def test_broker_crash_reader_keeps_serving_and_everyone_converges(own_broker: Ka
         close_all(c, a2, b, a)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KafkaLogError,
-    reason="BUG: after a broker outage times out commit_transaction, KafkaLog.append never works again: every "
-    "later begin_transaction fails with _CONFLICT 'Conflicting commit_transaction API call is already in "
-    "progress' (a plain KafkaLogError, not LogUnavailableError/LogFencedError)",
-)
 def test_same_writer_appends_again_after_broker_restart(own_broker: KafkaBroker) -> None:
     cfg = config(own_broker, timeout_s=OUTAGE_TIMEOUT_S)
     log = KafkaLog(cfg, writer=True)
@@ -447,12 +440,6 @@ def test_second_controller_fences_the_first(kafka_broker: KafkaBroker) -> None:
         close_all(fresh, second, first)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG: a fenced KafkaLog raises LogFencedError only on its first append; the next one raises a "
-    "plain KafkaLogError '_CONFLICT: Conflicting commit_transaction API call is already in progress'",
-)
 def test_fenced_writer_stays_fenced(kafka_broker: KafkaBroker) -> None:
     cfg = config(kafka_broker)
     first = KafkaLog(cfg, writer=True)
@@ -700,13 +687,7 @@ def test_restart_after_delete_records_removed_needed_offsets(kafka_broker: Kafka
         close_all(restarted, stale, controller)
 
 
-# ---- bugs found on the way (strict xfails: they start passing when fixed) -----------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after delete-records removes every message, KafkaLog reports high_watermark()==0 and "
-    "log_start_offset()==0, and a new writer starts again at logical offset 0 (epoch 1), reusing offsets "
-    "that already held other records",
-)
+# ---- regressions for bugs found on the way (fixed) --------------------------------------------------------
 def test_log_emptied_by_delete_records_never_reuses_offsets(kafka_broker: KafkaBroker) -> None:
     cfg = config(kafka_broker)
     first = KafkaLog(cfg, writer=True)
@@ -733,13 +714,6 @@ def test_log_emptied_by_delete_records_never_reuses_offsets(kafka_broker: KafkaB
         second.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KafkaLogError,
-    reason="BUG: allow_unsafe_topic=True accepts a compacted topic, but every append then fails with "
-    "INVALID_RECORD ('Broker failed to validate record'): KafkaLog produces messages without a key, which a "
-    "compacted topic rejects",
-)
 def test_compacted_topic_accepted_with_allow_unsafe_topic_can_be_written(kafka_broker: KafkaBroker) -> None:
     cfg = config(kafka_broker, allow_unsafe_topic=True)
     _create_topic(kafka_broker, cfg.topic, 1, **{"cleanup.policy": "compact"})
