@@ -6,6 +6,7 @@ Runs in one process, sequentially; each case builds its own data and drops it af
 from __future__ import annotations
 
 import gc
+import itertools
 import time
 from typing import Any
 
@@ -54,18 +55,11 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
     topics = [(RequestContext(p, h), n) for p, h, _, t, n in reqs if t == ResourceType.TOPIC][:1000]
     ctxs = [RequestContext(p, h) for p, h, *_ in reqs][:1000]
     with frozen_gc():
-        it = iter(range(10**9))
-        ops = mean_us(
-            lambda: authorizer.authorized_operations(
-                *_pick(topics, it),
-            ),
-            20_000,
-        )
-        it2 = iter(range(10**9))
+        op_args = itertools.cycle([(ctx, ResourceType.TOPIC, name) for ctx, name in topics])
+        ops = mean_us(lambda: authorizer.authorized_operations(*next(op_args)), 20_000)
+        brt_ctx = itertools.cycle(ctxs)
         brt = mean_us(
-            lambda: authorizer.authorize_by_resource_type(
-                ctxs[next(it2) % len(ctxs)], AclOperation.WRITE, ResourceType.TOPIC
-            ),
+            lambda: authorizer.authorize_by_resource_type(next(brt_ctx), AclOperation.WRITE, ResourceType.TOPIC),
             20_000,
         )
         # cold: no per-view summary cached yet
@@ -81,11 +75,6 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
         "by_resource_type_us": brt,
         "by_resource_type_cold_us": percentiles(cold)["mean_us"],
     }
-
-
-def _pick(items: list[tuple[RequestContext, str]], counter: Any) -> tuple[RequestContext, ResourceType, str]:
-    ctx, name = items[next(counter) % len(items)]
-    return ctx, ResourceType.TOPIC, name
 
 
 def jmh_test_authorizer(sizes: tuple[int, ...] = (10_000, 50_000, 200_000)) -> dict[str, Any]:
