@@ -10,6 +10,8 @@ import sys
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from metadata_log.records import AccessControlEntryRecord
 
+_new_acl = tuple.__new__
+_intern = sys.intern
 _TYPES = ResourceType._value2member_map_
 _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_
@@ -19,14 +21,18 @@ _PERMISSIONS = AclPermissionType._value2member_map_
 def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
     """Unknown codes become UNKNOWN, as Kafka's `fromCode` does (spec §14.1); principals and hosts are
     interned, since thousands of ACLs share each one."""
-    return StandardAcl(
-        _TYPES.get(record.resource_type, ResourceType.UNKNOWN),  # type: ignore[arg-type]
-        record.resource_name,
-        _PATTERNS.get(record.pattern_type, PatternType.UNKNOWN),  # type: ignore[arg-type]
-        sys.intern(record.principal),
-        sys.intern(record.host),
-        _OPERATIONS.get(record.operation, AclOperation.UNKNOWN),  # type: ignore[arg-type]
-        _PERMISSIONS.get(record.permission_type, AclPermissionType.UNKNOWN),  # type: ignore[arg-type]
+    # tuple.__new__ builds the NamedTuple in C, skipping its generated Python __new__ (hot on snapshot loads).
+    return _new_acl(
+        StandardAcl,
+        (
+            _TYPES.get(record.resource_type, ResourceType.UNKNOWN),
+            record.resource_name,
+            _PATTERNS.get(record.pattern_type, PatternType.UNKNOWN),
+            _intern(record.principal),
+            _intern(record.host),
+            _OPERATIONS.get(record.operation, AclOperation.UNKNOWN),
+            _PERMISSIONS.get(record.permission_type, AclPermissionType.UNKNOWN),
+        ),
     )
 
 
