@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadlines (a loaded CI machine must not turn slowness into failures), and print the
+# blob that reproduces a failing example.
+settings.register_profile("kraft-acl", deadline=None, print_blob=True)
+settings.load_profile("kraft-acl")
 
 REPO = Path(__file__).resolve().parent.parent
 
