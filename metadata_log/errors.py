@@ -11,7 +11,8 @@ Exceptions are plain values, safe to raise and inspect from any thread.
     ├── ReadOnlyLogError           append on a backend opened read-only
     ├── LogIOError                 an OS error while writing; the backend refuses further appends
     ├── OffsetOutOfRangeError      read below the log start or beyond the high-water mark
-    └── InvalidUuidError           text that is not a canonical Kafka Uuid (also a ValueError)
+    ├── InvalidUuidError           text that is not a canonical Kafka Uuid (also a ValueError)
+    └── ReplayError                batches out of order (a gap, a duplicate) or a log that ends early (offset)
 
 Messages name the file, the offset or position and the field at fault, so the CLI can print one
 clear line.
@@ -113,3 +114,11 @@ class InvalidUuidError(LogError, ValueError):
         self.text = text
         self.reason = reason
         super().__init__(f"invalid Kafka Uuid in field {field!r}: {text!r}: {reason}")
+
+
+class ReplayError(LogError):
+    """The log's batches are out of order (a gap, a duplicate) or end early; `offset` is where."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"replay stopped at offset {offset}: {message}")
+        self.offset = offset

@@ -9,16 +9,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from metadata_log.backend import LogBackend
-from metadata_log.errors import LogError
+from metadata_log.errors import ReplayError
 from metadata_log.records import RecordBatch
-
-
-class ReplayError(LogError):
-    """The log's batches are out of order (a gap, a duplicate) or end early; `offset` is where."""
-
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(f"replay stopped at offset {offset}: {message}")
-        self.offset = offset
 
 
 class Replayer:

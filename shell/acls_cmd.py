@@ -19,6 +19,7 @@ from authorizer.whatif import acl_to_json
 from metadata_log.errors import LogError
 from shell.acls_options import AclOptions, OptionError, bindings_to_add, filters_for, parse_pattern_type
 from shell.errors import EXIT_FAILED, fail
+from shell.log_state import acl_json
 from shell.targets import LogTarget
 from snapshots.errors import SnapshotError
 
@@ -174,7 +175,7 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         payload: list[dict[str, Any]] = [
             {
                 "error": None if r.error.code == 0 else str(r.error),
-                "deleted": [{"id": i, **acl_to_json(a)} for i, a in r.deleted],
+                "deleted": [acl_json(i, a) for i, a in r.deleted],
             }
             for r in results
         ]
@@ -200,6 +201,6 @@ def _list(target: LogTarget, filters: list[AclBindingFilter], principal: str | N
     if principal is not None:
         found = {i: a for i, a in found.items() if a.principal == principal}
     if output == "json":
-        typer.echo(json.dumps([{"id": i, **acl_to_json(a)} for i, a in sorted(found.items())]))
+        typer.echo(json.dumps([acl_json(i, a) for i, a in sorted(found.items())]))
     else:
         _print_current(list(found.values()), principal)

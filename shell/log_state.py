@@ -20,7 +20,7 @@ from authorizer.errors import AuthorizerError
 from authorizer.image import Provenance
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
-from authorizer.whatif import acl_to_json
+from authorizer.whatif import AclEntry, acl_to_json
 from metadata_log.backends.file import FileLog
 from metadata_log.errors import LogError, LogLockedError
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
@@ -141,16 +141,7 @@ def acl_json(acl_id: str, acl: StandardAcl) -> dict[str, Any]:
     return {"id": acl_id, **acl_to_json(acl)}
 
 
-ACL_COLUMNS = (
-    "id",
-    "resource_type",
-    "resource_name",
-    "pattern_type",
-    "principal",
-    "host",
-    "operation",
-    "permission_type",
-)
+ACL_COLUMNS = ("id", *AclEntry.model_fields)  # the acls.json fields, after the id
 
 
 def acl_table(acls: Mapping[str, StandardAcl], title: str | None = None) -> Table:

@@ -98,6 +98,7 @@ class SnapshotReader:
         self.codec = codec or Codec()
         self._data = path.read_bytes()
         self.header = self._read_header()
+        self._validated: list[tuple[int, int, bytes]] | None = None  # chunks, once checked
 
     def _corrupt(self, position: int, reason: str) -> CorruptSnapshotError:
         return CorruptSnapshotError(self.path, position, reason)
@@ -126,7 +127,12 @@ class SnapshotReader:
             raise self._corrupt(_HEAD.size, f"header field: {exc}") from exc
 
     def _chunks(self) -> Iterator[tuple[int, int, bytes]]:
-        """(position, record count, payload) per chunk, after validating the whole file."""
+        """(position, record count, payload) per chunk, after validating the whole file (once per reader)."""
+        if self._validated is None:
+            self._validated = self._validate_chunks()
+        return iter(self._validated)
+
+    def _validate_chunks(self) -> list[tuple[int, int, bytes]]:
         data, pos = self._data, _HEAD.size + _HEAD.unpack_from(self._data)[2]
         chunks: list[tuple[int, int, bytes]] = []
         crcs = bytearray()
@@ -156,7 +162,7 @@ class SnapshotReader:
             raise self._corrupt(pos, f"footer says {total} records, chunks hold {sum(c for _, c, _ in chunks)}")
         if pos + 4 + _FOOTER.size != len(data):
             raise self._corrupt(pos + 4 + _FOOTER.size, "bytes after the footer")
-        return iter(chunks)
+        return chunks
 
     def verify(self) -> int:
         """Validate everything, decoding every record; returns the record count."""

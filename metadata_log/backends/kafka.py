@@ -158,6 +158,7 @@ class KafkaLog(LogBackend):
         self._bases: list[int] = []  # sorted logical base offsets seen, and their Kafka offsets
         self._kafka: dict[int, int] = {}
         self._tail: tuple[int, int] | None = None  # (LSO, logical end) last computed
+        self._start: tuple[int, int] | None = None  # (low watermark, logical log start) last computed
         if config.create_topic or writer:
             ensure_topic(config)
         self._probe = _Stream(self._new_consumer(), config)  # watermarks, tail and seek lookups
@@ -358,8 +359,13 @@ class KafkaLog(LogBackend):
     def log_start_offset(self) -> int:
         self._check_open()
         low, high = self._watermarks()
+        if self._start is not None and self._start[0] == low:
+            return self._start[1]  # the first message only changes when retention moves `low`
         first = self._first_at_or_after(low, high) if high > low else None
-        return 0 if first is None else first[1].base_offset
+        start = 0 if first is None else first[1].base_offset
+        if first is not None:
+            self._start = (low, start)
+        return start
 
     def _check_open(self) -> None:
         if self._closed:
