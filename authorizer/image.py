@@ -6,15 +6,15 @@ belongs to the one thread that replays into it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import immutables
 
 from authorizer.errors import ImageError
 from authorizer.model import StandardAcl
-from authorizer.records import acl_from_record, record_from_acl
+from authorizer.overlay import OverlayMap
+from authorizer.records import acl_from_record, acls_from_columns, record_from_acl
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from snapshots.columns import AclColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +35,13 @@ class Provenance:
 class AclsImage:
     """Every ACL by id at one point of the log."""
 
-    acls: immutables.Map[str, StandardAcl]
+    acls: OverlayMap[str, StandardAcl]
     provenance: Provenance
 
     @staticmethod
     def empty() -> AclsImage:
         """The image before any record."""
-        return AclsImage(immutables.Map(), Provenance())
+        return AclsImage(OverlayMap(), Provenance())
 
     def records(self) -> Iterable[AccessControlEntryRecord]:
         """The image as snapshot records (one AccessControlEntryRecord per ACL)."""
@@ -56,38 +56,62 @@ class AclsDelta:
 
     Invariants checked per record, with the offset in the message: an add must use a new id, a
     remove must name an existing one. An add followed by a remove of the same id cancels out.
+    Added records are kept as records and converted to StandardAcls once, when the delta is
+    applied, so an ACL added and removed within one delta is never converted at all.
     """
 
     def __init__(self, base: AclsImage) -> None:
         self.base = base
-        self._changes: dict[str, StandardAcl | None] = {}
+        # id -> the record that adds it (converted to its StandardAcl by _convert), or None: removed.
+        self._changes: dict[str, AccessControlEntryRecord | StandardAcl | None] = {}
+        self._converted = True
         self._snapshot_ids: set[str] = set()  # ids a snapshot replay has listed (see replay_snapshot)
-
-    def _current(self, acl_id: str) -> StandardAcl | None:
-        if acl_id in self._changes:
-            return self._changes[acl_id]
-        return self.base.acls.get(acl_id)
 
     def replay(self, record: MetadataRecord, offset: int) -> None:
         """Apply one record at `offset`; raise ImageError on a broken invariant."""
+        self.replay_batch((record,), offset)
+
+    def replay_batch(self, records: Sequence[MetadataRecord], base_offset: int) -> None:
+        """Apply records at offsets `base_offset`, `base_offset + 1`, ...; ImageError names the offset."""
+        changes = self._changes
+        base = self.base.acls
+        in_base = base.__contains__ if len(base) else _never
+        ace = AccessControlEntryRecord
+        for position, record in enumerate(records):
+            acl_id = record.id
+            if type(record) is ace:
+                if changes.get(acl_id) is not None or (acl_id not in changes and in_base(acl_id)):
+                    self._fail(record, base_offset + position)
+                changes[acl_id] = record
+            elif type(record) is RemoveAccessControlEntryRecord:
+                if acl_id in changes:
+                    if changes[acl_id] is None:
+                        self._fail(record, base_offset + position)
+                    if in_base(acl_id):
+                        changes[acl_id] = None
+                    else:
+                        del changes[acl_id]
+                elif in_base(acl_id):
+                    changes[acl_id] = None
+                else:
+                    self._fail(record, base_offset + position)
+            else:  # pragma: no cover - the codec yields only the two record types
+                raise ImageError(f"offset {base_offset}: unexpected record type {type(record).__name__}")
+        self._converted = False
+
+    def _fail(self, record: MetadataRecord, offset: int) -> None:
         if isinstance(record, AccessControlEntryRecord):
             existing = self._current(record.id)
-            if existing is not None:
-                raise ImageError(
-                    f"offset {offset}: AccessControlEntryRecord adds ACL {record.id}, which already exists ({existing})"
-                )
-            self._changes[record.id] = acl_from_record(record)
-        elif isinstance(record, RemoveAccessControlEntryRecord):
-            if self._current(record.id) is None:
-                raise ImageError(
-                    f"offset {offset}: RemoveAccessControlEntryRecord names ACL {record.id}, which does not exist"
-                )
-            if record.id in self.base.acls:
-                self._changes[record.id] = None
-            else:
-                del self._changes[record.id]
-        else:  # pragma: no cover - the codec yields only the two record types
-            raise ImageError(f"offset {offset}: unexpected record type {type(record).__name__}")
+            raise ImageError(
+                f"offset {offset}: AccessControlEntryRecord adds ACL {record.id}, which already exists ({existing})"
+            )
+        raise ImageError(f"offset {offset}: RemoveAccessControlEntryRecord names ACL {record.id}, which does not exist")
+
+    def _current(self, acl_id: str) -> StandardAcl | None:
+        if acl_id in self._changes:
+            value = self._changes[acl_id]
+            return acl_from_record(value) if isinstance(value, AccessControlEntryRecord) else value
+        return self.base.acls.get(acl_id)
 
     def replay_snapshot(self, record: AccessControlEntryRecord, number: int) -> None:
         """One record of a snapshot: "this ACL exists". Ids already in the base are kept or replaced."""
@@ -106,12 +130,24 @@ class AclsDelta:
             if acl_id not in self._snapshot_ids:
                 self._changes[acl_id] = None
 
+    def _convert(self) -> dict[str, StandardAcl | None]:
+        """The changes with every added record converted to its StandardAcl (once)."""
+        changes = self._changes
+        if not self._converted:
+            ace = AccessControlEntryRecord
+            for acl_id, value in changes.items():  # replacing values does not disturb the iteration
+                if type(value) is ace:
+                    changes[acl_id] = acl_from_record(value)
+            self._converted = True
+        return changes  # type: ignore[return-value]  # no record is left in it
+
     def net_changes(self) -> tuple[list[str], list[tuple[str, StandardAcl]]]:
         """Ids removed from the base and (id, ACL) pairs added to it."""
+        changes = self._convert()
         base = self.base.acls
         # An id removed and re-added within the delta is both removed and added.
-        removed = [acl_id for acl_id, acl in self._changes.items() if acl is None or acl_id in base]
-        added = [(acl_id, acl) for acl_id, acl in self._changes.items() if acl is not None]
+        removed = [acl_id for acl_id, acl in changes.items() if acl is None or acl_id in base]
+        added = [(acl_id, acl) for acl_id, acl in changes.items() if acl is not None]
         return removed, added
 
     def is_empty(self) -> bool:
@@ -119,21 +155,34 @@ class AclsDelta:
         return not self._changes
 
     def apply(self, provenance: Provenance) -> AclsImage:
-        """The next image; the base is untouched."""
-        acls = self.base.acls.mutate()
-        for acl_id, acl in self._changes.items():
+        """The next image; the base is untouched. A change as large as a quarter of the base rebuilds the map."""
+        changes = self._convert()
+        base = self.base.acls
+        if len(changes) < max(len(base), 1024) // 4:
+            acls = base.mutate()
+            for acl_id, acl in changes.items():
+                if acl is None:
+                    del acls[acl_id]
+                else:
+                    acls[acl_id] = acl
+            return AclsImage(acls.finish(), provenance)
+        fresh: dict[str, StandardAcl] = dict(base.items()) if len(base) else {}
+        for acl_id, acl in changes.items():
             if acl is None:
-                del acls[acl_id]
+                del fresh[acl_id]
             else:
-                acls[acl_id] = acl
-        return AclsImage(acls.finish(), provenance)
+                fresh[acl_id] = acl
+        return AclsImage(OverlayMap(fresh), provenance)
 
 
-def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> immutables.Map[str, StandardAcl]:
+def _never(_: str) -> bool:
+    return False
+
+
+def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> OverlayMap[str, StandardAcl]:
     """The id -> ACL map of a snapshot, built in one pass; an id listed twice is an ImageError.
 
-    Built as a plain dict and handed to `immutables.Map` once: a per-record Map mutation and call to
-    `acl_from_record` cost as much as decoding does at a million ACLs.
+    Built as a plain dict that the OverlayMap adopts without copying.
     """
     acls: dict[str, StandardAcl] = {}
     convert = acl_from_record
@@ -142,4 +191,20 @@ def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> immutabl
         if acl_id in acls:
             raise ImageError(f"snapshot record {len(acls)}: ACL {acl_id} appears twice in the snapshot")
         acls[acl_id] = convert(record)
-    return immutables.Map(acls)
+    return OverlayMap(acls)
+
+
+def image_from_columns(chunks: Iterable[AclColumns]) -> OverlayMap[str, StandardAcl]:
+    """Like `image_from_snapshot`, from columnar chunks: one `dict.update` per chunk, no Python step per ACL."""
+    acls: dict[str, StandardAcl] = {}
+    total = 0
+    for chunk in chunks:
+        acls.update(zip(chunk.ids, acls_from_columns(chunk), strict=True))
+        total += chunk.rows
+        if len(acls) != total:
+            seen = set(acls).difference(chunk.ids)
+            for number, acl_id in enumerate(chunk.ids, start=total - chunk.rows):
+                if acl_id in seen:
+                    raise ImageError(f"snapshot record {number}: ACL {acl_id} appears twice in the snapshot")
+                seen.add(acl_id)
+    return OverlayMap(acls)

@@ -11,12 +11,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_snapshot
+from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from authorizer.index import AclIndex
 from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
 from metadata_log.records import AccessControlEntryRecord, RecordBatch
 from metadata_log.replayer import Replayer
+from snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[AclsImage], None]
@@ -47,12 +48,20 @@ class MetadataLoader:
         return self.image.provenance.next_offset
 
     def load_snapshot(
-        self, records: Iterable[AccessControlEntryRecord], provenance: Provenance, source: str = "snapshot"
+        self,
+        records: Iterable[AccessControlEntryRecord],
+        provenance: Provenance,
+        source: str = "snapshot",
+        columns: Iterable[AclColumns] | None = None,
     ) -> None:
-        """Replace the whole state with a snapshot's records, all or nothing, and publish once."""
+        """Replace the whole state with a snapshot's records, all or nothing, and publish once.
+
+        `columns`, when given, is the same snapshot as columnar chunks: the fast path of a cold start.
+        """
         with self._lock:
             if len(self.image) == 0:  # cold start: build the image directly, one pass
-                image = AclsImage(image_from_snapshot(records), provenance)
+                acls = image_from_snapshot(records) if columns is None else image_from_columns(columns)
+                image = AclsImage(acls, provenance)
                 self._swap(image, AclIndex.build(image.acls.items(), by_id=image.acls))
             else:
                 delta = AclsDelta(self.image)
@@ -75,8 +84,7 @@ class MetadataLoader:
             delta = AclsDelta(self.image)
             last: RecordBatch | None = None
             for batch in self.replayer.batches(self.next_offset, to_offset):
-                for position, record in enumerate(batch.records):
-                    delta.replay(record, batch.base_offset + position)
+                delta.replay_batch(batch.records, batch.base_offset)
                 last = batch
                 pending += len(batch.records)
                 if every is not None and pending >= every:

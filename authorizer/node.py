@@ -98,7 +98,10 @@ class AclNode:
         h = reader.header
         self._last_published = h.end_offset - 1  # the snapshot's records are not "new" for the policy
         self.loader.load_snapshot(
-            reader.records(), Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms), source=str(reader.path)
+            reader.records(),
+            Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms),
+            source=str(reader.path),
+            columns=reader.columns(),
         )
         self.loaded_snapshot = reader.path
         log.info("snapshot %s: %d ACLs", reader.path.name, count)

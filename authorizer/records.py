@@ -6,9 +6,13 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from functools import partial
+from itertools import repeat
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from metadata_log.records import AccessControlEntryRecord
+from snapshots.columns import AclColumns
 
 _new_acl = tuple.__new__
 _intern = sys.intern
@@ -16,6 +20,7 @@ _TYPES = ResourceType._value2member_map_
 _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_
 _PERMISSIONS = AclPermissionType._value2member_map_
+_build = partial(tuple.__new__, StandardAcl)
 
 
 def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
@@ -32,6 +37,24 @@ def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
             _intern(record.host),
             _OPERATIONS.get(record.operation, AclOperation.UNKNOWN),
             _PERMISSIONS.get(record.permission_type, AclPermissionType.UNKNOWN),
+        ),
+    )
+
+
+def acls_from_columns(columns: AclColumns) -> Iterator[StandardAcl]:
+    """The StandardAcls of a snapshot chunk, row by row, converted column-wise in C (as `acl_from_record`)."""
+    c = columns
+    return map(
+        _build,
+        zip(
+            map(_TYPES.get, c.resource_types, repeat(ResourceType.UNKNOWN)),
+            c.resource_names,
+            map(_PATTERNS.get, c.pattern_types, repeat(PatternType.UNKNOWN)),
+            c.principals,  # already interned by the chunk decoder
+            c.hosts,
+            map(_OPERATIONS.get, c.operations, repeat(AclOperation.UNKNOWN)),
+            map(_PERMISSIONS.get, c.permission_types, repeat(AclPermissionType.UNKNOWN)),
+            strict=True,
         ),
     )
 

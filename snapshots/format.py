@@ -6,7 +6,9 @@ Layout (all integers big-endian):
 
     header   magic b"KACLSNAP" | u16 format version | u32 header length | u32 CRC-32 of the JSON
              | JSON {end_offset, epoch, timestamp_ms, writer_schema}
-    chunk*   u32 payload length | u32 record count | u32 CRC-32 of payload | payload (one codec batch)
+    chunk*   u32 payload length | u32 record count | u32 CRC-32 of payload | payload
+             (format 2: one columnar `AclSnapshotChunk` datum, see snapshots.columns; format 1, still
+             read: one row-wise `RecordBatch` datum)
     footer   u32 0xFFFFFFFF | u64 record count | u32 chunk count | u32 CRC-32 of the chunk CRCs | b"KACLEND!"
 
 A reader accepts a file only if the header, every chunk and the footer check out and nothing
@@ -24,14 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec
+from metadata_log.codec import BatchSchema, Codec
 from metadata_log.errors import DecodeError
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord
+from metadata_log.records import AccessControlEntryRecord
+from snapshots.columns import CHUNK_SCHEMA, AclColumns, decode_chunk, encode_chunk
 from snapshots.errors import CorruptSnapshotError
 
 MAGIC = b"KACLSNAP"
 END_MAGIC = b"KACLEND!"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: row-wise chunks, as written before the columnar chunk
 FOOTER_MARK = 0xFFFFFFFF
 CHUNK_RECORDS = 10_000
 _HEAD = struct.Struct(">8sHII")
@@ -46,34 +50,35 @@ class SnapshotHeader:
     end_offset: int
     epoch: int
     timestamp_ms: int
-    writer_schema: str = CURRENT_SCHEMA.json_text
+    writer_schema: str = CHUNK_SCHEMA.json_text
 
 
-def write_snapshot_file(
-    fh: BinaryIO,
-    header: SnapshotHeader,
-    records: Iterable[AccessControlEntryRecord],
-    codec: Codec | None = None,
-) -> int:
-    """Write a whole snapshot to an open binary file; returns the record count. The caller fsyncs."""
-    codec = codec or Codec()
+def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord]) -> int:
+    """Write a whole snapshot to an open binary file; returns the record count. The caller fsyncs.
+
+    ValueError names a record that cannot be stored (not an AccessControlEntryRecord, a bad id, a
+    code outside int32).
+    """
     meta = json.dumps(
         {
             "end_offset": header.end_offset,
             "epoch": header.epoch,
             "timestamp_ms": header.timestamp_ms,
-            "writer_schema": codec.writer_schema.json_text,
+            "writer_schema": CHUNK_SCHEMA.json_text,
         },
         separators=(",", ":"),
     ).encode()
     fh.write(_HEAD.pack(MAGIC, VERSION, len(meta), zlib.crc32(meta)) + meta)
     total = chunks = 0
     crcs = bytearray()
-    chunk: list[MetadataRecord] = []
+    chunk: list[AccessControlEntryRecord] = []
 
     def flush() -> None:
         nonlocal total, chunks
-        payload = codec.encode(chunk)
+        try:
+            payload = encode_chunk(chunk)
+        except ValueError as exc:
+            raise ValueError(f"snapshot records {total}..{total + len(chunk) - 1}: {exc}") from exc
         crc = zlib.crc32(payload)
         fh.write(_CHUNK.pack(len(payload), len(chunk), crc) + payload)
         crcs.extend(crc.to_bytes(4, "big"))
@@ -110,8 +115,9 @@ class SnapshotReader:
         magic, version, length, crc = _HEAD.unpack_from(data)
         if magic != MAGIC:
             raise self._corrupt(0, f"bad magic {magic!r} (not a kraft-acl snapshot)")
-        if version != VERSION:
-            raise self._corrupt(8, f"unsupported format version {version}")
+        if version not in READABLE_VERSIONS:
+            raise self._corrupt(8, f"unsupported format version {version} (this reader reads {READABLE_VERSIONS})")
+        self.version = version
         meta = data[_HEAD.size : _HEAD.size + length]
         if len(meta) != length or zlib.crc32(meta) != crc:
             raise self._corrupt(_HEAD.size, "header checksum mismatch")
@@ -174,10 +180,40 @@ class SnapshotReader:
 
     def records(self) -> Iterator[AccessControlEntryRecord]:
         """Every record, after the whole file's framing has been validated."""
+        if self.version == 1:
+            yield from self._rows_v1()
+            return
+        for columns in self.columns():
+            yield from columns.records()
+
+    def columns(self) -> Iterator[AclColumns]:
+        """Every chunk as columns (the fast path of a cold start), after the whole file's framing validated."""
+        if self.version == 1:
+            rows = list(self._rows_v1())
+            if rows:
+                yield AclColumns(*(list(column) for column in zip(*(_fields(r) for r in rows), strict=True)))
+            return
+        schema = self._writer_schema()
+        number = 0
+        for pos, count, payload in self._chunks():
+            try:
+                columns = decode_chunk(payload, schema)
+            except ValueError as exc:
+                raise self._corrupt(pos, f"records {number}..{number + count - 1}: {exc}") from exc
+            if columns.rows != count:
+                raise self._corrupt(pos, f"the chunk header says {count} records, its payload holds {columns.rows}")
+            yield columns
+            number += count
+
+    def _writer_schema(self) -> BatchSchema:
         try:
-            schema = BatchSchema.from_json(self.header.writer_schema)
+            return BatchSchema.from_json(self.header.writer_schema)
         except ValueError as exc:
             raise self._corrupt(_HEAD.size, f"header writer_schema: {exc}") from exc
+
+    def _rows_v1(self) -> Iterator[AccessControlEntryRecord]:
+        """Format 1: each chunk is a row-wise RecordBatch datum."""
+        schema = self._writer_schema()
         number = 0
         for pos, count, payload in self._chunks():
             try:
@@ -191,6 +227,11 @@ class SnapshotReader:
                     raise self._corrupt(pos, f"record {number}: a snapshot holds only AccessControlEntryRecords")
                 yield record
                 number += 1
+
+
+def _fields(record: AccessControlEntryRecord) -> tuple[str, int, str, int, str, str, int, int]:
+    r = record
+    return (r.id, r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation, r.permission_type)
 
 
 def fsync_dir(path: Path) -> None:
