@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from authorizer.errors import ImageError
 from authorizer.model import StandardAcl
 from authorizer.overlay import OverlayMap
-from authorizer.records import acl_from_record, acls_from_columns, record_from_acl
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from authorizer.records import acl_from_record, acls_from_columns, batch_rows, record_from_acl
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from snapshots.columns import AclColumns
 
 
@@ -56,15 +56,13 @@ class AclsDelta:
 
     Invariants checked per record, with the offset in the message: an add must use a new id, a
     remove must name an existing one. An add followed by a remove of the same id cancels out.
-    Added records are kept as records and converted to StandardAcls once, when the delta is
-    applied, so an ACL added and removed within one delta is never converted at all.
+    Records arrive as rows (`replay_rows`: an id and its StandardAcl, or None for a remove), which
+    the log decodes straight from its payloads; `replay` and `replay_batch` take records.
     """
 
     def __init__(self, base: AclsImage) -> None:
         self.base = base
-        # id -> the record that adds it (converted to its StandardAcl by _convert), or None: removed.
-        self._changes: dict[str, AccessControlEntryRecord | StandardAcl | None] = {}
-        self._converted = True
+        self._changes: dict[str, StandardAcl | None] = {}  # id -> its ACL now, or None: removed from the base
         self._snapshot_ids: set[str] = set()  # ids a snapshot replay has listed (see replay_snapshot)
 
     def replay(self, record: MetadataRecord, offset: int) -> None:
@@ -73,45 +71,45 @@ class AclsDelta:
 
     def replay_batch(self, records: Sequence[MetadataRecord], base_offset: int) -> None:
         """Apply records at offsets `base_offset`, `base_offset + 1`, ...; ImageError names the offset."""
+        self.replay_rows(*batch_rows(records), base_offset)
+
+    def replay_rows(self, ids: Sequence[str], rows: Sequence[StandardAcl | None], base_offset: int) -> None:
+        """Apply rows in order (an ACL: added with that id; None: the id removed); ImageError names the offset."""
         changes = self._changes
-        base = self.base.acls
-        in_base = base.__contains__ if len(base) else _never
-        ace = AccessControlEntryRecord
-        for position, record in enumerate(records):
-            acl_id = record.id
-            if type(record) is ace:
+        if not len(self.base.acls):  # initial replay: the delta holds only live adds
+            for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):
+                if acl is not None:
+                    if acl_id in changes:
+                        self._fail(acl_id, True, base_offset + position)
+                    changes[acl_id] = acl
+                elif changes.pop(acl_id, None) is None:
+                    self._fail(acl_id, False, base_offset + position)
+            return
+        in_base = self.base.acls.__contains__
+        for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):
+            if acl is not None:
                 if changes.get(acl_id) is not None or (acl_id not in changes and in_base(acl_id)):
-                    self._fail(record, base_offset + position)
-                changes[acl_id] = record
-            elif type(record) is RemoveAccessControlEntryRecord:
-                if acl_id in changes:
-                    if changes[acl_id] is None:
-                        self._fail(record, base_offset + position)
-                    if in_base(acl_id):
-                        changes[acl_id] = None
-                    else:
-                        del changes[acl_id]
-                elif in_base(acl_id):
+                    self._fail(acl_id, True, base_offset + position)
+                changes[acl_id] = acl
+            elif acl_id in changes:
+                if changes[acl_id] is None:
+                    self._fail(acl_id, False, base_offset + position)
+                if in_base(acl_id):
                     changes[acl_id] = None
                 else:
-                    self._fail(record, base_offset + position)
-            else:  # pragma: no cover - the codec yields only the two record types
-                raise ImageError(f"offset {base_offset}: unexpected record type {type(record).__name__}")
-        self._converted = False
+                    del changes[acl_id]
+            elif in_base(acl_id):
+                changes[acl_id] = None
+            else:
+                self._fail(acl_id, False, base_offset + position)
 
-    def _fail(self, record: MetadataRecord, offset: int) -> None:
-        if isinstance(record, AccessControlEntryRecord):
-            existing = self._current(record.id)
+    def _fail(self, acl_id: str, add: bool, offset: int) -> None:
+        if add:
+            existing = self._changes.get(acl_id) or self.base.acls.get(acl_id)
             raise ImageError(
-                f"offset {offset}: AccessControlEntryRecord adds ACL {record.id}, which already exists ({existing})"
+                f"offset {offset}: AccessControlEntryRecord adds ACL {acl_id}, which already exists ({existing})"
             )
-        raise ImageError(f"offset {offset}: RemoveAccessControlEntryRecord names ACL {record.id}, which does not exist")
-
-    def _current(self, acl_id: str) -> StandardAcl | None:
-        if acl_id in self._changes:
-            value = self._changes[acl_id]
-            return acl_from_record(value) if isinstance(value, AccessControlEntryRecord) else value
-        return self.base.acls.get(acl_id)
+        raise ImageError(f"offset {offset}: RemoveAccessControlEntryRecord names ACL {acl_id}, which does not exist")
 
     def replay_snapshot(self, record: AccessControlEntryRecord, number: int) -> None:
         """One record of a snapshot: "this ACL exists". Ids already in the base are kept or replaced."""
@@ -130,20 +128,9 @@ class AclsDelta:
             if acl_id not in self._snapshot_ids:
                 self._changes[acl_id] = None
 
-    def _convert(self) -> dict[str, StandardAcl | None]:
-        """The changes with every added record converted to its StandardAcl (once)."""
-        changes = self._changes
-        if not self._converted:
-            ace = AccessControlEntryRecord
-            for acl_id, value in changes.items():  # replacing values does not disturb the iteration
-                if type(value) is ace:
-                    changes[acl_id] = acl_from_record(value)
-            self._converted = True
-        return changes  # type: ignore[return-value]  # no record is left in it
-
     def net_changes(self) -> tuple[list[str], list[tuple[str, StandardAcl]]]:
         """Ids removed from the base and (id, ACL) pairs added to it."""
-        changes = self._convert()
+        changes = self._changes
         base = self.base.acls
         # An id removed and re-added within the delta is both removed and added.
         removed = [acl_id for acl_id, acl in changes.items() if acl is None or acl_id in base]
@@ -154,9 +141,13 @@ class AclsDelta:
         """True when nothing changed."""
         return not self._changes
 
+    def size(self) -> int:
+        """How many ids the delta changes."""
+        return len(self._changes)
+
     def apply(self, provenance: Provenance) -> AclsImage:
         """The next image; the base is untouched. A change as large as a quarter of the base rebuilds the map."""
-        changes = self._convert()
+        changes = self._changes
         base = self.base.acls
         if len(changes) < max(len(base), 1024) // 4:
             acls = base.mutate()
@@ -166,17 +157,15 @@ class AclsDelta:
                 else:
                     acls[acl_id] = acl
             return AclsImage(acls.finish(), provenance)
-        fresh: dict[str, StandardAcl] = dict(base.items()) if len(base) else {}
+        if not len(base):  # initial replay: the delta holds only live adds
+            return AclsImage(OverlayMap(dict(changes)), provenance)  # type: ignore[arg-type]
+        fresh: dict[str, StandardAcl] = dict(base.items())
         for acl_id, acl in changes.items():
             if acl is None:
                 del fresh[acl_id]
             else:
                 fresh[acl_id] = acl
         return AclsImage(OverlayMap(fresh), provenance)
-
-
-def _never(_: str) -> bool:
-    return False
 
 
 def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> OverlayMap[str, StandardAcl]:

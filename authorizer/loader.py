@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from authorizer.index import AclIndex
+from authorizer.records import batch_rows
 from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
 from metadata_log.records import AccessControlEntryRecord, RecordBatch
@@ -84,7 +85,7 @@ class MetadataLoader:
             delta = AclsDelta(self.image)
             last: RecordBatch | None = None
             for batch in self.replayer.batches(self.next_offset, to_offset):
-                delta.replay_batch(batch.records, batch.base_offset)
+                delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
                 last = batch
                 pending += len(batch.records)
                 if every is not None and pending >= every:
@@ -104,15 +105,14 @@ class MetadataLoader:
 
     def _publish(self, delta: AclsDelta, provenance: Provenance, full: bool = False) -> None:
         """Build the next index off to the side (it validates content), then swap image and index in."""
-        removed, added = delta.net_changes()
-        image = delta.apply(provenance)
         # A change touching a large part of the state is cheaper to index in bulk than incrementally.
-        bulk = full or len(removed) + len(added) > max(len(self.index), 1) // 4
-        index = (
-            AclIndex.build(image.acls.items(), by_id=image.acls)
-            if bulk
-            else (self.index.apply(removed, added, by_id_after=image.acls))
-        )
+        if full or delta.size() > max(len(self.index), 1) // 4:
+            image = delta.apply(provenance)
+            index = AclIndex.build(image.acls.items(), by_id=image.acls)
+        else:
+            removed, added = delta.net_changes()
+            image = delta.apply(provenance)
+            index = self.index.apply(removed, added, by_id_after=image.acls)
         self._swap(image, index)
 
     def _swap(self, image: AclsImage, index: AclIndex) -> None:

@@ -6,12 +6,14 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import repeat
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from metadata_log.records import AccessControlEntryRecord
+from metadata_log.codec_rows import RowTables
+from metadata_log.lazy_records import LazyRecords
+from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from snapshots.columns import AclColumns
 
 _new_acl = tuple.__new__
@@ -21,6 +23,15 @@ _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_
 _PERMISSIONS = AclPermissionType._value2member_map_
 _build = partial(tuple.__new__, StandardAcl)
+# What a log payload decodes to on the replay fast path: StandardAcls converted as `acl_from_record` does.
+ACL_ROWS = RowTables(
+    StandardAcl,
+    ResourceType.from_code,
+    PatternType.from_code,
+    AclOperation.from_code,
+    AclPermissionType.from_code,
+    _intern,
+)
 
 
 def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
@@ -71,3 +82,23 @@ def record_from_acl(acl_id: str, acl: StandardAcl) -> AccessControlEntryRecord:
         int(acl.operation),
         int(acl.permission_type),
     )
+
+
+def batch_rows(records: Sequence[MetadataRecord]) -> tuple[list[str], list[StandardAcl | None]]:
+    """A batch as (ids, rows: the StandardAcl an add creates, None for a remove), decoded straight from
+    the payload when the batch is still undecoded (LazyRecords), converted from the records otherwise."""
+    if isinstance(records, LazyRecords):
+        rows = records.acl_rows(ACL_ROWS)
+        if rows is not None:
+            return rows
+    ids: list[str] = []
+    out: list[StandardAcl | None] = []
+    for record in records:
+        if type(record) is AccessControlEntryRecord:
+            out.append(acl_from_record(record))
+        elif type(record) is RemoveAccessControlEntryRecord:
+            out.append(None)
+        else:
+            raise TypeError(f"not a metadata record: {type(record).__name__}")
+        ids.append(record.id)
+    return ids, out

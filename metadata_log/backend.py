@@ -41,7 +41,11 @@ class LogBackend(abc.ABC):
 
     @abc.abstractmethod
     def read(self, from_offset: int = 0) -> Iterator[RecordBatch]:
-        """Yield committed batches from the one containing `from_offset` up to the high-water mark."""
+        """Yield committed batches from the one containing `from_offset` up to the high-water mark.
+
+        A batch's records may be decoded on first use (`LazyRecords`); a payload that cannot be
+        decoded raises DecodeError, naming its base offset, at that point.
+        """
 
     @abc.abstractmethod
     def high_watermark(self) -> int:

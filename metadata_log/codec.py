@@ -25,6 +25,7 @@ import fastavro.schema
 
 from metadata_log import codec_fast
 from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
+from metadata_log.lazy_records import LazyRecords
 from metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
@@ -107,6 +108,8 @@ def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
     The ids are checked one by one (canonical text) and converted with one base64 call: each
     22-character text + "AA" is 24 characters = 18 bytes, whose first 16 are the id.
     """
+    if not records:
+        return []
     match = UUID_TEXT.fullmatch
     for index, record in enumerate(records):
         if type(record) is not AccessControlEntryRecord and type(record) is not RemoveAccessControlEntryRecord:
@@ -219,6 +222,10 @@ class Codec:
         records: list[Datum] = datum["records"]
         return records
 
+    def fast_path_for(self, writer_schema: BatchSchema) -> bool:
+        """True when payloads written with `writer_schema` take the hand-written v1 decoders."""
+        return codec_fast.AVAILABLE and writer_schema.fingerprint == codec_fast.V1_FINGERPRINT
+
     def decode_records(
         self,
         payload: bytes,
@@ -231,7 +238,7 @@ class Codec:
         """Decode one payload; DecodeError names the base offset, the file if given, and the reason."""
         writer = self._writer if writer_schema is None else writer_schema
         try:
-            if codec_fast.AVAILABLE and writer.fingerprint == codec_fast.V1_FINGERPRINT:
+            if self.fast_path_for(writer):
                 try:
                     records = codec_fast.decode_v1(payload)
                 except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
@@ -262,8 +269,17 @@ class Codec:
         writer_schema: BatchSchema | None = None,
         expected_count: int | None = None,
         path: Path | str | None = None,
+        lazy: bool = False,
     ) -> RecordBatch:
-        """Decode one payload into a `RecordBatch` carrying the frame's offset, epoch and timestamp."""
+        """Decode one payload into a `RecordBatch` carrying the frame's offset, epoch and timestamp.
+
+        `lazy` (needs `expected_count`): the records are decoded on first use (`LazyRecords`), so a
+        replay can decode them straight into its own rows instead; errors surface at that point.
+        """
+        if lazy and expected_count is not None:
+            schema = self._writer if writer_schema is None else writer_schema
+            lazy_records = LazyRecords(self, payload, schema, expected_count, base_offset, path)
+            return RecordBatch(base_offset, epoch, timestamp_ms, lazy_records)
         records = self.decode_records(
             payload,
             base_offset=base_offset,

@@ -7,6 +7,7 @@ spec §1), so this package needs nothing from `authorizer`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -41,7 +42,7 @@ class RecordBatch:
     base_offset: int
     epoch: int
     timestamp_ms: int
-    records: tuple[MetadataRecord, ...]
+    records: Sequence[MetadataRecord]  # a tuple, or LazyRecords decoded on first use
 
     @property
     def last_offset(self) -> int:

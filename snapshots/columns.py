@@ -150,7 +150,7 @@ def _unpack(raw: bytes, count: int, field: str) -> list[int]:
 
 
 def _split(text: str, separator: str, count: int, field: str) -> list[str]:
-    parts = text.split(separator) if count else []
+    parts = text.split(separator) if count or text else []
     if len(parts) != count:
         raise ValueError(f"field {field!r} holds {len(parts)} entries, not {count}")
     return parts
@@ -159,7 +159,9 @@ def _split(text: str, separator: str, count: int, field: str) -> list[str]:
 def _lookup(datum: dict[str, Any], what: str, separator: str, count: int) -> list[str]:
     """Expand a dictionary-encoded column; the distinct strings are interned."""
     entries = datum[f"{what}Dictionary"]
-    dictionary = list(map(sys.intern, entries.split(separator))) if count else []
+    dictionary = list(map(sys.intern, entries.split(separator))) if count or entries else []
+    if not count and dictionary:
+        raise ValueError(f"field '{what}Dictionary' has entries but the chunk has no rows")
     indexes = _unpack(datum[f"{what}s"], count, f"{what}s")
     if indexes and (min(indexes) < 0 or max(indexes) >= len(dictionary)):
         raise ValueError(f"field '{what}s' has an index outside {what}Dictionary's {len(dictionary)} entries")

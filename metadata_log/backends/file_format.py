@@ -115,7 +115,7 @@ def read_segment_header(f: BinaryIO) -> tuple[str, int]:
 def decode_frame(
     codec: Codec, frame: Frame, writer_schema: BatchSchema | None, path: Path | None = None
 ) -> RecordBatch:
-    """The batch a frame carries, decoded with its writer schema; DecodeError names the base offset (and file)."""
+    """The batch a frame carries, decoded lazily with its writer schema; DecodeError names base offset and file."""
     return codec.decode_batch(
         frame.payload,
         base_offset=frame.base_offset,
@@ -124,6 +124,7 @@ def decode_frame(
         writer_schema=writer_schema,
         expected_count=frame.record_count,
         path=path,
+        lazy=True,
     )
 
 

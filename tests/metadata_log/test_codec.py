@@ -254,3 +254,8 @@ def test_schema_files_resolve() -> None:
     assert "createdBy" in str(schemas.load_schema("AccessControlEntryRecord", V2_DIR))
     with pytest.raises(schemas.SchemaNotFoundError):
         schemas.load_schema("NoSuchRecord")
+
+
+def test_an_empty_batch_encodes_and_decodes() -> None:
+    payload = codec.encode([])
+    assert codec.decode(payload).records == ()

@@ -258,8 +258,11 @@ def test_undecodable_committed_batch_raises_decode_error(tmp_path: Path) -> None
     seg = d / f"{0:020d}.log"
     with open(seg, "ab") as f:
         f.write(encode_frame(2, 1, 1, 0, b"\x02\xff garbage"))
-    with FileLog(d) as log, pytest.raises(DecodeError, match=rf"base offset 2 in {seg}"):
-        list(log.read(2))
+    with FileLog(d) as log:
+        (batch,) = log.read(2)  # records are decoded on first use ...
+        assert len(batch.records) == 1
+        with pytest.raises(DecodeError, match=rf"base offset 2 in {seg}"):
+            tuple(batch.records)  # ... and the damage is reported then, with the base offset and the file
 
 
 def test_segments_roll_and_are_named_by_base_offset(tmp_path: Path) -> None:

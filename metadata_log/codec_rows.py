@@ -1,0 +1,133 @@
+"""Decode a v1 batch payload straight into the caller's ACL rows, skipping the record objects (the replay fast path).
+
+Pure functions over immutable bytes and immutable tables: safe to call from any thread.
+
+Replay never needs the records themselves, only what they become: an ACL row per
+AccessControlEntryRecord (`None` per RemoveAccessControlEntryRecord) and the ids. The caller
+describes its row type in `RowTables` (this package knows nothing of the authorizer's types):
+each code field goes through a function (e.g. `ResourceType.from_code`), precomputed here for the
+128 one-byte zigzag varints so that the common case costs one list index; principals and hosts
+go through `intern`. Same binary walk as `codec_fast.decode_v1`; a malformed payload raises
+ValueError/IndexError (the caller turns it into a DecodeError with `codec_fast.diagnose_v1`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from metadata_log.codec_fast import _string_end, _varint, ids_to_text
+
+CodeMap = Callable[[int], Any]
+
+
+class RowTables(NamedTuple):
+    """How one AccessControlEntryRecord becomes a row: `row_type` built from the mapped fields in this order."""
+
+    row_type: type[tuple[Any, ...]]  # rows are row_type((resource_type, name, pattern, principal, host, op, perm))
+    resource_type: CodeMap
+    pattern_type: CodeMap
+    operation: CodeMap
+    permission_type: CodeMap
+    intern: Callable[[str], str]
+
+    def one_byte(self) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+        """Per code field, the mapped value of each one-byte varint 0..127 (zigzag-decoded)."""
+        codes = [(b >> 1) ^ -(b & 1) for b in range(128)]
+        return (
+            [self.resource_type(c) for c in codes],
+            [self.pattern_type(c) for c in codes],
+            [self.operation(c) for c in codes],
+            [self.permission_type(c) for c in codes],
+        )
+
+
+_COMPILED: dict[RowTables, tuple[list[Any], list[Any], list[Any], list[Any]]] = {}
+
+
+def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]:
+    """(ids, rows) of a v1 `RecordBatch` payload: a row per add, None per remove, in record order."""
+    compiled = _COMPILED.get(tables)
+    if compiled is None:
+        compiled = _COMPILED[tables] = tables.one_byte()
+    rt_t, pt_t, op_t, pm_t = compiled
+    row_type, rt_f, pt_f, op_f, pm_f, intern = tables
+    new = tuple.__new__
+    rows: list[Any] = []
+    append = rows.append
+    raw_ids: list[bytes] = []
+    add_id = raw_ids.append
+    pos = 0
+    end = len(buf)
+    while True:
+        n, pos = _varint(buf, pos)
+        if n == 0:
+            break
+        if n < 0:
+            n = -n
+            _, pos = _varint(buf, pos)
+        for _ in range(n):
+            tag = buf[pos]
+            add_id(buf[pos + 1 : pos + 17])
+            pos += 17
+            if tag == 2:
+                append(None)
+                continue
+            if tag != 0:
+                raise ValueError(f"invalid union branch {tag} at byte {pos - 17}")
+            b = buf[pos]
+            if b < 0x80:
+                rt = rt_t[b]
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos)
+                rt = rt_f(v)
+            b = buf[pos]
+            if not b & 0x81:
+                pos += 1
+                e = pos + (b >> 1)
+            else:
+                e, pos = _string_end(buf, pos)
+            name = buf[pos:e].decode()
+            pos = e
+            b = buf[pos]
+            if b < 0x80:
+                pt = pt_t[b]
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos)
+                pt = pt_f(v)
+            b = buf[pos]
+            if not b & 0x81:
+                pos += 1
+                e = pos + (b >> 1)
+            else:
+                e, pos = _string_end(buf, pos)
+            principal = intern(buf[pos:e].decode())
+            pos = e
+            b = buf[pos]
+            if not b & 0x81:
+                pos += 1
+                e = pos + (b >> 1)
+            else:
+                e, pos = _string_end(buf, pos)
+            host = intern(buf[pos:e].decode())
+            pos = e
+            b = buf[pos]
+            if b < 0x80:
+                op = op_t[b]
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos)
+                op = op_f(v)
+            b = buf[pos]
+            if b < 0x80:
+                pm = pm_t[b]
+                pos += 1
+            else:
+                v, pos = _varint(buf, pos)
+                pm = pm_f(v)
+            append(new(row_type, (rt, name, pt, principal, host, op, pm)))
+    if pos != end:
+        raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
+    return ids_to_text(raw_ids), rows
