@@ -95,6 +95,8 @@ def _view(acls: list[StandardAcl]) -> PrincipalView:
     if len(literal) == len(acls):
         return PrincipalView(_grants_by_name(acls), {}, {})
     prefixed = [acl for acl in acls if acl.pattern_type == _PREFIXED]
+    if len(literal) + len(prefixed) == len(acls):
+        return PrincipalView(_grants_by_name(literal), _grants_by_name(prefixed), {})
     other = [acl for acl in acls if acl.pattern_type != _LITERAL and acl.pattern_type != _PREFIXED]
     return PrincipalView(_grants_by_name(literal), _grants_by_name(prefixed), _grants_by_name(other))
 
