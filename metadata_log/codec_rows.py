@@ -22,7 +22,12 @@ CodeMap = Callable[[int], Any]
 
 
 class RowTables(NamedTuple):
-    """How one AccessControlEntryRecord becomes a row: `row_type` built from the mapped fields in this order."""
+    """How one AccessControlEntryRecord becomes a row: `row_type` built from the mapped fields in this order.
+
+    Each code mapper must accept every int (map unknown codes, never raise): the 128 one-byte codes
+    are mapped up front. Keep one instance per row type (a module constant): its compiled tables
+    are cached by value.
+    """
 
     row_type: type[tuple[Any, ...]]  # rows are row_type((resource_type, name, pattern, principal, host, op, perm))
     resource_type: CodeMap
