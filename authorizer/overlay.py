@@ -28,22 +28,12 @@ _ABSENT: Any = object()  # "not in the overlay" (a lookup default; never stored)
 _MIN_FOLD = 4096  # overlays smaller than this are never folded
 
 
-class OverlayMap(Mapping[K, V], Generic[K, V]):
-    """A read-only mapping: `base` dict (adopted, never mutated) plus an overlay of changes."""
+class _Reads(Generic[K, V]):
+    """Lookups through the overlay, then the base: shared by the map and its mutation."""
 
-    __slots__ = ("_base", "_len", "_over")
-
-    def __init__(self, base: dict[K, V] | None = None) -> None:
-        """Adopt `base` without copying it: the caller must never mutate that dict again."""
-        self._base: dict[K, V] = {} if base is None else base
-        self._over: immutables.Map[K, Any] = immutables.Map()
-        self._len = len(self._base)
-
-    @classmethod
-    def _of(cls, base: dict[K, V], over: immutables.Map[K, Any], length: int) -> OverlayMap[K, V]:
-        out: OverlayMap[K, V] = cls.__new__(cls)
-        out._base, out._over, out._len = base, over, length
-        return out
+    __slots__ = ()
+    _base: dict[K, V]
+    _over: Any  # immutables.Map or its MapMutation: key -> value or _GONE
 
     @overload
     def get(self, key: K, /) -> V | None: ...
@@ -66,6 +56,24 @@ class OverlayMap(Mapping[K, V], Generic[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return self.get(key, _ABSENT) is not _ABSENT  # type: ignore[arg-type]
+
+
+class OverlayMap(_Reads[K, V], Mapping[K, V]):
+    """A read-only mapping: `base` dict (adopted, never mutated) plus an overlay of changes."""
+
+    __slots__ = ("_base", "_len", "_over")
+
+    def __init__(self, base: dict[K, V] | None = None) -> None:
+        """Adopt `base` without copying it: the caller must never mutate that dict again."""
+        self._base: dict[K, V] = {} if base is None else base
+        self._over: immutables.Map[K, Any] = immutables.Map()
+        self._len = len(self._base)
+
+    @classmethod
+    def _of(cls, base: dict[K, V], over: immutables.Map[K, Any], length: int) -> OverlayMap[K, V]:
+        out: OverlayMap[K, V] = cls.__new__(cls)
+        out._base, out._over, out._len = base, over, length
+        return out
 
     def __len__(self) -> int:
         return self._len
@@ -111,7 +119,7 @@ class OverlayMap(Mapping[K, V], Generic[K, V]):
         return OverlayMutation(self)
 
 
-class OverlayMutation(Generic[K, V]):
+class OverlayMutation(_Reads[K, V]):
     """Edits of one OverlayMap; the original is never touched."""
 
     __slots__ = ("_base", "_len", "_over")
@@ -120,23 +128,6 @@ class OverlayMutation(Generic[K, V]):
         self._base = source._base
         self._over = source._over.mutate()
         self._len = source._len
-
-    def get(self, key: K, default: Any = None) -> Any:
-        """The current value of `key`, or `default`."""
-        value = self._over.get(key, _ABSENT)
-        if value is not _ABSENT:
-            return default if value is _GONE else value
-        return self._base.get(key, default)
-
-    def __contains__(self, key: K) -> bool:
-        return self.get(key, _ABSENT) is not _ABSENT
-
-    def __getitem__(self, key: K) -> V:
-        value = self.get(key, _ABSENT)
-        if value is _ABSENT:
-            raise KeyError(key)
-        result: V = value
-        return result
 
     def __setitem__(self, key: K, value: V) -> None:
         if key not in self:

@@ -11,7 +11,6 @@ Payloads written with the built-in v1 schema take the hand-written fast path of 
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 from collections.abc import Sequence
@@ -32,7 +31,15 @@ from metadata_log.records import (
     RecordBatch,
     RemoveAccessControlEntryRecord,
 )
-from metadata_log.uuids import METADATA_TOPIC_ID, UUID_TEXT, ZERO_UUID, new_uuid, text_to_uuid, uuid_to_text
+from metadata_log.uuids import (
+    METADATA_TOPIC_ID,
+    UUID_TEXT,
+    ZERO_UUID,
+    new_uuid,
+    text_to_uuid,
+    texts_to_ids,
+    uuid_to_text,
+)
 from schemas import load_schema
 
 ACE_NAME = "kraft_acl.AccessControlEntryRecord"
@@ -105,23 +112,20 @@ def _bad_field(record: AccessControlEntryRecord) -> str:
 def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
     """The records as fastavro's union tuple notation `(record name, fields)`; EncodeError if invalid.
 
-    The ids are checked one by one (canonical text) and converted with one base64 call: each
-    22-character text + "AA" is 24 characters = 18 bytes, whose first 16 are the id.
+    The ids are checked one by one (canonical text), then converted together (`texts_to_ids`).
     """
-    if not records:
-        return []
     match = UUID_TEXT.fullmatch
     for index, record in enumerate(records):
         if type(record) is not AccessControlEntryRecord and type(record) is not RemoveAccessControlEntryRecord:
             raise EncodeError(index, f"not a metadata record: {type(record).__name__}")
         if type(record.id) is not str or match(record.id) is None:
             raise EncodeError(index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters")))
-    raw = base64.urlsafe_b64decode("AA".join([r.id for r in records]) + "AA")
+    raw_ids = texts_to_ids([r.id for r in records])
     out: list[Datum] = []
     append = out.append
     lo, hi = _INT_MIN, _INT_MAX
     for index, r in enumerate(records):
-        rid = raw[18 * index : 18 * index + 16]
+        rid = raw_ids[index]
         if type(r) is AccessControlEntryRecord:
             rt, pt, op, pm = r.resource_type, r.pattern_type, r.operation, r.permission_type
             try:

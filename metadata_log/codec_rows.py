@@ -7,7 +7,7 @@ AccessControlEntryRecord (`None` per RemoveAccessControlEntryRecord) and the ids
 describes its row type in `RowTables` (this package knows nothing of the authorizer's types):
 each code field goes through a function (e.g. `ResourceType.from_code`), precomputed here for the
 128 one-byte zigzag varints so that the common case costs one list index; principals and hosts
-go through `intern`. Same binary walk as `codec_fast.decode_v1`; a malformed payload raises
+go through `intern`. `codec_fast.decode_v1` reuses this walk with identity tables; a malformed payload raises
 ValueError/IndexError (the caller turns it into a DecodeError with `codec_fast.diagnose_v1`).
 """
 
@@ -16,9 +16,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from metadata_log.codec_fast import _string_end, _varint, ids_to_text
+from metadata_log.uuids import ids_to_text
 
 CodeMap = Callable[[int], Any]
+
+
+def varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Decode one zigzag varint at `pos`; return (value, next position)."""
+    shift = 0
+    acc = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        acc |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (acc >> 1) ^ -(acc & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError(f"varint longer than 10 bytes at byte {pos}")
+
+
+def string_end(buf: bytes, pos: int) -> tuple[int, int]:
+    """Decode a string length at `pos`; return (end of the string, start of the string)."""
+    start = pos
+    length, pos = varint(buf, pos)
+    if length < 0:
+        raise ValueError(f"negative string length {length} at byte {start}")
+    return pos + length, pos
 
 
 class RowTables(NamedTuple):
@@ -65,12 +89,12 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
     pos = 0
     end = len(buf)
     while True:
-        n, pos = _varint(buf, pos)
+        n, pos = varint(buf, pos)
         if n == 0:
             break
         if n < 0:
             n = -n
-            _, pos = _varint(buf, pos)
+            _, pos = varint(buf, pos)
         for _ in range(n):
             tag = buf[pos]
             add_id(buf[pos + 1 : pos + 17])
@@ -85,14 +109,14 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 rt = rt_t[b]
                 pos += 1
             else:
-                v, pos = _varint(buf, pos)
+                v, pos = varint(buf, pos)
                 rt = rt_f(v)
             b = buf[pos]
             if not b & 0x81:
                 pos += 1
                 e = pos + (b >> 1)
             else:
-                e, pos = _string_end(buf, pos)
+                e, pos = string_end(buf, pos)
             name = buf[pos:e].decode()
             pos = e
             b = buf[pos]
@@ -100,14 +124,14 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 pt = pt_t[b]
                 pos += 1
             else:
-                v, pos = _varint(buf, pos)
+                v, pos = varint(buf, pos)
                 pt = pt_f(v)
             b = buf[pos]
             if not b & 0x81:
                 pos += 1
                 e = pos + (b >> 1)
             else:
-                e, pos = _string_end(buf, pos)
+                e, pos = string_end(buf, pos)
             principal = intern(buf[pos:e].decode())
             pos = e
             b = buf[pos]
@@ -115,7 +139,7 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 pos += 1
                 e = pos + (b >> 1)
             else:
-                e, pos = _string_end(buf, pos)
+                e, pos = string_end(buf, pos)
             host = intern(buf[pos:e].decode())
             pos = e
             b = buf[pos]
@@ -123,14 +147,14 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 op = op_t[b]
                 pos += 1
             else:
-                v, pos = _varint(buf, pos)
+                v, pos = varint(buf, pos)
                 op = op_f(v)
             b = buf[pos]
             if b < 0x80:
                 pm = pm_t[b]
                 pos += 1
             else:
-                v, pos = _varint(buf, pos)
+                v, pos = varint(buf, pos)
                 pm = pm_f(v)
             append(new(row_type, (rt, name, pt, principal, host, op, pm)))
     if pos != end:

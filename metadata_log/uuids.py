@@ -15,15 +15,47 @@ import base64
 import os
 import re
 import uuid
+from binascii import b2a_base64
+from collections.abc import Sequence
 
-from metadata_log.codec_fast import ids_to_text
 from metadata_log.errors import InvalidUuidError
 
 ZERO_UUID = bytes(16)
 METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)
 UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")  # standard -> URL-safe base64 alphabet
 
-__all__ = ["METADATA_TOPIC_ID", "UUID_TEXT", "ZERO_UUID", "new_uuid", "text_to_uuid", "uuid_to_text"]
+__all__ = [
+    "METADATA_TOPIC_ID",
+    "UUID_TEXT",
+    "ZERO_UUID",
+    "ids_to_text",
+    "new_uuid",
+    "text_to_uuid",
+    "texts_to_ids",
+    "uuid_to_text",
+]
+
+
+def ids_to_text(raw_ids: list[bytes]) -> list[str]:
+    """Kafka Uuid text of many 16-byte ids with one base64 call.
+
+    Each id padded with two zero bytes is 18 bytes = 24 base64 characters whose first 22 are the
+    id's unpadded text (the 22nd character's low bits come from the zero padding either way).
+    """
+    if not raw_ids:
+        return []
+    text = b2a_base64(b"\0\0".join(raw_ids) + b"\0\0", newline=False).translate(_URL_SAFE).decode("ascii")
+    return [text[i : i + 22] for i in range(0, len(text), 24)]
+
+
+def texts_to_ids(texts: Sequence[str]) -> list[bytes]:
+    """The 16-byte ids of many canonical Uuid texts (already checked) with one base64 call.
+
+    Each text + "AA" is 24 characters = 18 bytes, whose first 16 are the id.
+    """
+    raw = base64.urlsafe_b64decode("AA".join(texts) + "AA") if texts else b""
+    return [raw[i : i + 16] for i in range(0, len(raw), 18)]
 
 
 def uuid_to_text(raw: bytes) -> str:

@@ -18,16 +18,14 @@ from __future__ import annotations
 import io
 import sys
 from array import array
-from binascii import a2b_base64
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import fastavro
 
 from metadata_log.codec import BatchSchema
-from metadata_log.codec_fast import ids_to_text
 from metadata_log.records import AccessControlEntryRecord
-from metadata_log.uuids import UUID_TEXT
+from metadata_log.uuids import UUID_TEXT, ids_to_text, texts_to_ids
 from schemas import load_schema
 
 CHUNK_SCHEMA = BatchSchema.from_schema(load_schema("AclSnapshotChunk"))
@@ -73,10 +71,9 @@ def encode_chunk(records: Sequence[AccessControlEntryRecord]) -> bytes:
     separator = _separator(names + principal_dict + host_dict)
     principal_index = {p: i for i, p in enumerate(principal_dict)}
     host_index = {h: i for i, h in enumerate(host_dict)}
-    raw = a2b_base64("".join(r.id + "AA" for r in records).replace("-", "+").replace("_", "/"))
     datum: dict[str, Any] = {
         "count": len(records),
-        "ids": b"".join(raw[i : i + 16] for i in range(0, len(raw), 18)),
+        "ids": b"".join(texts_to_ids([r.id for r in records])),
         "separator": separator,
         "resourceNames": separator.join(names),
         "principalDictionary": separator.join(principal_dict),
