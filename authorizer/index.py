@@ -34,7 +34,7 @@ from typing import Any
 import immutables
 
 from authorizer.errors import ImageError
-from authorizer.index_build import build_type
+from authorizer.index_build import build_types
 from authorizer.model import PatternType, StandardAcl
 from authorizer.overlay import OverlayMap
 from authorizer.type_index import (
@@ -85,10 +85,7 @@ class AclIndex:
                         raise ImageError(f"cannot add ACL {acl_id}: an ACL with that id already exists ({ids[acl_id]})")
                     seen.add(acl_id)
             by_id = OverlayMap(ids)
-        per_type: list[list[StandardAcl]] = [[] for _ in range(N_TYPES)]
-        for acl in by_id.values():  # one short loop; the per-type builds work column-wise
-            per_type[acl.resource_type].append(acl)
-        return AclIndex(by_id, tuple(build_type(group) if group else None for group in per_type))
+        return AclIndex(by_id, build_types(by_id.values()))
 
     def __len__(self) -> int:
         return len(self.by_id)

@@ -1,31 +1,34 @@
-"""The bulk build of one resource type's index (snapshot loads, initial replay), done column-wise.
+"""The bulk build of the ACL index's resource types (snapshot loads, initial replay), done column-wise.
 
 Pure functions; the shared tables here only ever gain entries (under the GIL), so builds may run
 on any thread.
 
-A million ACLs leave no room for a Python statement per ACL per structure, so each step is a
-C-level pass over a column: `dict(zip(names, acls))` builds a name -> ACL map in one call, and only
-when its size shows that names repeat are those names grouped again, one by one. The grant of one
-ACL, `{host: bit}`, comes from `_SINGLES[host][bit]`, a table that fills itself on first use and
-hands out the interned dict (see `type_index.intern_grants`).
+A million ACLs leave no room for a Python statement per ACL per structure, nor for touching each
+ACL tuple in every pass: the tuples of a replayed log lie scattered in memory, and each visit is a
+cache miss. So the ACLs are transposed once (`zip(*acls)`: seven columns of pointers to shared
+enum, principal and host objects), and every later step is a C-level pass over columns or row
+numbers: `compress` splits rows, `dict(zip(names, acls))` builds a name -> ACL map in one call,
+`map(list.append, ...)` groups row numbers by principal, `itemgetter(*rows)` gathers a group's
+cells. Names are grouped again, one by one, only when a map's size shows that they repeat. The
+grant of one row, `{host: bit}`, comes from `_SINGLES[host][bit]`, a table that fills itself on
+first use and hands out the interned dict (see `type_index.intern_grants`).
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from operator import attrgetter, getitem
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Sequence
+from itertools import compress, repeat
+from operator import eq, getitem, itemgetter, ne
+from typing import Any
 
 import immutables
 
 from authorizer.errors import ImageError
 from authorizer.model import PatternType, StandardAcl
 from authorizer.overlay import OverlayMap
-from authorizer.type_index import BITS, Bucket, Grants, PrincipalView, TypeIndex, intern_grants
+from authorizer.type_index import BITS, N_TYPES, Bucket, Grants, PrincipalView, TypeIndex, intern_grants
 
-_NAME = attrgetter("resource_name")
-_HOST = attrgetter("host")
-_OPERATION = attrgetter("operation")
-_PERMISSION = attrgetter("permission_type")
 _LITERAL, _PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
 
 
@@ -52,27 +55,46 @@ class _Singles(dict[str, _OneHost]):
 _SINGLES = _Singles()
 
 
-def build_type(acls: list[StandardAcl]) -> TypeIndex:
-    """One resource type's TypeIndex from scratch; ImageError when two ACLs have the same content."""
-    literal_acls = [acl for acl in acls if acl.pattern_type == _LITERAL]
-    other_acls = [acl for acl in acls if acl.pattern_type != _LITERAL] if len(literal_acls) < len(acls) else []
-    literal = _buckets(literal_acls)
-    prefixed = _buckets(other_acls)
-    by_principal: defaultdict[str, list[StandardAcl]] = defaultdict(list)
-    for acl in acls:
-        by_principal[acl.principal].append(acl)
-    principals = {principal: _view(group) for principal, group in by_principal.items()}
+class _Columns:
+    """One resource type's ACLs, their cells column by column, and each row's grant bit and `{host: bit}`."""
+
+    __slots__ = ("acls", "bits", "hosts", "names", "patterns", "principals", "singles")
+
+    def __init__(self, acls: list[StandardAcl]) -> None:
+        columns: list[tuple[Any, ...]] = list(zip(*acls, strict=True))  # one visit per ACL tuple
+        _, self.names, self.patterns, self.principals, self.hosts, operations, permissions = columns
+        self.acls = acls
+        self.bits: list[int] = list(map(getitem, map(BITS.__getitem__, permissions), operations))
+        self.singles: list[Grants] = list(map(getitem, map(_SINGLES.__getitem__, self.hosts), self.bits))
+
+
+def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
+    """A TypeIndex per resource type code (None where a type has no ACL); ImageError on duplicate content."""
+    per_type: list[list[StandardAcl]] = [[] for _ in range(N_TYPES)]
+    for acl in acls:  # one short loop; the per-type builds work column-wise
+        per_type[acl.resource_type].append(acl)
+    return tuple(build_type(_Columns(group)) if group else None for group in per_type)
+
+
+def build_type(c: _Columns) -> TypeIndex:
+    """One resource type's TypeIndex from its columns; ImageError when two ACLs have the same content."""
+    if c.patterns.count(_LITERAL) == len(c.acls):
+        masks = None
+        literal, prefixed = _buckets(c.names, c.acls), {}
+    else:
+        masks = list(map(eq, c.patterns, repeat(_LITERAL))), list(map(ne, c.patterns, repeat(_LITERAL)))
+        literal = _buckets(list(compress(c.names, masks[0])), list(compress(c.acls, masks[0])))
+        prefixed = _buckets(list(compress(c.names, masks[1])), list(compress(c.acls, masks[1])))
     return TypeIndex(
         OverlayMap(literal),
         OverlayMap(prefixed),
         immutables.Map(Counter(map(len, prefixed))),
-        immutables.Map(principals),
+        immutables.Map(_views(c, masks)),
     )
 
 
-def _buckets(acls: list[StandardAcl]) -> dict[str, Bucket]:
+def _buckets(names: Sequence[str], acls: Sequence[StandardAcl]) -> dict[str, Bucket]:
     """name -> the bare ACL, or a tuple of the ACLs sharing that name (in order)."""
-    names = list(map(_NAME, acls))
     buckets: dict[str, Bucket] = dict(zip(names, acls, strict=True))
     if len(buckets) == len(acls):
         return buckets
@@ -89,31 +111,49 @@ def _buckets(acls: list[StandardAcl]) -> dict[str, Bucket]:
     return buckets
 
 
-def _view(acls: list[StandardAcl]) -> PrincipalView:
-    """One principal's view of one type: literal, prefixed and other (hand-made pattern) grants by name."""
-    literal = [acl for acl in acls if acl.pattern_type == _LITERAL]
-    if len(literal) == len(acls):
-        return PrincipalView(_grants_by_name(acls), {}, {})
-    prefixed = [acl for acl in acls if acl.pattern_type == _PREFIXED]
-    if len(literal) + len(prefixed) == len(acls):
-        return PrincipalView(_grants_by_name(literal), _grants_by_name(prefixed), {})
-    other = [acl for acl in acls if acl.pattern_type != _LITERAL and acl.pattern_type != _PREFIXED]
-    return PrincipalView(_grants_by_name(literal), _grants_by_name(prefixed), _grants_by_name(other))
+def _rows_by_principal(c: _Columns, selected: list[bool] | None) -> dict[str, list[int]]:
+    """principal -> its row numbers (in order), over all rows or the `selected` ones."""
+    rows: Iterable[int] = range(len(c.acls))
+    principals: Iterable[str] = c.principals
+    if selected is not None:
+        rows, principals = compress(rows, selected), compress(principals, selected)
+    groups: defaultdict[str, list[int]] = defaultdict(list)
+    deque(map(list.append, map(groups.__getitem__, principals), rows), maxlen=0)
+    return groups
 
 
-def _grants_by_name(acls: list[StandardAcl]) -> dict[str, Grants]:
-    """name -> the interned grants (host -> mask) of the ACLs on that name."""
-    if not acls:
-        return {}
-    names = list(map(_NAME, acls))
-    hosts = list(map(_HOST, acls))
-    bits: list[int] = list(map(getitem, map(BITS.__getitem__, map(_PERMISSION, acls)), map(_OPERATION, acls)))
-    singles: map[Grants] = map(getitem, map(_SINGLES.__getitem__, hosts), bits)
-    out = dict(zip(names, singles, strict=True))
-    if len(out) == len(acls):
+def _views(c: _Columns, masks: tuple[list[bool], list[bool]] | None) -> dict[str, PrincipalView]:
+    """principal -> its PrincipalView: literal, prefixed and other (hand-made pattern) grants by name.
+
+    `masks` marks the LITERAL rows and the others; None when every row is LITERAL.
+    """
+    if masks is None:
+        return {p: PrincipalView(_grants_by_name(c, rows), {}, {}) for p, rows in _rows_by_principal(c, None).items()}
+    literal = _rows_by_principal(c, masks[0])
+    rest = _rows_by_principal(c, masks[1])
+    views: dict[str, PrincipalView] = {}
+    for principal in literal.keys() | rest.keys():
+        prefixed = rest.get(principal, [])
+        other = [row for row in prefixed if c.patterns[row] != _PREFIXED]
+        if other:
+            prefixed = [row for row in prefixed if c.patterns[row] == _PREFIXED]
+        views[principal] = PrincipalView(
+            _grants_by_name(c, literal.get(principal, [])), _grants_by_name(c, prefixed), _grants_by_name(c, other)
+        )
+    return views
+
+
+def _grants_by_name(c: _Columns, rows: list[int]) -> dict[str, Grants]:
+    """name -> the interned grants (host -> mask) of the ACLs in `rows`."""
+    if len(rows) < 2:
+        return {c.names[rows[0]]: c.singles[rows[0]]} if rows else {}
+    cells = itemgetter(*rows)
+    names: tuple[str, ...] = cells(c.names)
+    out = dict(zip(names, cells(c.singles), strict=True))
+    if len(out) == len(rows):
         return out
     merged: dict[str, Grants] = {}  # several ACLs on one name: OR their grants per host
-    for name, host, bit in zip(names, hosts, bits, strict=True):
+    for name, host, bit in zip(names, cells(c.hosts), cells(c.bits), strict=True):
         grants = merged.get(name)
         if grants is None:
             merged[name] = {host: bit}
