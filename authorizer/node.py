@@ -115,7 +115,7 @@ class AclNode:
         header = SnapshotHeader(
             p.next_offset, max(p.epoch, 0), p.timestamp_ms if p.timestamp_ms >= 0 else int(time.time() * 1000)
         )
-        path = self.snapshots.write(header, image.records())
+        path = self.snapshots.write_chunks(header, image.chunks())
         if self.policy is not None:
             self.policy.reset()
         return path

@@ -16,6 +16,7 @@ Example chunk of two ACLs (`User:a` READ `t1`, `User:a` WRITE `t2`):
 from __future__ import annotations
 
 import io
+import re
 import sys
 from array import array
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ from schemas import load_schema
 
 CHUNK_SCHEMA = BatchSchema.from_schema(load_schema("AclSnapshotChunk"))
 _INT_FIELDS = ("resourceTypes", "patternTypes", "operations", "permissionTypes")
+_UUID_LINES = re.compile(f"(?:{UUID_TEXT.pattern}\n)*")  # ids joined by newlines, one regex pass
 _SURROGATES = range(0xD800, 0xE000)  # not encodable as UTF-8: never a separator
 if array("i").itemsize != 4:  # pragma: no cover - every supported platform has a 4-byte C int
     raise ImportError("snapshots.columns needs array('i') to hold 32-bit ints")
@@ -58,34 +60,63 @@ class AclColumns(NamedTuple):
             yield AccessControlEntryRecord(*row)
 
 
-def encode_chunk(records: Sequence[AccessControlEntryRecord]) -> bytes:
-    """One `AclSnapshotChunk` datum; ValueError names the first record that cannot be stored."""
+def columns_of(records: Sequence[AccessControlEntryRecord]) -> AclColumns:
+    """Records as columns; ValueError names the first one that is not an AccessControlEntryRecord."""
     for index, record in enumerate(records):
         if not isinstance(record, AccessControlEntryRecord):
             raise ValueError(f"record {index}: a snapshot holds only AccessControlEntryRecords, not {record!r}")
-        if type(record.id) is not str or UUID_TEXT.fullmatch(record.id) is None:
-            raise ValueError(f"record {index}: id {record.id!r} is not a Kafka Uuid text")
-    names = [r.resource_name for r in records]
-    principal_dict = list(dict.fromkeys(r.principal for r in records))
-    host_dict = list(dict.fromkeys(r.host for r in records))
-    separator = _separator(names + principal_dict + host_dict)
+    if not records:
+        return AclColumns([], [], [], [], [], [], [], [])
+    return AclColumns(*(list(column) for column in zip(*map(_fields, records), strict=True)))
+
+
+def encode_chunk(records: Sequence[AccessControlEntryRecord]) -> bytes:
+    """One `AclSnapshotChunk` datum of records; ValueError names the first record that cannot be stored."""
+    return encode_columns(columns_of(records))
+
+
+def encode_columns(columns: AclColumns) -> bytes:
+    """One `AclSnapshotChunk` datum; ValueError names the first row that cannot be stored."""
+    c = columns
+    _check_ids(c.ids)
+    principal_dict = list(dict.fromkeys(c.principals))
+    host_dict = list(dict.fromkeys(c.hosts))
+    separator = _separator(c.resource_names + principal_dict + host_dict)
     principal_index = {p: i for i, p in enumerate(principal_dict)}
     host_index = {h: i for i, h in enumerate(host_dict)}
     datum: dict[str, Any] = {
-        "count": len(records),
-        "ids": b"".join(texts_to_ids([r.id for r in records])),
+        "count": c.rows,
+        "ids": b"".join(texts_to_ids(c.ids)),
         "separator": separator,
-        "resourceNames": separator.join(names),
+        "resourceNames": separator.join(c.resource_names),
         "principalDictionary": separator.join(principal_dict),
-        "principals": _pack([principal_index[r.principal] for r in records], "principals"),
+        "principals": _pack(list(map(principal_index.__getitem__, c.principals)), "principals"),
         "hostDictionary": separator.join(host_dict),
-        "hosts": _pack([host_index[r.host] for r in records], "hosts"),
+        "hosts": _pack(list(map(host_index.__getitem__, c.hosts)), "hosts"),
     }
-    for field, attr in zip(_INT_FIELDS, ("resource_type", "pattern_type", "operation", "permission_type"), strict=True):
-        datum[field] = _pack([getattr(r, attr) for r in records], field)
+    codes = (c.resource_types, c.pattern_types, c.operations, c.permission_types)
+    for field, values in zip(_INT_FIELDS, codes, strict=True):
+        datum[field] = _pack(values, field)
     out = io.BytesIO()
     fastavro.schemaless_writer(out, CHUNK_SCHEMA.parsed, datum)
     return out.getvalue()
+
+
+def _fields(record: AccessControlEntryRecord) -> tuple[str, int, str, int, str, str, int, int]:
+    r = record
+    return (r.id, r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation, r.permission_type)
+
+
+def _check_ids(ids: list[str]) -> None:
+    """ValueError naming the first id that is not a canonical Kafka Uuid text (one regex pass when all are)."""
+    try:
+        if _UUID_LINES.fullmatch("\n".join(ids) + "\n" if ids else "") is not None:
+            return
+    except TypeError:  # a non-str id: found below
+        pass
+    for index, acl_id in enumerate(ids):
+        if type(acl_id) is not str or UUID_TEXT.fullmatch(acl_id) is None:
+            raise ValueError(f"record {index}: id {acl_id!r} is not a Kafka Uuid text")
 
 
 def decode_chunk(payload: bytes, writer: BatchSchema = CHUNK_SCHEMA) -> AclColumns:

@@ -29,7 +29,7 @@ from typing import BinaryIO
 from metadata_log.codec import BatchSchema, Codec
 from metadata_log.errors import DecodeError
 from metadata_log.records import AccessControlEntryRecord
-from snapshots.columns import CHUNK_SCHEMA, AclColumns, decode_chunk, encode_chunk
+from snapshots.columns import CHUNK_SCHEMA, AclColumns, columns_of, decode_chunk, encode_columns
 from snapshots.errors import CorruptSnapshotError
 
 MAGIC = b"KACLSNAP"
@@ -54,10 +54,38 @@ class SnapshotHeader:
 
 
 def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord]) -> int:
-    """Write a whole snapshot to an open binary file; returns the record count. The caller fsyncs.
+    """Write a whole snapshot of records to an open binary file, CHUNK_RECORDS per chunk; returns the record
+    count. The caller fsyncs. ValueError names a record that cannot be stored (not an
+    AccessControlEntryRecord, a bad id, a code outside int32).
+    """
+    return write_snapshot_chunks(fh, header, record_chunks(records))
 
-    ValueError names a record that cannot be stored (not an AccessControlEntryRecord, a bad id, a
-    code outside int32).
+
+def record_chunks(records: Iterable[AccessControlEntryRecord]) -> Iterator[AclColumns]:
+    """Records as columns, CHUNK_RECORDS at a time."""
+    chunk: list[AccessControlEntryRecord] = []
+    total = 0
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= CHUNK_RECORDS:
+            yield _columns(chunk, total)
+            total += len(chunk)
+            chunk = []
+    if chunk:
+        yield _columns(chunk, total)
+
+
+def _columns(chunk: list[AccessControlEntryRecord], first: int) -> AclColumns:
+    try:
+        return columns_of(chunk)
+    except ValueError as exc:
+        raise ValueError(f"snapshot records {first}..{first + len(chunk) - 1}: {exc}") from exc
+
+
+def write_snapshot_chunks(fh: BinaryIO, header: SnapshotHeader, chunks: Iterable[AclColumns]) -> int:
+    """Write a whole snapshot, one chunk per AclColumns, to an open binary file; returns the record count.
+
+    The caller fsyncs. ValueError names the records of a chunk that cannot be stored.
     """
     meta = json.dumps(
         {
@@ -69,29 +97,18 @@ def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[
         separators=(",", ":"),
     ).encode()
     fh.write(_HEAD.pack(MAGIC, VERSION, len(meta), zlib.crc32(meta)) + meta)
-    total = chunks = 0
+    total = count = 0
     crcs = bytearray()
-    chunk: list[AccessControlEntryRecord] = []
-
-    def flush() -> None:
-        nonlocal total, chunks
+    for chunk in chunks:
         try:
-            payload = encode_chunk(chunk)
+            payload = encode_columns(chunk)
         except ValueError as exc:
-            raise ValueError(f"snapshot records {total}..{total + len(chunk) - 1}: {exc}") from exc
+            raise ValueError(f"snapshot records {total}..{total + chunk.rows - 1}: {exc}") from exc
         crc = zlib.crc32(payload)
-        fh.write(_CHUNK.pack(len(payload), len(chunk), crc) + payload)
+        fh.write(_CHUNK.pack(len(payload), chunk.rows, crc) + payload)
         crcs.extend(crc.to_bytes(4, "big"))
-        total, chunks = total + len(chunk), chunks + 1
-        chunk.clear()
-
-    for record in records:
-        chunk.append(record)
-        if len(chunk) >= CHUNK_RECORDS:
-            flush()
-    if chunk:
-        flush()
-    fh.write(FOOTER_MARK.to_bytes(4, "big") + _FOOTER.pack(total, chunks, zlib.crc32(crcs), END_MAGIC))
+        total, count = total + chunk.rows, count + 1
+    fh.write(FOOTER_MARK.to_bytes(4, "big") + _FOOTER.pack(total, count, zlib.crc32(crcs), END_MAGIC))
     return total
 
 
@@ -191,7 +208,7 @@ class SnapshotReader:
         if self.version == 1:
             rows = list(self._rows_v1())
             if rows:
-                yield AclColumns(*(list(column) for column in zip(*(_fields(r) for r in rows), strict=True)))
+                yield columns_of(rows)
             return
         schema = self._writer_schema()
         number = 0
@@ -227,11 +244,6 @@ class SnapshotReader:
                     raise self._corrupt(pos, f"record {number}: a snapshot holds only AccessControlEntryRecords")
                 yield record
                 number += 1
-
-
-def _fields(record: AccessControlEntryRecord) -> tuple[str, int, str, int, str, str, int, int]:
-    r = record
-    return (r.id, r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation, r.permission_type)
 
 
 def fsync_dir(path: Path) -> None:

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from metadata_log.records import AccessControlEntryRecord
+from snapshots.columns import AclColumns
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
-from snapshots.format import SnapshotHeader, SnapshotReader, fsync_dir, write_snapshot_file
+from snapshots.format import SnapshotHeader, SnapshotReader, fsync_dir, record_chunks, write_snapshot_chunks
 from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
 
 log = logging.getLogger(__name__)
@@ -45,13 +46,17 @@ class SnapshotStore:
         return self.directory / snapshot.file_name()
 
     def write(self, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord]) -> Path:
-        """Write to `<name>.part`, fsync, rename into place, fsync the directory; then apply retention."""
+        """Write records to `<name>.part`, fsync, rename into place, fsync the directory; then apply retention."""
+        return self.write_chunks(header, record_chunks(records))
+
+    def write_chunks(self, header: SnapshotHeader, chunks: Iterable[AclColumns]) -> Path:
+        """Like `write`, from chunks of columns (one file chunk each): a node's snapshot skips the records."""
         self.directory.mkdir(parents=True, exist_ok=True)
         final = self.path(SnapshotId(header.end_offset, header.epoch))
         part = final.with_name(f"{final.name[: -len(SUFFIX)]}-{os.getpid()}{PART_SUFFIX}")
         try:
             with part.open("wb") as fh:
-                write_snapshot_file(fh, header, records)
+                write_snapshot_chunks(fh, header, chunks)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(part, final)
