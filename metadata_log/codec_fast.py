@@ -27,7 +27,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from metadata_log.codec_rows import RowTables, decode_v1_rows, string_end, varint
+from metadata_log.codec_rows import RowTables, string_end, varint
+from metadata_log.native import decode_v1_rows
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 ACE_FIELDS = (

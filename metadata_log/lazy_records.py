@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from metadata_log import codec_fast
-from metadata_log.codec_rows import RowTables, decode_v1_rows
+from metadata_log.codec_rows import RowTables
 from metadata_log.errors import DecodeError
+from metadata_log.native import decode_v1_rows
 from metadata_log.records import MetadataRecord
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from authorizer.node import AclNode
+from metadata_log import native
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
@@ -218,6 +219,7 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     """The whole suite (`quick` uses 100k records instead of 1M)."""
     records = 100_000 if quick else 1_000_000
     out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
+    out["decoder"] = native.DECODER  # "native": the mypyc-compiled v1 row decoder (metadata_log/native.py)
     out["file"] = file_suite(records)
     if kafka_bootstrap:
         out["kafka"] = kafka_suite(kafka_bootstrap, records)

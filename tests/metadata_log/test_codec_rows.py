@@ -1,5 +1,8 @@
 """The replay fast path: `codec_rows.decode_v1_rows` against `acl_from_record`/`codec_fast.decode_v1`,
-`LazyRecords` (lazy decoding, errors, sequence semantics), `batch_rows` and a FileLog read end to end."""
+`LazyRecords` (lazy decoding, errors, sequence semantics), `batch_rows` and a FileLog read end to end.
+
+The decoder tests run against both implementations: the source (`codec_rows`) and, when it is
+built, its mypyc-compiled copy (`metadata_log.native`; test_native.py makes CI require it)."""
 
 from __future__ import annotations
 
@@ -15,16 +18,22 @@ from hypothesis import strategies as st
 import schemas
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.records import ACL_ROWS, acl_from_record, batch_rows
-from metadata_log import codec, codec_fast
+from metadata_log import codec, codec_fast, codec_rows, native
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import BatchSchema, Codec
-from metadata_log.codec_rows import RowTables, decode_v1_rows
+from metadata_log.codec_rows import RowTables
 from metadata_log.errors import DecodeError
 from metadata_log.lazy_records import LazyRecords
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
 from tests.metadata_log.factories import id_at, records_for
 
 ACE = AccessControlEntryRecord
+DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
+_compiled, _ = native.load_native()
+DECODERS = [pytest.param(codec_rows.decode_v1_rows, id="source")] + (
+    [pytest.param(_compiled.decode_v1_rows, id="native")] if _compiled is not None else []
+)
+each_decoder = pytest.mark.parametrize("decode_v1_rows", DECODERS)
 V2_SCHEMA = BatchSchema.from_schema(schemas.load_schema("RecordBatch", Path(__file__).parent / "data" / "v2"))
 ONE_BYTE = range(-64, 64)  # the codes whose zigzag varint is a single byte
 
@@ -41,10 +50,11 @@ def reference(records: list[MetadataRecord]) -> tuple[list[str], list[StandardAc
     return [r.id for r in records], [acl_from_record(r) if type(r) is ACE else None for r in records]
 
 
+@each_decoder
 @settings(max_examples=300)
 @given(batches)
 @example([EDGE_ACE, RemoveAccessControlEntryRecord(id_at(2)), ACE(id_at(3), 0, "", 0, "", "", 0, 0)])
-def test_rows_equal_the_reference_conversion(records: list[MetadataRecord]) -> None:
+def test_rows_equal_the_reference_conversion(decode_v1_rows: DecodeRows, records: list[MetadataRecord]) -> None:
     ids_, rows = decode_v1_rows(codec.encode(records), ACL_ROWS)
     assert (ids_, rows) == reference(records)
     enum_types = (ResourceType, None, PatternType, None, None, AclOperation, AclPermissionType)
@@ -87,10 +97,13 @@ def recording_intern(text: str) -> str:
 CUSTOM = RowTables(Row, recording("rt"), recording("pt"), recording("op"), recording("pm"), recording_intern)
 
 
+@each_decoder
 @settings(max_examples=200)
 @given(batches)
 @example([EDGE_ACE, ACE(id_at(4), 63, "x", -64, "p", "h", 0, 1)])
-def test_custom_tables_map_one_byte_codes_by_table_and_others_by_function(records: list[MetadataRecord]) -> None:
+def test_custom_tables_map_one_byte_codes_by_table_and_others_by_function(
+    decode_v1_rows: DecodeRows, records: list[MetadataRecord]
+) -> None:
     decode_v1_rows(b"\x00", CUSTOM)  # an empty batch: precomputes the tables if not yet done
     CALLS.clear()
     got_ids, rows = decode_v1_rows(codec.encode(records), CUSTOM)
@@ -120,7 +133,7 @@ def test_tables_hold_the_zigzag_decoded_codes() -> None:
 DAMAGE_BASE = [EDGE_ACE, *records_for(0, 8), ACE(id_at(9), 3, "t" * 200, 4, "User:a", "*", 100000, -3)]
 
 
-def both_outcomes(data: bytes) -> None:
+def both_outcomes(data: bytes, decode_v1_rows: DecodeRows) -> None:
     try:
         fast: object = reference(codec_fast.decode_v1(data))
     except (ValueError, IndexError):
@@ -132,32 +145,38 @@ def both_outcomes(data: bytes) -> None:
     assert rows == fast, data.hex()
 
 
-def test_every_truncation_is_rejected_like_decode_v1() -> None:
+@each_decoder
+def test_every_truncation_is_rejected_like_decode_v1(decode_v1_rows: DecodeRows) -> None:
     payload = codec.encode(DAMAGE_BASE)
     for cut in range(len(payload)):
         with pytest.raises((ValueError, IndexError)):
             decode_v1_rows(payload[:cut], ACL_ROWS)
-        both_outcomes(payload[:cut])
+        both_outcomes(payload[:cut], decode_v1_rows)
 
 
-def test_every_byte_flip_agrees_with_decode_v1() -> None:
+@each_decoder
+def test_every_byte_flip_agrees_with_decode_v1(decode_v1_rows: DecodeRows) -> None:
     payload = codec.encode(DAMAGE_BASE)
     for where in range(len(payload)):
         for flip in (0x01, 0x02, 0x40, 0x80, 0xFF):
             damaged = bytearray(payload)
             damaged[where] ^= flip
-            both_outcomes(bytes(damaged))
+            both_outcomes(bytes(damaged), decode_v1_rows)
 
 
+@each_decoder
 @settings(max_examples=300)
 @given(batches, st.integers(0, 10**6), st.integers(1, 255), st.integers(0, 3))
-def test_random_damage_agrees_with_decode_v1(records: list[MetadataRecord], where: int, flip: int, cut: int) -> None:
+def test_random_damage_agrees_with_decode_v1(
+    decode_v1_rows: DecodeRows, records: list[MetadataRecord], where: int, flip: int, cut: int
+) -> None:
     payload = bytearray(codec.encode(records))
     payload[where % len(payload)] ^= flip
-    both_outcomes(bytes(payload[: len(payload) - cut]))
+    both_outcomes(bytes(payload[: len(payload) - cut]), decode_v1_rows)
 
 
-def test_invalid_union_branch_and_trailing_bytes() -> None:
+@each_decoder
+def test_invalid_union_branch_and_trailing_bytes(decode_v1_rows: DecodeRows) -> None:
     payload = codec.encode(records_for(0, 3))
     assert payload[1] == 0  # the first record's union branch (AccessControlEntryRecord)
     for branch in (1, 4, 0x80):
@@ -168,7 +187,8 @@ def test_invalid_union_branch_and_trailing_bytes() -> None:
             decode_v1_rows(payload + extra, ACL_ROWS)
 
 
-def test_multiple_and_sized_blocks() -> None:
+@each_decoder
+def test_multiple_and_sized_blocks(decode_v1_rows: DecodeRows) -> None:
     one, two = codec.encode(records_for(0, 1))[1:-1], codec.encode(records_for(1, 2))[1:-1]
     size = len(two) << 1  # zigzag of the byte size; a two-byte varint
     assert 0x80 <= size < 0x4000
