@@ -100,6 +100,7 @@ class AclsDelta:
     def __init__(self, base: AclsImage) -> None:
         self.base = base
         self._changes: dict[str, StandardAcl | None] = {}  # id -> its ACL now, or None: removed from the base
+        self._lent = False  # True once an image adopted `_changes`: copied before the next change
         self._snapshot_ids: set[str] = set()  # ids a snapshot replay has listed (see replay_snapshot)
 
     def replay(self, record: MetadataRecord, offset: int) -> None:
@@ -112,7 +113,7 @@ class AclsDelta:
 
     def replay_rows(self, ids: Sequence[str], rows: Sequence[StandardAcl | None], base_offset: int) -> None:
         """Apply rows in order (an ACL: added with that id; None: the id removed); ImageError names the offset."""
-        changes = self._changes
+        changes = self._writable()
         if not len(self.base.acls):  # initial replay: the delta holds only live adds
             for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):
                 if acl is not None:
@@ -140,6 +141,12 @@ class AclsDelta:
             else:
                 self._fail(acl_id, False, base_offset + position)
 
+    def _writable(self) -> dict[str, StandardAcl | None]:
+        """`_changes`, copied first if an image adopted it (copy-on-write: the image never changes)."""
+        if self._lent:
+            self._changes, self._lent = dict(self._changes), False
+        return self._changes
+
     def _fail(self, acl_id: str, add: bool, offset: int) -> None:
         if add:
             existing = self._changes.get(acl_id) or self.base.acls.get(acl_id)
@@ -155,15 +162,15 @@ class AclsDelta:
         self._snapshot_ids.add(record.id)
         acl = acl_from_record(record)
         if self.base.acls.get(record.id) == acl:
-            self._changes.pop(record.id, None)
+            self._writable().pop(record.id, None)
         else:
-            self._changes[record.id] = acl
+            self._writable()[record.id] = acl
 
     def finish_snapshot(self) -> None:
         """After replaying a snapshot: every base ACL the snapshot did not contain is removed."""
         for acl_id in self.base.acls:
             if acl_id not in self._snapshot_ids:
-                self._changes[acl_id] = None
+                self._writable()[acl_id] = None
 
     def net_changes(self) -> tuple[list[str], list[tuple[str, StandardAcl]]]:
         """Ids removed from the base and (id, ACL) pairs added to it."""
@@ -194,8 +201,9 @@ class AclsDelta:
                 else:
                     acls[acl_id] = acl
             return AclsImage(acls.finish(), provenance)
-        if not len(base):  # initial replay: the delta holds only live adds
-            return AclsImage(OverlayMap(dict(changes)), provenance)  # type: ignore[arg-type]
+        if not len(base):  # initial replay: the delta holds only live adds; the image adopts them
+            self._lent = True
+            return AclsImage(OverlayMap(changes), provenance)  # type: ignore[arg-type]
         fresh: dict[str, StandardAcl] = dict(base.items())
         for acl_id, acl in changes.items():
             if acl is None:

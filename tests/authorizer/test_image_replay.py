@@ -148,6 +148,25 @@ def test_add_remove_add_of_a_new_id_keeps_the_last() -> None:
     assert dict(delta.apply(Provenance(2)).acls) == {acl_id(3): acl("b")}
 
 
+def test_an_image_that_adopted_the_delta_never_changes_with_it() -> None:
+    """From an empty base, `apply` hands the delta's dict to the image; the delta copies it before changing."""
+    delta = AclsDelta(AclsImage.empty())
+    for n in range(1, 301):  # enough to take the adopting path (a change bigger than a quarter of 1024)
+        delta.replay(add(n, acl(f"t{n}")), offset=n)
+    first = delta.apply(Provenance(300))
+    frozen = dict(first.acls)
+    assert len(frozen) == 300
+    delta.replay(remove(1), offset=301)
+    delta.replay(add(301, acl("t301")), offset=302)
+    second = delta.apply(Provenance(302))
+    assert dict(first.acls) == frozen, "the first image changed with the delta"
+    assert set(second.acls) == set(frozen) - {acl_id(1)} | {acl_id(301)}
+    delta.replay_snapshot(record_from_acl(acl_id(400), acl("s")), 0)
+    delta.finish_snapshot()
+    assert dict(second.acls) == {**{k: v for k, v in frozen.items() if k != acl_id(1)}, acl_id(301): acl("t301")}
+    assert dict(first.acls) == frozen
+
+
 def test_finish_snapshot_removes_everything_not_replayed() -> None:
     base = image_of({acl_id(1): acl("a"), acl_id(2): acl("b")})
     delta = AclsDelta(base)

@@ -19,7 +19,6 @@ from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_format import encode_frame, iter_frames, read_segment_header
 from metadata_log.codec import uuid_to_text
 from shell.cli import app
-from tests.conftest import REPO
 
 T0 = 1_700_000_000_000
 IDS = {name: uuid_to_text(bytes([byte] * 16)) for name, byte in (("A", 0x11), ("B", 0x22), ("C", 0x33), ("D", 0x44))}
@@ -52,7 +51,8 @@ ALICE_DENY = StandardAcl(
 )
 # The log: batch [0..1] adds A, B; [2] adds the DENY C; [3] removes B; [4] adds B's content again as D.
 STATES = {0: set(), 1: {"A"}, 2: {"A", "B"}, 3: {"A", "B", "C"}, 4: {"A", "C"}, 5: {"A", "C", "D"}}
-GOLDEN_KAFKA_SNAPSHOT = REPO.parent / "shared/spec/golden/00000000000000000004-0000000001.checkpoint"
+# A real KRaft snapshot written by Kafka's own code (a copy of ../shared/spec/golden/, kept as test data).
+GOLDEN_KAFKA_SNAPSHOT = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
 
 
 def build_log(directory: Path) -> None:
