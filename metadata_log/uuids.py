@@ -31,6 +31,8 @@ __all__ = [
     "ZERO_UUID",
     "ids_to_text",
     "new_uuid",
+    "padded_ids_text",
+    "split_padded_text",
     "text_to_uuid",
     "texts_to_ids",
     "uuid_to_text",
@@ -38,14 +40,23 @@ __all__ = [
 
 
 def ids_to_text(raw_ids: list[bytes]) -> list[str]:
-    """Kafka Uuid text of many 16-byte ids with one base64 call.
+    """Kafka Uuid text of many 16-byte ids with one base64 call."""
+    if not raw_ids:
+        return []
+    return split_padded_text(padded_ids_text(b"\0\0".join(raw_ids) + b"\0\0"))
+
+
+def padded_ids_text(padded: bytes | bytearray) -> str:
+    """The base64 text of ids each followed by two zero bytes: 24 characters per id (see `split_padded_text`)."""
+    return b2a_base64(padded, newline=False).translate(_URL_SAFE).decode("ascii")
+
+
+def split_padded_text(text: str) -> list[str]:
+    """The Uuid texts inside `padded_ids_text`'s result.
 
     Each id padded with two zero bytes is 18 bytes = 24 base64 characters whose first 22 are the
     id's unpadded text (the 22nd character's low bits come from the zero padding either way).
     """
-    if not raw_ids:
-        return []
-    text = b2a_base64(b"\0\0".join(raw_ids) + b"\0\0", newline=False).translate(_URL_SAFE).decode("ascii")
     return [text[i : i + 22] for i in range(0, len(text), 24)]
 
 
