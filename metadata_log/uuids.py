@@ -24,6 +24,7 @@ ZERO_UUID = bytes(16)
 METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)
 UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
 _URL_SAFE = bytes.maketrans(b"+/", b"-_")  # standard -> URL-safe base64 alphabet
+_PADDED_TEXT = re.compile(r"(.{22})..", re.DOTALL)  # one Uuid text per 24 characters of padded base64
 
 __all__ = [
     "METADATA_TOPIC_ID",
@@ -32,6 +33,7 @@ __all__ = [
     "ids_to_text",
     "new_uuid",
     "padded_ids_text",
+    "raw_ids_to_text",
     "split_padded_text",
     "text_to_uuid",
     "texts_to_ids",
@@ -41,9 +43,20 @@ __all__ = [
 
 def ids_to_text(raw_ids: list[bytes]) -> list[str]:
     """Kafka Uuid text of many 16-byte ids with one base64 call."""
-    if not raw_ids:
-        return []
-    return split_padded_text(padded_ids_text(b"\0\0".join(raw_ids) + b"\0\0"))
+    return raw_ids_to_text(b"".join(raw_ids))
+
+
+def raw_ids_to_text(raw: bytes) -> list[str]:
+    """Kafka Uuid text of the 16-byte ids laid end to end in `raw`, with a few C-level passes.
+
+    Two zero bytes go after each id by 16 strided slice assignments (no object per id), then
+    `padded_ids_text` and `split_padded_text` do the rest.
+    """
+    count = len(raw) // 16
+    padded = bytearray(18 * count)
+    for k in range(16):
+        padded[k::18] = raw[k : 16 * count : 16]
+    return split_padded_text(padded_ids_text(padded)) if count else []
 
 
 def padded_ids_text(padded: bytes | bytearray) -> str:
@@ -57,7 +70,7 @@ def split_padded_text(text: str) -> list[str]:
     Each id padded with two zero bytes is 18 bytes = 24 base64 characters whose first 22 are the
     id's unpadded text (the 22nd character's low bits come from the zero padding either way).
     """
-    return [text[i : i + 22] for i in range(0, len(text), 24)]
+    return _PADDED_TEXT.findall(text)
 
 
 def texts_to_ids(texts: Sequence[str]) -> list[bytes]:

@@ -26,7 +26,7 @@ import fastavro
 
 from metadata_log.codec import BatchSchema
 from metadata_log.records import AccessControlEntryRecord
-from metadata_log.uuids import UUID_TEXT, ids_to_text, texts_to_ids
+from metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
 from schemas import load_schema
 
 CHUNK_SCHEMA = BatchSchema.from_schema(load_schema("AclSnapshotChunk"))
@@ -138,7 +138,7 @@ def decode_chunk(payload: bytes, writer: BatchSchema = CHUNK_SCHEMA) -> AclColum
         raise ValueError(f"field 'separator' is {separator!r}, not one character")
     codes = [_unpack(datum[field], count, field) for field in _INT_FIELDS]
     return AclColumns(
-        ids_to_text([raw[i : i + 16] for i in range(0, len(raw), 16)]),
+        raw_ids_to_text(raw),
         codes[0],
         _split(datum["resourceNames"], separator, count, "resourceNames"),
         codes[1],

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import schemas
-from metadata_log import codec, codec_fast
+from metadata_log import codec, codec_fast, uuids
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import CURRENT_SCHEMA, DEFAULT_CODEC, BatchSchema, Codec
 from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
@@ -97,6 +97,17 @@ def test_uuid_text_follows_kafka() -> None:
 def test_uuid_text_round_trip(raw: bytes) -> None:
     text = codec.uuid_to_text(raw)
     assert len(text) == 22 and codec.text_to_uuid(text) == raw
+
+
+@given(st.lists(st.binary(min_size=16, max_size=16), max_size=40))
+def test_many_ids_to_text_at_once_agree_with_one_by_one(raws: list[bytes]) -> None:
+    """The bulk conversions (strided padding, one base64 call, one regex split) against Kafka's text of each id."""
+    one_by_one = [uuids.text_to_uuid(t) and t for t in map(codec.uuid_to_text, raws)]
+    assert uuids.raw_ids_to_text(b"".join(raws)) == one_by_one
+    assert uuids.ids_to_text(raws) == one_by_one
+    assert uuids.texts_to_ids(one_by_one) == raws
+    padded = b"".join(raw + b"\0\0" for raw in raws)
+    assert uuids.split_padded_text(uuids.padded_ids_text(padded)) == one_by_one
 
 
 @pytest.mark.parametrize(
