@@ -151,7 +151,7 @@ def _repeated(call: str, key: str, runs: int) -> dict[str, Any]:
     return median
 
 
-def cold_start(log_dir: Path, runs: int = 3) -> dict[str, Any]:
+def cold_start(log_dir: Path, runs: int = 5) -> dict[str, Any]:
     """Time new processes from nothing to ready on a log whose newest snapshot holds the state."""
     return _repeated(f"_cold_start_child({str(log_dir)!r})", "seconds_to_ready", runs)
 
@@ -170,7 +170,7 @@ def _prepare(tmp: str, records: int) -> None:
     print("{}")
 
 
-def file_suite(records: int, runs: int = 3) -> dict[str, Any]:
+def file_suite(records: int, runs: int = 5) -> dict[str, Any]:
     """File-log figures: replay (20% removals), append latency, cold start from a snapshot of `records` ACLs.
 
     The data is written by a child process; replay and cold start each run `runs` times, each in a
