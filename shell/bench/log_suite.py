@@ -220,7 +220,7 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     records = 100_000 if quick else 1_000_000
     out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
     out["decoder"] = native.DECODER  # "native": the mypyc-compiled v1 row decoder (metadata_log/native.py)
-    out["file"] = file_suite(records)
+    out["file"] = file_suite(records, runs=3 if quick else 5)
     if kafka_bootstrap:
         out["kafka"] = kafka_suite(kafka_bootstrap, records)
     return out

@@ -1,0 +1,47 @@
+"""`kraft-acl bench --suite log --quick`: the log figures come out as one JSON object, from real runs.
+
+No figure is checked against a time (performance is measured, never asserted); what is checked is
+that every case ran on the data it claims: the replay reached the state the generated log implies,
+the cold start loaded every ACL of its snapshot, each repeated case ran the stated number of
+fresh processes, and, in CI, replay used the compiled decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from shell.bench.log_suite import _records
+
+
+def test_log_suite_quick_reports_every_case() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", "log", "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    result = json.loads(out.stdout)
+    assert result["suite"] == "log" and result["records"] == 100_000
+    assert result["machine"]["cpus"] >= 1 and result["cpu_probe_us"] > 0
+    if os.environ.get("CI") == "true":
+        assert result["decoder"] == "native"
+    live: set[str] = set()
+    for batch in _records(100_000, removes=0.2):  # the suite's own generator and seed: the expected state
+        for record in batch:
+            if hasattr(record, "resource_type"):
+                live.add(record.id)
+            else:
+                live.remove(record.id)
+    replay = result["file"]["replay_1m"]
+    assert replay["records"] == 100_000 and replay["acls"] == len(live)
+    assert len(replay["runs_seconds"]) == 3 and replay["runs_seconds"] == sorted(replay["runs_seconds"])
+    assert replay["seconds"] == replay["runs_seconds"][1] > 0
+    cold = result["file"]["cold_start_snapshot_1m"]
+    assert cold["acls"] == 100_000 and cold["snapshot"].endswith("00000000000000100000-0000000001.checkpoint")
+    assert len(cold["runs_seconds_to_ready"]) == 3 and cold["seconds_to_ready"] == cold["runs_seconds_to_ready"][1]
+    assert cold["peak_rss_mb"] >= cold["steady_rss_mb"] > 0
+    assert result["file"]["append_fsync"]["appends"] == 300
