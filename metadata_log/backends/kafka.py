@@ -408,7 +408,9 @@ class _Stream:
             with self.lock:
                 if self.at != position:
                     self.consumer.assign([TopicPartition(self.config.topic, 0, position)])
-                messages = self.consumer.consume(num_messages=500, timeout=0.1)
+                # consume() waits for all num_messages or the timeout: keep the wait short, since a
+                # seek probe wants one message and a tail read ends below 500 (each wait was ~0.1 s).
+                messages = self.consumer.consume(num_messages=500, timeout=0.01)
                 got = self.consumer.position([self.tp])[0].offset
                 self.at = int(got) if got >= 0 else None
             if not messages and time.monotonic() > deadline:
