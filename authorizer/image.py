@@ -20,7 +20,7 @@ from metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from snapshots.columns import AclColumns
 from snapshots.format import CHUNK_RECORDS
 
-# The order of a snapshot's records: the bulk build's grouping (see AclsImage.records).
+# The order of a snapshot's records: the bulk build's grouping (see AclsImage.chunks).
 _SNAPSHOT_ORDER = attrgetter("resource_type", "pattern_type", "principal")
 
 

@@ -110,7 +110,9 @@ def _fields(record: AccessControlEntryRecord) -> tuple[str, int, str, int, str, 
 def _check_ids(ids: list[str]) -> None:
     """ValueError naming the first id that is not a canonical Kafka Uuid text (one regex pass when all are)."""
     try:
-        if _UUID_LINES.fullmatch("\n".join(ids) + "\n" if ids else "") is not None:
+        lines = "\n".join(ids) + "\n" if ids else ""
+        # 23 characters a line, as many lines as ids: no id hides a newline (two ids in one).
+        if len(lines) == 23 * len(ids) and _UUID_LINES.fullmatch(lines) is not None:
             return
     except TypeError:  # a non-str id: found below
         pass

@@ -131,6 +131,15 @@ def test_bad_id_names_the_record(bad: object) -> None:
         encode_chunk([ace(0), ace(1, id=bad)])
 
 
+def test_an_id_hiding_two_ids_behind_a_newline_is_refused() -> None:
+    """The one-regex check over newline-joined ids must not take one id with a newline for two."""
+    two_in_one = f"{acl_id(1)}\n{acl_id(2)}"
+    with pytest.raises(ValueError, match=r"record 0: id .* is not a Kafka Uuid text"):
+        encode_chunk([ace(0, id=two_in_one), ace(3)])
+    with pytest.raises(ValueError, match=r"record 1: id .* is not a Kafka Uuid text"):
+        encode_chunk([ace(0), ace(1, id=two_in_one), ace(2, id="")])
+
+
 def test_only_access_control_entry_records() -> None:
     with pytest.raises(ValueError, match="record 0: a snapshot holds only AccessControlEntryRecords"):
         encode_chunk([RemoveAccessControlEntryRecord(acl_id(0))])  # type: ignore[list-item]
