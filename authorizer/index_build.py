@@ -131,10 +131,12 @@ def _views(c: _Columns, masks: tuple[list[bool], list[bool]] | None) -> dict[str
         return {p: PrincipalView(_grants_by_name(c, rows), {}, {}) for p, rows in _rows_by_principal(c, None).items()}
     literal = _rows_by_principal(c, masks[0])
     rest = _rows_by_principal(c, masks[1])
+    # Hand-made pattern codes (neither LITERAL nor PREFIXED) are rare: split them out only if present.
+    any_other = c.patterns.count(_PREFIXED) < masks[1].count(True)
     views: dict[str, PrincipalView] = {}
     for principal in literal.keys() | rest.keys():
         prefixed = rest.get(principal, [])
-        other = [row for row in prefixed if c.patterns[row] != _PREFIXED]
+        other = [row for row in prefixed if c.patterns[row] != _PREFIXED] if any_other else []
         if other:
             prefixed = [row for row in prefixed if c.patterns[row] == _PREFIXED]
         views[principal] = PrincipalView(

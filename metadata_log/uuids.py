@@ -47,7 +47,7 @@ def ids_to_text(raw_ids: list[bytes]) -> list[str]:
 
 
 def raw_ids_to_text(raw: bytes) -> list[str]:
-    """Kafka Uuid text of the 16-byte ids laid end to end in `raw`, with a few C-level passes.
+    """Kafka Uuid text of the 16-byte ids laid end to end in `raw` (a multiple of 16 bytes), in a few C-level passes.
 
     Two zero bytes go after each id by 16 strided slice assignments (no object per id), then
     `padded_ids_text` and `split_padded_text` do the rest.
