@@ -6,8 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup run demo test lint typecheck unit kafka-jars clean
 
-# codec_rows.py is compiled by setup.py (mypyc): an edit to it rebuilds the extension.
-$(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py
+# codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
+$(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_rows.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -39,4 +39,4 @@ test: setup lint typecheck
 	$(BIN)/pytest -q
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native*
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so

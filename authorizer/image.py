@@ -14,6 +14,7 @@ from operator import attrgetter
 
 from authorizer.errors import ImageError
 from authorizer.model import StandardAcl
+from authorizer.native_rows import apply_new_rows
 from authorizer.overlay import OverlayMap
 from authorizer.records import acl_from_record, acls_from_columns, batch_rows
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord
@@ -111,17 +112,13 @@ class AclsDelta:
         """Apply records at offsets `base_offset`, `base_offset + 1`, ...; ImageError names the offset."""
         self.replay_rows(*batch_rows(records), base_offset)
 
-    def replay_rows(self, ids: Sequence[str], rows: Sequence[StandardAcl | None], base_offset: int) -> None:
+    def replay_rows(self, ids: list[str], rows: list[StandardAcl | None], base_offset: int) -> None:
         """Apply rows in order (an ACL: added with that id; None: the id removed); ImageError names the offset."""
         changes = self._writable()
-        if not len(self.base.acls):  # initial replay: the delta holds only live adds
-            for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):
-                if acl is not None:
-                    if acl_id in changes:
-                        self._fail(acl_id, True, base_offset + position)
-                    changes[acl_id] = acl
-                elif changes.pop(acl_id, None) is None:
-                    self._fail(acl_id, False, base_offset + position)
+        if not len(self.base.acls):  # initial replay: the delta holds only live adds (a compiled loop)
+            position = apply_new_rows(changes, ids, rows)
+            if position >= 0:
+                self._fail(ids[position], rows[position] is not None, base_offset + position)
             return
         in_base = self.base.acls.__contains__
         for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):

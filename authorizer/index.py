@@ -23,7 +23,7 @@ Authorizing bob READ TOPIC `foobar` from 10.0.0.1 probes literal "foobar" and "*
 `by_id`, `literal` and `prefixed` are OverlayMaps (a dict adopted at build time plus a HAMT of later
 changes) and `principals` an `immutables.Map`, so an update copies O(log n) nodes; the dicts inside
 a view are copied when that view changes, which costs O(ACLs of that principal and type). The bulk
-build (snapshot load, initial replay) is column-wise, in `index_build`.
+build (snapshot load, initial replay) is one compiled pass over the ACLs, in `index_build`.
 """
 
 from __future__ import annotations

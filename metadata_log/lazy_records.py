@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, overload
 from metadata_log import codec_fast
 from metadata_log.codec_rows import RowTables
 from metadata_log.errors import DecodeError
-from metadata_log.native import decode_v1_rows
 from metadata_log.records import MetadataRecord
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ class LazyRecords(Sequence[MetadataRecord]):
         if self._records is not None or not self._codec.fast_path_for(self._schema):
             return None
         try:
-            ids, rows = decode_v1_rows(self._payload, tables)
+            ids, rows = codec_fast.decode_v1_rows(self._payload, tables)
         except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
             reason = codec_fast.diagnose_v1(self._payload) or str(exc)
             raise DecodeError(self._base_offset, reason, self._path) from exc

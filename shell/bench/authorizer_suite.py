@@ -10,6 +10,7 @@ import itertools
 import time
 from typing import Any
 
+from authorizer import native_rows
 from authorizer.config import AuthorizerConfig
 from authorizer.index import AclIndex
 from authorizer.model import AclOperation, ResourceType
@@ -128,6 +129,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     """The whole suite as one JSON-able object (`quick` shrinks every size for a smoke run)."""
     scale = 10 if quick else 1
     out: dict[str, Any] = {"suite": "authorizer", "cpu_probe_us": round(cpu_probe_us(), 2)}
+    out["bulk_rows"] = native_rows.BULK_ROWS  # "native": the index build's compiled loop is in use
     out["authorize_100k"] = authorize_latency(100_000 // scale, 100_000 // scale)
     out.update(per_resource_figures(100_000 // scale))
     out["jmh_test_authorizer_us"] = jmh_test_authorizer((1000, 5000) if quick else (10_000, 50_000, 200_000))

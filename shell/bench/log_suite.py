@@ -17,8 +17,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from authorizer import native_rows
 from authorizer.node import AclNode
-from metadata_log import native
+from metadata_log import codec_fast
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
@@ -219,7 +220,8 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     """The whole suite (`quick` uses 100k records instead of 1M)."""
     records = 100_000 if quick else 1_000_000
     out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
-    out["decoder"] = native.DECODER  # "native": the mypyc-compiled v1 row decoder (metadata_log/native.py)
+    # "native": the mypyc-compiled v1 row decoder and bulk loops are in use (metadata_log/native.py)
+    out["decoder"], out["bulk_rows"] = codec_fast.DECODER, native_rows.BULK_ROWS
     out["file"] = file_suite(records, runs=3 if quick else 5)
     if kafka_bootstrap:
         out["kafka"] = kafka_suite(kafka_bootstrap, records)

@@ -1,4 +1,4 @@
-"""The column-wise bulk build (`index_build.build_type` via `AclIndex.build`) against incremental `apply`.
+"""The bulk build (`index_build.build_types` via `AclIndex.build`) against incremental `apply`.
 
 `test_properties.py` only compares decisions of a snapshot-loaded and an incrementally updated
 authorizer; here the structures themselves must be equal, for every resource type code: bucket

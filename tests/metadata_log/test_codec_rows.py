@@ -29,7 +29,7 @@ from tests.metadata_log.factories import id_at, records_for
 
 ACE = AccessControlEntryRecord
 DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
-_compiled, _ = native.load_native()
+_compiled, _ = native.load_native(codec_rows, "metadata_log._codec_rows_native")
 DECODERS = [pytest.param(codec_rows.decode_v1_rows, id="source")] + (
     [pytest.param(_compiled.decode_v1_rows, id="native")] if _compiled is not None else []
 )

@@ -1,0 +1,101 @@
+"""The per-row loops of bulk loads (the index build, the initial replay's apply), compiled by mypyc.
+
+Pure functions over their arguments; callers own the dicts they pass in.
+
+`setup.py` compiles a stamped copy of this file (see `metadata_log/native.py`); `authorizer.native_rows`
+picks the compiled copy when it is current, else this source. Both must behave identically (the
+tests run both), so this module is plain typed Python that mypyc turns into C-level dict and tuple
+calls: a million ACLs leave no room for Python-level statements per ACL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Grants = dict[str, int]
+# One resource type's grouped ACLs, filled by `group_acls`:
+#   [0] literal    name -> the first ACL on that name (LITERAL pattern)
+#   [1] prefixed   name -> the first ACL on that name (PREFIXED or a hand-made pattern code)
+#   [2] shared     (name, is literal) -> every ACL on that name, in order, when there are several
+#   [3] views      principal -> [literal, prefixed, other]: name -> grants (host -> grant mask)
+TypeGroups = tuple[
+    dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], dict[str, list[dict[str, Grants]]]
+]
+
+
+def group_acls(
+    acls: list[Any],
+    n_types: int,
+    bits: tuple[tuple[int, ...], ...],
+    singles: Any,
+    intern: Callable[[Grants], Grants],
+    literal: object,
+    prefixed: object,
+) -> list[TypeGroups | None]:
+    """Group StandardAcl tuples per resource type code (None where a type has none), in one pass.
+
+    `bits[permission][operation]` is an ACL's grant bit; `singles[host][bit]` the interned
+    `{host: bit}`; `intern` shares a grants dict; `literal` and `prefixed` are the two pattern
+    members. A name one principal has several ACLs on gets its grants ORed per host and interned.
+    """
+    out: list[TypeGroups | None] = [None] * n_types
+    merged: list[tuple[dict[str, Grants], str]] = []
+    for acl in acls:
+        name: str = acl[1]
+        host: str = acl[4]
+        bit: int = bits[acl[6]][acl[5]]
+        groups = out[acl[0]]
+        if groups is None:
+            groups = out[acl[0]] = ({}, {}, {}, {})
+        pattern: object = acl[2]
+        kind = 0 if pattern == literal else (1 if pattern == prefixed else 2)
+        buckets = groups[0] if kind == 0 else groups[1]
+        first = buckets.get(name)
+        if first is None:
+            buckets[name] = acl
+        else:
+            shared = groups[2].get((name, kind == 0))
+            if shared is None:
+                groups[2][(name, kind == 0)] = [first, acl]
+            else:
+                shared.append(acl)
+        views = groups[3]
+        principal: str = acl[3]
+        view = views.get(principal)
+        if view is None:
+            view = views[principal] = [{}, {}, {}]
+        by_name = view[kind]
+        grants = by_name.get(name)
+        if grants is None:
+            by_name[name] = singles[host][bit]
+        else:  # a fresh dict, interned once complete: the shared ones are never mutated
+            combined = dict(grants)
+            combined[host] = combined.get(host, 0) | bit
+            by_name[name] = combined
+            merged.append((by_name, name))
+    for by_name, name in merged:
+        by_name[name] = intern(by_name[name])
+    return out
+
+
+def apply_new_rows(changes: dict[str, Any], ids: list[str], rows: list[Any]) -> int:
+    """Apply rows onto `changes` in order (an ACL: add that id; None: remove it): -1, or the first bad position.
+
+    A bad row is an add of an id already present or a remove of one that is absent; the rows
+    before it are applied, it and the rest are not.
+    """
+    if len(rows) != len(ids):
+        raise ValueError(f"{len(ids)} ids but {len(rows)} rows")
+    for position in range(len(ids)):
+        acl = rows[position]
+        acl_id = ids[position]
+        if acl is not None:
+            if acl_id in changes:
+                return position
+            changes[acl_id] = acl
+        elif acl_id in changes:
+            del changes[acl_id]
+        else:
+            return position
+    return -1

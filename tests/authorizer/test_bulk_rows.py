@@ -1,0 +1,89 @@
+"""`authorizer.bulk_rows`, as source and as its mypyc-compiled copy: the same results, row for row.
+
+The index build's properties (tests/authorizer/test_index_build.py) run here against each
+implementation of `group_acls`, and `apply_new_rows` is checked against a plain model of the
+initial replay: adds of new ids, removes of present ones, and the first row that breaks either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from authorizer import bulk_rows, index_build
+from authorizer.index import AclIndex
+from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from authorizer.type_index import intern_grants
+from metadata_log.native import load_native
+from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of
+
+_compiled, _ = load_native(bulk_rows, "authorizer._bulk_rows_native")
+IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (
+    [pytest.param(_compiled, id="native")] if _compiled is not None else []
+)
+each_implementation = pytest.mark.parametrize("module", IMPLEMENTATIONS)
+
+
+@each_implementation
+@settings(BASE)
+@given(group=acl_sets)
+def test_build_equals_incremental_apply(module: ModuleType, group: list[StandardAcl]) -> None:
+    note("\n".join(map(str, group)))
+    pairs = pairs_of(group)
+    with mock.patch.object(index_build, "group_acls", module.group_acls):
+        built = AclIndex.build(pairs)
+    assert_same(built, AclIndex.empty().apply([], pairs), group)
+
+
+@each_implementation
+def test_merged_grants_are_the_interned_dicts(module: ModuleType) -> None:
+    read = StandardAcl(
+        ResourceType.TOPIC, "t", PatternType.LITERAL, "User:a", "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
+    acls = [read, read._replace(operation=AclOperation.WRITE), read._replace(host="h", operation=AclOperation.ALL)]
+    with mock.patch.object(index_build, "group_acls", module.group_acls):
+        index = AclIndex.build(pairs_of(acls))
+    grants = index.types[ResourceType.TOPIC].principals["User:a"].literal["t"]  # type: ignore[union-attr]
+    assert grants == {"*": (1 << AclOperation.READ) | (1 << AclOperation.WRITE), "h": 1 << AclOperation.ALL}
+    assert grants is intern_grants(dict(grants))
+    assert index.types[ResourceType.TOPIC].literal["t"] == tuple(acls)  # type: ignore[union-attr]
+
+
+def model_apply(changes: dict[str, Any], ids: list[str], rows: list[Any]) -> int:
+    """The initial replay as a plain loop: the reference for `apply_new_rows`."""
+    for position, (acl_id, acl) in enumerate(zip(ids, rows, strict=True)):
+        if acl is not None:
+            if acl_id in changes:
+                return position
+            changes[acl_id] = acl
+        elif changes.pop(acl_id, None) is None:
+            return position
+    return -1
+
+
+steps = st.lists(st.tuples(st.sampled_from("abcde"), st.one_of(st.none(), st.integers(0, 9))), max_size=30)
+
+
+@each_implementation
+@settings(BASE)
+@given(start=st.dictionaries(st.sampled_from("abc"), st.integers(0, 9), max_size=3), batch=steps)
+def test_apply_new_rows_matches_the_model(
+    module: ModuleType, start: dict[str, Any], batch: list[tuple[str, int | None]]
+) -> None:
+    ids, rows = [acl_id for acl_id, _ in batch], [row for _, row in batch]
+    apply: Callable[[dict[str, Any], list[str], list[Any]], int] = module.apply_new_rows
+    mine, theirs = dict(start), dict(start)
+    assert apply(mine, ids, rows) == model_apply(theirs, ids, rows)
+    assert mine == theirs
+
+
+@each_implementation
+def test_apply_new_rows_refuses_unequal_columns(module: ModuleType) -> None:
+    with pytest.raises(ValueError, match="2 ids but 1 rows"):
+        module.apply_new_rows({}, ["a", "b"], [1])
