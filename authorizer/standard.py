@@ -39,6 +39,7 @@ from authorizer.model import (
 )
 from authorizer.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit, to_32bit_field
 from authorizer.resource_type import authorize_by_resource_type_scan
+from authorizer.walk_order import walk_order
 
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED
@@ -207,14 +208,17 @@ class StandardAuthorizer:
         return Decision(result, self._rule(index, ctx, action, result))
 
     def _rule(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> Rule:
-        """Name the ACL Kafka would: the first applying DENY in index order, else the last applying ALLOW."""
+        """Name the ACL Kafka would: the first applying DENY its index walk meets, else the last applying ALLOW."""
         tindex = index.types[action.resource_type]
-        candidates = tindex.candidates(action.resource_name) if tindex else ()
-        applying = kafka_order([acl for acl in candidates if _applies(acl, ctx, action.operation)])
-        if result is DENIED:
-            denies = [a for a in applying if a.permission_type != AclPermissionType.ALLOW]
+        if tindex is None:
+            return DEFAULT_DENY if result is DENIED else DEFAULT_ALLOW
+        candidates = tindex.candidates(action.resource_name)
+        applying = [acl for acl in candidates if _applies(acl, ctx, action.operation)]
+        first, second = walk_order(tindex, action.resource_name, applying)
+        if result is DENIED:  # pass 2 runs only when pass 1 met no DENY
+            denies = [a for a in first + second if a.permission_type != AclPermissionType.ALLOW]
             return Rule("MatchingAcl", denies[0]) if denies else DEFAULT_DENY
-        allows = [a for a in applying if a.permission_type == AclPermissionType.ALLOW]
+        allows = [a for a in first + second if a.permission_type == AclPermissionType.ALLOW]
         return Rule("MatchingAcl", allows[-1]) if allows else DEFAULT_ALLOW
 
     def _maybe_audit(

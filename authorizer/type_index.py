@@ -121,7 +121,7 @@ def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int
 class TypeIndex:
     """All ACLs of one resource type (immutable once published)."""
 
-    __slots__ = ("length_counts", "literal", "prefix_lengths", "prefixed", "principals")
+    __slots__ = ("_walk_marks", "length_counts", "literal", "prefix_lengths", "prefixed", "principals")
 
     def __init__(
         self,
@@ -135,6 +135,19 @@ class TypeIndex:
         self.length_counts = length_counts
         self.prefix_lengths: tuple[int, ...] = tuple(sorted(length_counts.keys()))
         self.principals = principals
+        self._walk_marks: tuple[str | None, bool] | None = None
+
+    def walk_marks(self) -> tuple[str | None, bool]:
+        """(the least name above "*", whether any name lies between "" and "*"): see `walk_order`.
+
+        One pass over every name, on first use, then cached: the index is immutable.
+        """
+        marks = self._walk_marks
+        if marks is None:
+            names = [*self.literal.keys(), *self.prefixed.keys()]
+            above = [name for name in names if name > "*"]
+            marks = self._walk_marks = (min(above) if above else None, any("" < name < "*" for name in names))
+        return marks
 
     def has_candidates(self, name: str) -> bool:
         """Kafka's "ACLs on this resource": any literal N or `*`, or any prefix ACL covering N (spec §5.2)."""

@@ -293,13 +293,7 @@ def test_explain_is_consistent_with_reference(s: Scenario) -> None:
                 assert set(visited) == set(applying), "the §6 walk visits every candidate"
                 denies = [a for a in visited if a.permission_type != AclPermissionType.ALLOW]
                 kafka_choice = denies[0] if denies else visited[-1]
-                # KNOWN DISCREPANCY (strict xfail: test_standard.py::test_explain_names_the_acl_kafka_finds):
-                # the implementation names the first DENY / last ALLOW in *index* order, which differs from
-                # Kafka's walk only when empty-name ACLs meet `*` ones. Accept either until that is fixed.
-                ordered = sorted(applying, key=ref.ref_kafka_order_key)
-                index_denies = [a for a in ordered if a.permission_type != AclPermissionType.ALLOW]
-                index_choice = index_denies[0] if index_denies else ordered[-1]
-                assert acl in (kafka_choice, index_choice), f"{request}: rule {decision.rule}"
+                assert acl == kafka_choice, f"{request}: rule {decision.rule}, Kafka names {kafka_choice}"
         else:
             assert acl is None, request
             assert kind == ("DefaultAllow" if want == ref.ALLOWED else "DefaultDeny"), request

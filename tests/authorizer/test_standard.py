@@ -594,13 +594,6 @@ EMPTY_NAME_CASES = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: StandardAuthorizer._rule names the first applying DENY / last applying ALLOW in index "
-    "order (kafka_order); Kafka names the first DENY / last ALLOW its two-pass walk *finds* (spec §6, "
-    "§5.6), which differs when empty-name ACLs meet `*` ACLs. Decisions are right; only the rule "
-    "(audit line, explain) is wrong.",
-)
 @pytest.mark.parametrize("case", sorted(EMPTY_NAME_CASES))
 def test_explain_names_the_acl_kafka_finds(case: str, caplog: pytest.LogCaptureFixture) -> None:
     acls, name, deciding = EMPTY_NAME_CASES[case]
