@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -24,7 +22,7 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.timing import cpu_probe_us, percentiles
+from shell.bench.timing import cpu_probe_us, in_child, percentiles
 
 
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
@@ -136,17 +134,9 @@ def _memory_mb() -> dict[str, int]:
     return fields
 
 
-def _child(call: str) -> dict[str, Any]:
-    """Run `shell.bench.log_suite.<call>` in a fresh interpreter; its last output line is a JSON object."""
-    code = f"from shell.bench import log_suite; log_suite.{call}"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
 def _repeated(call: str, key: str, runs: int) -> dict[str, Any]:
     """`runs` fresh processes of `call`: the median run's figures, plus every run's `key` (ascending)."""
-    results = sorted((_child(call) for _ in range(runs)), key=lambda result: float(result[key]))
+    results = sorted((in_child("log_suite", call) for _ in range(runs)), key=lambda result: float(result[key]))
     median = dict(results[len(results) // 2])
     median[f"runs_{key}"] = [result[key] for result in results]
     return median
@@ -179,7 +169,7 @@ def file_suite(records: int, runs: int = 5) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        _child(f"_prepare({tmp!r}, {records})")
+        in_child("log_suite", f"_prepare({tmp!r}, {records})")
         os.sync()  # let the writeback of the files just written finish: a restarting node reads data at rest
         out["replay_1m"] = _repeated(f"_replay_child({str(Path(tmp) / 'mixed')!r}, {records})", "seconds", runs)
         with FileLog(Path(tmp) / "latency") as log:

@@ -6,10 +6,14 @@ Pure functions; not thread-safe with respect to `gc` state, which they change on
 from __future__ import annotations
 
 import gc
+import json
 import os
+import subprocess
+import sys
 import timeit
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 def cpu_probe_us() -> float:
@@ -57,3 +61,14 @@ def frozen_gc() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def in_child(module: str, call: str) -> dict[str, Any]:
+    """Run `shell.bench.<module>.<call>` in a fresh interpreter; its last output line is a JSON object.
+
+    A fresh process owns its memory figures and does not reuse what an earlier case freed.
+    """
+    code = f"from shell.bench import {module}; {module}.{call}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result

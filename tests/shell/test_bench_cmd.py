@@ -1,9 +1,9 @@
-"""`kraft-acl bench --suite log --quick`: the log figures come out as one JSON object, from real runs.
+"""`kraft-acl bench --quick`: the log and authorizer figures come out as one JSON object, from real runs.
 
 No figure is checked against a time (performance is measured, never asserted); what is checked is
 that every case ran on the data it claims: the replay reached the state the generated log implies,
 the cold start loaded every ACL of its snapshot, each repeated case ran the stated number of
-fresh processes, and, in CI, replay used the compiled decoder.
+fresh processes, and, in CI, replay and the index build used the compiled loops.
 """
 
 from __future__ import annotations
@@ -45,3 +45,23 @@ def test_log_suite_quick_reports_every_case() -> None:
     assert len(cold["runs_seconds_to_ready"]) == 3 and cold["seconds_to_ready"] == cold["runs_seconds_to_ready"][1]
     assert cold["peak_rss_mb"] >= cold["steady_rss_mb"] > 0
     assert result["file"]["append_fsync"]["appends"] == 300
+
+
+def test_authorizer_suite_quick_reports_every_case() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", "authorizer", "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    result = json.loads(out.stdout)
+    assert result["suite"] == "authorizer" and result["cpu_probe_us"] > 0
+    if os.environ.get("CI") == "true":
+        assert result["bulk_rows"] == "native"
+    latency = result["authorize_100k"]
+    assert latency["acls"] == latency["samples"] == 10_000
+    assert 0 < latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"]
+    assert result["jmh_test_authorizer_us"]["1000_acls"] > 1000 and result["jmh_test_authorizer_us"]["5000"] > 0
+    # the index build ran in its own process on the stated number of ACLs, and its memory grew
+    assert result["acls"] == 100_000 and result["index_build_1m_s"] > 0 and result["bytes_per_acl_1m"] > 0
