@@ -12,19 +12,26 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 from shell.bench.log_suite import _records
 
 
-def test_log_suite_quick_reports_every_case() -> None:
+def quick_bench(suite: str) -> dict[str, Any]:
+    """`kraft-acl bench --suite <suite> --quick` in a new process: its JSON output."""
     out = subprocess.run(
-        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", "log", "--quick"],
+        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", suite, "--quick"],
         capture_output=True,
         text=True,
         check=True,
         timeout=300,
     )
-    result = json.loads(out.stdout)
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def test_log_suite_quick_reports_every_case() -> None:
+    result = quick_bench("log")
     assert result["suite"] == "log" and result["records"] == 100_000
     assert result["machine"]["cpus"] >= 1 and result["cpu_probe_us"] > 0
     if os.environ.get("CI") == "true":
@@ -48,14 +55,7 @@ def test_log_suite_quick_reports_every_case() -> None:
 
 
 def test_authorizer_suite_quick_reports_every_case() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", "authorizer", "--quick"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    result = json.loads(out.stdout)
+    result = quick_bench("authorizer")
     assert result["suite"] == "authorizer" and result["cpu_probe_us"] > 0
     if os.environ.get("CI") == "true":
         assert result["bulk_rows"] == "native"
