@@ -214,11 +214,11 @@ class StandardAuthorizer:
             return DEFAULT_DENY if result is DENIED else DEFAULT_ALLOW
         candidates = tindex.candidates(action.resource_name)
         applying = [acl for acl in candidates if _applies(acl, ctx, action.operation)]
-        first, second = walk_order(tindex, action.resource_name, applying)
-        if result is DENIED:  # pass 2 runs only when pass 1 met no DENY
-            denies = [a for a in first + second if a.permission_type != AclPermissionType.ALLOW]
+        met = walk_order(tindex, action.resource_name, applying)
+        if result is DENIED:
+            denies = [a for a in met if a.permission_type != AclPermissionType.ALLOW]
             return Rule("MatchingAcl", denies[0]) if denies else DEFAULT_DENY
-        allows = [a for a in first + second if a.permission_type == AclPermissionType.ALLOW]
+        allows = [a for a in met if a.permission_type == AclPermissionType.ALLOW]
         return Rule("MatchingAcl", allows[-1]) if allows else DEFAULT_ALLOW
 
     def _maybe_audit(

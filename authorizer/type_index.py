@@ -6,6 +6,7 @@ Every object here is immutable once published and safe to share between threads.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 import immutables
@@ -144,9 +145,9 @@ class TypeIndex:
         """
         marks = self._walk_marks
         if marks is None:
-            names = [*self.literal.keys(), *self.prefixed.keys()]
-            above = [name for name in names if name > "*"]
-            marks = self._walk_marks = (min(above) if above else None, any("" < name < "*" for name in names))
+            above = min((name for name in chain(self.literal, self.prefixed) if name > "*"), default=None)
+            below = any("" < name < "*" for name in chain(self.literal, self.prefixed))
+            marks = self._walk_marks = (above, below)
         return marks
 
     def has_candidates(self, name: str) -> bool:

@@ -27,14 +27,16 @@ from authorizer.type_index import TypeIndex, members
 _LITERAL = PatternType.LITERAL
 
 
-def walk_order(
-    tindex: TypeIndex, name: str, applying: list[StandardAcl]
-) -> tuple[list[StandardAcl], list[StandardAcl]]:
-    """(pass 1, pass 2): the applying candidate ACLs of `name`, in the order Kafka's walk meets them."""
+def walk_order(tindex: TypeIndex, name: str, applying: list[StandardAcl]) -> list[StandardAcl]:
+    """The applying candidate ACLs of `name` in the order Kafka's walk meets them: pass 1, then pass 2.
+
+    An ACL both passes meet appears twice. The first DENY in this order is the one Kafka names (pass 2
+    runs only when pass 1 met none), else the last ALLOW.
+    """
     ordered = kafka_order(applying)
     empty = [acl for acl in ordered if acl.resource_name == ""]
     if not empty or not (name == "" or name[0] > "*"):
-        return ordered, []  # without "" ACLs the walk meets P, then STAR (in either pass): index order
+        return ordered  # without "" ACLs the walk meets P, then STAR (in either pass): index order
     star = [acl for acl in ordered if acl.resource_name == "*"]  # only the LITERAL `*` is a candidate here
     prefixes = [acl for acl in ordered if acl.resource_name not in ("", "*")]
     above_star, below_star = tindex.walk_marks()
@@ -46,5 +48,4 @@ def walk_order(
     )
     straight = not below_star and not any(pattern > _LITERAL for pattern in star_patterns)
     first = prefixes + (star if star_next else []) + empty
-    second = star + (empty if straight else [acl for acl in empty if acl.pattern_type >= _LITERAL])
-    return first, second
+    return first + star + (empty if straight else [acl for acl in empty if acl.pattern_type >= _LITERAL])
