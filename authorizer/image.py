@@ -14,7 +14,7 @@ from operator import attrgetter
 
 from authorizer.errors import ImageError
 from authorizer.model import StandardAcl
-from authorizer.native_rows import apply_new_rows
+from authorizer.native_rows import apply_new_rows, hashed_dict
 from authorizer.overlay import OverlayMap
 from authorizer.records import acl_from_record, acls_from_columns, batch_rows
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord
@@ -100,7 +100,8 @@ class AclsDelta:
 
     def __init__(self, base: AclsImage) -> None:
         self.base = base
-        self._changes: dict[str, StandardAcl | None] = {}  # id -> its ACL now, or None: removed from the base
+        # id -> its ACL now, or None: removed from the base. An initial replay fills it with every id.
+        self._changes: dict[str, StandardAcl | None] = {} if len(base.acls) else hashed_dict()
         self._lent = False  # True once an image adopted `_changes`: copied before the next change
         self._snapshot_ids: set[str] = set()  # ids a snapshot replay has listed (see replay_snapshot)
 
@@ -215,7 +216,7 @@ def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> OverlayM
 
     Built as a plain dict that the OverlayMap adopts without copying.
     """
-    acls: dict[str, StandardAcl] = {}
+    acls: dict[str, StandardAcl] = hashed_dict()
     convert = acl_from_record
     for record in records:
         acl_id = record.id
@@ -227,7 +228,7 @@ def image_from_snapshot(records: Iterable[AccessControlEntryRecord]) -> OverlayM
 
 def image_from_columns(chunks: Iterable[AclColumns]) -> OverlayMap[str, StandardAcl]:
     """Like `image_from_snapshot`, from columnar chunks: one `dict.update` per chunk, no Python step per ACL."""
-    acls: dict[str, StandardAcl] = {}
+    acls: dict[str, StandardAcl] = hashed_dict()
     total = 0
     for chunk in chunks:
         acls.update(zip(chunk.ids, acls_from_columns(chunk), strict=True))

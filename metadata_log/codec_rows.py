@@ -72,6 +72,18 @@ class RowTables(NamedTuple):
 
 
 _COMPILED: dict[RowTables, tuple[list[Any], list[Any], list[Any], list[Any]]] = {}
+# Per row type: the raw bytes of a principal or host -> its interned text. Thousands of ACLs share
+# each principal, so most fields are found here without decoding; cleared when it reaches the limit.
+_TEXTS: dict[RowTables, dict[bytes, str]] = {}
+TEXTS_LIMIT = 1 << 16
+
+
+def _intern_text(raw: bytes, texts: dict[bytes, str], intern: Callable[[str], str]) -> str:
+    """Decode and intern a principal or host not yet in `texts`, and remember it."""
+    if len(texts) >= TEXTS_LIMIT:
+        texts.clear()
+    text = texts[raw] = intern(raw.decode())
+    return text
 
 
 def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]:
@@ -80,6 +92,7 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
     if compiled is None:
         compiled = _COMPILED[tables] = tables.one_byte()
     rt_t, pt_t, op_t, pm_t = compiled
+    texts = _TEXTS.setdefault(tables, {})
     row_type, rt_f, pt_f, op_f, pm_f, intern = tables
     new = tuple.__new__
     rows: list[Any] = []
@@ -132,7 +145,10 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 e = pos + (b >> 1)
             else:
                 e, pos = string_end(buf, pos)
-            principal = intern(buf[pos:e].decode())
+            raw = buf[pos:e]
+            principal = texts.get(raw)
+            if principal is None:
+                principal = _intern_text(raw, texts, intern)
             pos = e
             b = buf[pos]
             if not b & 0x81:
@@ -140,7 +156,10 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 e = pos + (b >> 1)
             else:
                 e, pos = string_end(buf, pos)
-            host = intern(buf[pos:e].decode())
+            raw = buf[pos:e]
+            host = texts.get(raw)
+            if host is None:
+                host = _intern_text(raw, texts, intern)
             pos = e
             b = buf[pos]
             if b < 0x80:

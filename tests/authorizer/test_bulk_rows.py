@@ -7,6 +7,7 @@ initial replay: adds of new ids, removes of present ones, and the first row that
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -87,3 +88,15 @@ def test_apply_new_rows_matches_the_model(
 def test_apply_new_rows_refuses_unequal_columns(module: ModuleType) -> None:
     with pytest.raises(ValueError, match="2 ids but 1 rows"):
         module.apply_new_rows({}, ["a", "b"], [1])
+
+
+@each_implementation
+def test_hashed_dict_keeps_the_general_layout_as_it_grows(module: ModuleType) -> None:
+    # The general layout stores each key's hash: 8 more bytes per entry than a str-only dict.
+    names = [f"topic-{n}" for n in range(5000)]
+    hashed, plain = module.hashed_dict(), {}
+    assert hashed == {}
+    for name in names:
+        hashed[name] = plain[name] = name
+    assert hashed == plain
+    assert sys.getsizeof(hashed) >= sys.getsizeof(plain) + 8 * len(names)
