@@ -112,3 +112,46 @@ def apply_new_rows(changes: dict[str, Any], ids: list[str], rows: list[Any]) -> 
         else:
             return position
     return -1
+
+
+def add_columns(
+    acls: dict[str, Any],
+    columns: tuple[Any, ...],
+    codes: tuple[list[Any], list[Any], list[Any], list[Any]],
+    unknown: tuple[Any, Any, Any, Any],
+    row_type: type[tuple[Any, ...]],
+) -> int:
+    """Add a snapshot chunk's rows to `acls` as `row_type` tuples under their ids: -1, or the first
+    position whose id is already present (the rows before it are added, it and the rest are not).
+
+    `columns` is an AclColumns (ids, resource types, names, pattern types, principals, hosts,
+    operations, permission types); `codes[k][code]` maps the k-th code column's values in range,
+    `unknown[k]` every other value.
+    """
+    ids: list[str] = columns[0]
+    types: list[int] = columns[1]
+    names: list[str] = columns[2]
+    patterns: list[int] = columns[3]
+    principals: list[str] = columns[4]
+    hosts: list[str] = columns[5]
+    operations: list[int] = columns[6]
+    permissions: list[int] = columns[7]
+    count = len(ids)
+    if not all(len(column) == count for column in columns):
+        raise ValueError(f"columns of unequal lengths: {[len(column) for column in columns]}")
+    rt_t, pt_t, op_t, pm_t = codes
+    rt_u, pt_u, op_u, pm_u = unknown
+    new = tuple.__new__
+    for position in range(count):
+        code = types[position]
+        rt = rt_t[code] if 0 <= code < len(rt_t) else rt_u
+        code = patterns[position]
+        pt = pt_t[code] if 0 <= code < len(pt_t) else pt_u
+        code = operations[position]
+        op = op_t[code] if 0 <= code < len(op_t) else op_u
+        code = permissions[position]
+        pm = pm_t[code] if 0 <= code < len(pm_t) else pm_u
+        acl = new(row_type, (rt, names[position], pt, principals[position], hosts[position], op, pm))
+        if acls.setdefault(ids[position], acl) is not acl:
+            return position
+    return -1

@@ -13,4 +13,5 @@ _compiled, BULK_ROWS = load_native(bulk_rows, "authorizer._bulk_rows_native")
 _module = _compiled if _compiled is not None else bulk_rows
 group_acls = _module.group_acls
 apply_new_rows = _module.apply_new_rows
+add_columns = _module.add_columns
 hashed_dict = _module.hashed_dict

@@ -6,15 +6,12 @@ Pure functions; thread-safe.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
-from functools import partial
-from itertools import repeat
+from collections.abc import Mapping, Sequence
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from metadata_log.codec_rows import RowTables
 from metadata_log.lazy_records import LazyRecords
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from snapshots.columns import AclColumns
 
 _new_acl = tuple.__new__
 _intern = sys.intern
@@ -22,7 +19,21 @@ _TYPES = ResourceType._value2member_map_
 _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_
 _PERMISSIONS = AclPermissionType._value2member_map_
-_build = partial(tuple.__new__, StandardAcl)
+# A snapshot chunk's code columns -> members (`bulk_rows.add_columns`): every code in range(64) by
+# list index, anything else UNKNOWN, exactly as `acl_from_record` maps them.
+UNKNOWN_CODES = (ResourceType.UNKNOWN, PatternType.UNKNOWN, AclOperation.UNKNOWN, AclPermissionType.UNKNOWN)
+
+
+def _by_code(table: Mapping[int, object], unknown: object) -> list[object]:
+    return [table.get(code, unknown) for code in range(64)]
+
+
+COLUMN_CODES = (
+    _by_code(_TYPES, UNKNOWN_CODES[0]),
+    _by_code(_PATTERNS, UNKNOWN_CODES[1]),
+    _by_code(_OPERATIONS, UNKNOWN_CODES[2]),
+    _by_code(_PERMISSIONS, UNKNOWN_CODES[3]),
+)
 # What a log payload decodes to on the replay fast path: StandardAcls converted as `acl_from_record` does.
 ACL_ROWS = RowTables(
     StandardAcl,
@@ -48,24 +59,6 @@ def acl_from_record(record: AccessControlEntryRecord) -> StandardAcl:
             _intern(record.host),
             _OPERATIONS.get(record.operation, AclOperation.UNKNOWN),
             _PERMISSIONS.get(record.permission_type, AclPermissionType.UNKNOWN),
-        ),
-    )
-
-
-def acls_from_columns(columns: AclColumns) -> Iterator[StandardAcl]:
-    """The StandardAcls of a snapshot chunk, row by row, converted column-wise in C (as `acl_from_record`)."""
-    c = columns
-    return map(
-        _build,
-        zip(
-            map(_TYPES.get, c.resource_types, repeat(ResourceType.UNKNOWN)),
-            c.resource_names,
-            map(_PATTERNS.get, c.pattern_types, repeat(PatternType.UNKNOWN)),
-            c.principals,  # already interned by the chunk decoder
-            c.hosts,
-            map(_OPERATIONS.get, c.operations, repeat(AclOperation.UNKNOWN)),
-            map(_PERMISSIONS.get, c.permission_types, repeat(AclPermissionType.UNKNOWN)),
-            strict=True,
         ),
     )
 

@@ -7,6 +7,7 @@ initial replay: adds of new ids, removes of present ones, and the first row that
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -18,10 +19,15 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from authorizer import bulk_rows, index_build
+from authorizer.errors import ImageError
+from authorizer.image import image_from_columns
 from authorizer.index import AclIndex
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
 from authorizer.type_index import intern_grants
 from metadata_log.native import load_native
+from metadata_log.records import AccessControlEntryRecord
+from snapshots.columns import AclColumns, columns_of
 from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of
 
 _compiled, _ = load_native(bulk_rows, "authorizer._bulk_rows_native")
@@ -100,3 +106,51 @@ def test_hashed_dict_keeps_the_general_layout_as_it_grows(module: ModuleType) ->
         hashed[name] = plain[name] = name
     assert hashed == plain
     assert sys.getsizeof(hashed) >= sys.getsizeof(plain) + 8 * len(names)
+
+
+codes = st.one_of(st.integers(-3, 70), st.sampled_from([-(2**31), 2**31 - 1]))
+column_rows = st.lists(
+    st.tuples(
+        st.sampled_from("abcdef"), codes, st.text(max_size=3), codes, st.sampled_from(["User:a", ""]), codes, codes
+    ),
+    max_size=25,
+)
+
+
+@each_implementation
+@settings(BASE)
+@given(rows=column_rows)
+def test_add_columns_converts_as_acl_from_record_and_stops_at_a_repeated_id(
+    module: ModuleType, rows: list[tuple[str, int, str, int, str, int, int]]
+) -> None:
+    records = [
+        AccessControlEntryRecord(acl_id * 22, rt, name, pt, who, "*", op, pm)
+        for acl_id, rt, name, pt, who, op, pm in rows
+    ]
+    expected: dict[str, StandardAcl] = {}
+    stop = -1
+    for position, record in enumerate(records):  # the model: acl_from_record per row, up to the first repeat
+        if record.id in expected:
+            stop = position
+            break
+        expected[record.id] = acl_from_record(record)
+    acls: dict[str, Any] = {}
+    columns = columns_of(records) if records else AclColumns([], [], [], [], [], [], [], [])
+    assert module.add_columns(acls, columns, COLUMN_CODES, UNKNOWN_CODES, StandardAcl) == stop
+    assert acls == expected and all(type(acl) is StandardAcl for acl in acls.values())
+    assert [tuple(map(type, acl)) for acl in acls.values()] == [tuple(map(type, acl)) for acl in expected.values()]
+
+
+@each_implementation
+def test_add_columns_refuses_unequal_columns(module: ModuleType) -> None:
+    columns = AclColumns(["a"], [2], ["t"], [3], ["User:a"], ["*"], [3], [])
+    with pytest.raises(ValueError, match=r"columns of unequal lengths: \[1, 1, 1, 1, 1, 1, 1, 0\]"):
+        module.add_columns({}, columns, COLUMN_CODES, UNKNOWN_CODES, StandardAcl)
+
+
+def test_a_snapshot_listing_an_id_twice_is_refused_with_its_record_number() -> None:
+    record = AccessControlEntryRecord("A" * 22, 2, "t", 3, "User:a", "*", 3, 3)
+    first = columns_of([record, dataclasses.replace(record, id="B" * 22)])
+    second = columns_of([dataclasses.replace(record, id="C" * 22), dataclasses.replace(record, id="B" * 22)])
+    with pytest.raises(ImageError, match=f"snapshot record 3: ACL {'B' * 22} appears twice in the snapshot"):
+        image_from_columns([first, second])
