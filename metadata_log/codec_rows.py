@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from metadata_log.uuids import padded_ids_text
+from metadata_log.uuids import padded_ids_text, split_padded_text
 
 CodeMap = Callable[[int], Any]
 
@@ -178,5 +178,4 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
             append(new(row_type, (rt, name, pt, principal, host, op, pm)))
     if pos != end:
         raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
-    text = padded_ids_text(padded_ids)
-    return [text[i : i + 22] for i in range(0, len(text), 24)], rows  # uuids.split_padded_text, 10% faster compiled
+    return split_padded_text(padded_ids_text(padded_ids)), rows
