@@ -22,7 +22,7 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.timing import cpu_probe_us, in_child, percentiles
+from shell.bench.timing import at_reference, cpu_probe_us, in_child, percentiles
 
 
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
@@ -63,8 +63,13 @@ def _fill(log: LogBackend, batches: list[list[MetadataRecord]]) -> None:
 
 
 def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
-    """A fresh node replays the whole log to ready: decode, delta, image and index."""
+    """A fresh node replays the whole log to ready: decode, delta, image and index.
+
+    The CPU probe is read just before (this host's speed at that moment) and the rate is also given
+    scaled to the reference machine the targets are stated for.
+    """
     node = AclNode(log)
+    probe = cpu_probe_us(2000)
     start = time.perf_counter()
     node.start()
     seconds = time.perf_counter() - start
@@ -72,6 +77,8 @@ def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
         "records": records,
         "seconds": round(seconds, 2),
         "records_per_s": round(records / seconds),
+        "probe_us": round(probe, 2),
+        "records_per_s_at_reference": round(records / at_reference(seconds, probe)),
         "acls": node.authorizer.acl_count(),
     }
 
@@ -99,6 +106,7 @@ def _cold_start_child(log_dir: str) -> None:
     import gc
 
     gc.disable()
+    probe = cpu_probe_us(2000)
     start = time.perf_counter()
     node = AclNode(FileLog(log_dir, read_only=True), snapshot_dir=Path(log_dir))
     node.start()
@@ -110,6 +118,8 @@ def _cold_start_child(log_dir: str) -> None:
         json.dumps(
             {
                 "seconds_to_ready": round(seconds, 2),
+                "probe_us": round(probe, 2),
+                "seconds_at_reference": round(at_reference(seconds, probe), 2),
                 "acls": node.authorizer.acl_count(),
                 "peak_rss_mb": memory["VmHWM"],
                 "steady_rss_mb": memory["VmRSS"],
@@ -134,17 +144,19 @@ def _memory_mb() -> dict[str, int]:
     return fields
 
 
-def _repeated(call: str, key: str, runs: int) -> dict[str, Any]:
-    """`runs` fresh processes of `call`: the median run's figures, plus every run's `key` (ascending)."""
+def _repeated(call: str, key: str, scaled: str, runs: int) -> dict[str, Any]:
+    """`runs` fresh processes of `call`: the median run's figures, every run's `key` (ascending), and
+    the median of every run's `scaled` figure (each run scaled by its own probe)."""
     results = sorted((in_child("log_suite", call) for _ in range(runs)), key=lambda result: float(result[key]))
     median = dict(results[len(results) // 2])
     median[f"runs_{key}"] = [result[key] for result in results]
+    median[f"median_{scaled}"] = sorted(result[scaled] for result in results)[len(results) // 2]
     return median
 
 
 def cold_start(log_dir: Path, runs: int = 5) -> dict[str, Any]:
     """Time new processes from nothing to ready on a log whose newest snapshot holds the state."""
-    return _repeated(f"_cold_start_child({str(log_dir)!r})", "seconds_to_ready", runs)
+    return _repeated(f"_cold_start_child({str(log_dir)!r})", "seconds_to_ready", "seconds_at_reference", runs)
 
 
 def _prepare(tmp: str, records: int) -> None:
@@ -171,7 +183,8 @@ def file_suite(records: int, runs: int = 5) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         in_child("log_suite", f"_prepare({tmp!r}, {records})")
         os.sync()  # let the writeback of the files just written finish: a restarting node reads data at rest
-        out["replay_1m"] = _repeated(f"_replay_child({str(Path(tmp) / 'mixed')!r}, {records})", "seconds", runs)
+        replay = f"_replay_child({str(Path(tmp) / 'mixed')!r}, {records})"
+        out["replay_1m"] = _repeated(replay, "seconds", "records_per_s_at_reference", runs)
         with FileLog(Path(tmp) / "latency") as log:
             out["append_fsync"] = append_latency(log)
         out["cold_start_snapshot_1m"] = cold_start(Path(tmp) / "adds", runs)

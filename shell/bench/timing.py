@@ -15,10 +15,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+# The probe on the machine the issues' targets are stated for ("a 2-core 2 GHz machine"):
+# performance-notes.md §7 puts it at about 24 µs.
+REFERENCE_PROBE_US = 24.0
 
-def cpu_probe_us() -> float:
-    """Microseconds for `sum(range(1000))`, best of 5 (the performance notes' cross-machine yardstick)."""
-    return min(timeit.repeat("sum(range(1000))", number=20000, repeat=5)) / 20000 * 1e6
+
+def cpu_probe_us(number: int = 20000) -> float:
+    """Microseconds for `sum(range(1000))`, best of 5 (the performance notes' cross-machine yardstick).
+
+    A smaller `number` gives a quick reading (about 0.15 s at 2000) to take next to each timed run.
+    """
+    return min(timeit.repeat("sum(range(1000))", number=number, repeat=5)) / number * 1e6
+
+
+def at_reference(seconds: float, probe_us: float) -> float:
+    """`seconds` measured at `probe_us`, scaled in proportion to the reference machine's probe."""
+    return seconds * REFERENCE_PROBE_US / probe_us
 
 
 def percentiles(samples_ns: list[int]) -> dict[str, float]:

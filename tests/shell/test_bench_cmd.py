@@ -47,10 +47,18 @@ def test_log_suite_quick_reports_every_case() -> None:
     assert replay["records"] == 100_000 and replay["acls"] == len(live)
     assert len(replay["runs_seconds"]) == 3 and replay["runs_seconds"] == sorted(replay["runs_seconds"])
     assert replay["seconds"] == replay["runs_seconds"][1] > 0
+    # each run is also scaled by the probe read just before it (24 µs: the targets' reference machine);
+    # recomputed here from the rounded figures, hence the tolerance
+    scaled = replay["records"] * replay["probe_us"] / (replay["seconds"] * 24)
+    assert replay["probe_us"] > 0 and abs(replay["records_per_s_at_reference"] - scaled) <= 0.05 * scaled
+    assert replay["median_records_per_s_at_reference"] > 0
     cold = result["file"]["cold_start_snapshot_1m"]
     assert cold["acls"] == 100_000 and cold["snapshot"].endswith("00000000000000100000-0000000001.checkpoint")
     assert len(cold["runs_seconds_to_ready"]) == 3 and cold["seconds_to_ready"] == cold["runs_seconds_to_ready"][1]
     assert cold["peak_rss_mb"] >= cold["steady_rss_mb"] > 0
+    rounding = 0.01 + 0.006 * 24 / cold["probe_us"]
+    assert abs(cold["seconds_at_reference"] - cold["seconds_to_ready"] * 24 / cold["probe_us"]) <= rounding
+    assert cold["median_seconds_at_reference"] > 0
     assert result["file"]["append_fsync"]["appends"] == 300
 
 
