@@ -1,4 +1,4 @@
-"""The per-row loops of bulk loads (the index build, the initial replay's apply), compiled by mypyc.
+"""Per-row loops, compiled by mypyc: bulk loads (index build, initial replay, snapshot chunks), prefix trees.
 
 Pure functions over their arguments; callers own the dicts they pass in.
 
@@ -155,3 +155,22 @@ def add_columns(
         if acls.setdefault(ids[position], acl) is not acl:
             return position
     return -1
+
+
+def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[Grants, ...], ...]]:
+    """Sorted names, parent indexes, and for each name the grants of itself and its ancestors.
+
+    See `type_index.PrincipalView`, which keeps them to find the prefix ACLs covering a name.
+    """
+    names = tuple(sorted(prefixed))
+    parent: list[int] = []
+    closure: list[tuple[Grants, ...]] = []
+    stack: list[int] = []  # indexes of the current name's ancestors, shortest first
+    for i, name in enumerate(names):
+        while stack and not name.startswith(names[stack[-1]]):
+            stack.pop()
+        up = stack[-1] if stack else -1
+        parent.append(up)
+        closure.append((prefixed[name], *closure[up]) if up >= 0 else (prefixed[name],))
+        stack.append(i)
+    return names, tuple(parent), tuple(closure)

@@ -15,3 +15,4 @@ group_acls = _module.group_acls
 apply_new_rows = _module.apply_new_rows
 add_columns = _module.add_columns
 hashed_dict = _module.hashed_dict
+prefix_tree = _module.prefix_tree

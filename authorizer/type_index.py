@@ -12,6 +12,7 @@ from typing import Any
 import immutables
 
 from authorizer.model import PatternType, StandardAcl
+from authorizer.native_rows import prefix_tree
 from authorizer.operations import grant_bit
 from authorizer.overlay import OverlayMap
 
@@ -101,22 +102,6 @@ class PrincipalView:
     def is_empty(self) -> bool:
         """True when the principal has no ACL of this type left."""
         return not (self.literal or self.prefixed or self.other)
-
-
-def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[Grants, ...], ...]]:
-    """Sorted names, parent indexes, and for each name the grants of itself and its ancestors (see PrincipalView)."""
-    names = tuple(sorted(prefixed))
-    parent: list[int] = []
-    closure: list[tuple[Grants, ...]] = []
-    stack: list[int] = []  # indexes of the current name's ancestors, shortest first
-    for i, name in enumerate(names):
-        while stack and not name.startswith(names[stack[-1]]):
-            stack.pop()
-        up = stack[-1] if stack else -1
-        parent.append(up)
-        closure.append((prefixed[name], *closure[up]) if up >= 0 else (prefixed[name],))
-        stack.append(i)
-    return names, tuple(parent), tuple(closure)
 
 
 class TypeIndex:

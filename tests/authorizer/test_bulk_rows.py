@@ -154,3 +154,17 @@ def test_a_snapshot_listing_an_id_twice_is_refused_with_its_record_number() -> N
     second = columns_of([dataclasses.replace(record, id="C" * 22), dataclasses.replace(record, id="B" * 22)])
     with pytest.raises(ImageError, match=f"snapshot record 3: ACL {'B' * 22} appears twice in the snapshot"):
         image_from_columns([first, second])
+
+
+@each_implementation
+@settings(BASE)
+@given(names=st.sets(st.text(alphabet="ab.", max_size=5), max_size=12))
+def test_prefix_tree_matches_a_brute_force_search(module: ModuleType, names: set[str]) -> None:
+    prefixed = {name: {name: 1} for name in names}  # grants unique to each name
+    got_names, parent, closure = module.prefix_tree(prefixed)
+    assert list(got_names) == sorted(names)
+    for i, name in enumerate(got_names):
+        covering = sorted((other for other in names if name.startswith(other)), key=len, reverse=True)
+        assert closure[i] == tuple(prefixed[other] for other in covering)  # itself first, then each ancestor
+        longest_proper = covering[1] if len(covering) > 1 else None
+        assert parent[i] == (-1 if longest_proper is None else got_names.index(longest_proper))
