@@ -19,8 +19,6 @@ _TYPES = ResourceType._value2member_map_
 _PATTERNS = PatternType._value2member_map_
 _OPERATIONS = AclOperation._value2member_map_
 _PERMISSIONS = AclPermissionType._value2member_map_
-# A snapshot chunk's code columns -> members (`bulk_rows.add_columns`): every code in range(64) by
-# list index, anything else UNKNOWN, exactly as `acl_from_record` maps them.
 UNKNOWN_CODES = (ResourceType.UNKNOWN, PatternType.UNKNOWN, AclOperation.UNKNOWN, AclPermissionType.UNKNOWN)
 
 
@@ -28,6 +26,8 @@ def _by_code(table: Mapping[int, object], unknown: object) -> list[object]:
     return [table.get(code, unknown) for code in range(64)]
 
 
+# A snapshot chunk's code columns -> members (`bulk_rows.add_columns`): every code in range(64) by
+# list index, anything else UNKNOWN_CODES' member, exactly as `acl_from_record` maps them.
 COLUMN_CODES = (
     _by_code(_TYPES, UNKNOWN_CODES[0]),
     _by_code(_PATTERNS, UNKNOWN_CODES[1]),

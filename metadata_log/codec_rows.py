@@ -1,13 +1,16 @@
 """Decode a v1 batch payload straight into the caller's ACL rows, skipping the record objects (the replay fast path).
 
-Pure functions over immutable bytes and immutable tables: safe to call from any thread.
+Functions over immutable bytes and tables. The per-row-type caches they keep (`_COMPILED`, `_TEXTS`)
+only ever gain an entry or are cleared whole, each step atomic under the GIL, and every entry is
+right for any caller: safe to call from any thread.
 
 Replay never needs the records themselves, only what they become: an ACL row per
 AccessControlEntryRecord (`None` per RemoveAccessControlEntryRecord) and the ids. The caller
 describes its row type in `RowTables` (this package knows nothing of the authorizer's types):
 each code field goes through a function (e.g. `ResourceType.from_code`), precomputed here for the
 128 one-byte zigzag varints so that the common case costs one list index; principals and hosts
-go through `intern`. `codec_fast.decode_v1` reuses this walk with identity tables; a malformed payload raises
+are looked up by their raw bytes, and only one not seen yet is decoded and goes through `intern`.
+`codec_fast.decode_v1` reuses this walk with identity tables; a malformed payload raises
 ValueError/IndexError (the caller turns it into a DecodeError with `codec_fast.diagnose_v1`).
 """
 
