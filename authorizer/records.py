@@ -23,6 +23,7 @@ UNKNOWN_CODES = (ResourceType.UNKNOWN, PatternType.UNKNOWN, AclOperation.UNKNOWN
 
 
 def _by_code(table: Mapping[int, object], unknown: object) -> list[object]:
+    """The member of each code 0..63 (`unknown` where the enum has none)."""
     return [table.get(code, unknown) for code in range(64)]
 
 

@@ -22,7 +22,7 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.timing import at_reference, cpu_probe_us, in_child, percentiles
+from shell.bench.timing import at_reference, cpu_probe_us, in_child, percentiles, probed
 
 
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
@@ -69,11 +69,7 @@ def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
     is reported) and the rate is also given scaled to the reference machine the targets are stated for.
     """
     node = AclNode(log)
-    before = cpu_probe_us(2000)
-    start = time.perf_counter()
-    node.start()
-    seconds = time.perf_counter() - start
-    probe = (before + cpu_probe_us(2000)) / 2
+    _, seconds, probe = probed(node.start)
     return {
         "records": records,
         "seconds": round(seconds, 2),
@@ -107,12 +103,13 @@ def _cold_start_child(log_dir: str) -> None:
     import gc
 
     gc.disable()
-    before = cpu_probe_us(2000)
-    start = time.perf_counter()
-    node = AclNode(FileLog(log_dir, read_only=True), snapshot_dir=Path(log_dir))
-    node.start()
-    seconds = time.perf_counter() - start
-    probe = (before + cpu_probe_us(2000)) / 2  # around the run, as in replay_rate
+
+    def start() -> AclNode:
+        node = AclNode(FileLog(log_dir, read_only=True), snapshot_dir=Path(log_dir))
+        node.start()
+        return node
+
+    node, seconds, probe = probed(start)
     gc.enable()
     gc.collect()
     memory = _memory_mb()

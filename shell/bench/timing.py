@@ -10,10 +10,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 import timeit
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # The probe on the machine the issues' targets are stated for ("a 2-core 2 GHz machine"):
 # performance-notes.md §7 puts it at about 24 µs.
@@ -26,6 +29,15 @@ def cpu_probe_us(number: int = 20000) -> float:
     A smaller `number` gives a quick reading (about 0.15 s at 2000) to take next to each timed run.
     """
     return min(timeit.repeat("sum(range(1000))", number=number, repeat=5)) / number * 1e6
+
+
+def probed(run: Callable[[], T]) -> tuple[T, float, float]:
+    """`run()`'s result, its seconds, and the mean of quick probes just before and just after it."""
+    before = cpu_probe_us(2000)
+    start = time.perf_counter()
+    result = run()
+    seconds = time.perf_counter() - start
+    return result, seconds, (before + cpu_probe_us(2000)) / 2
 
 
 def at_reference(seconds: float, probe_us: float) -> float:
