@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 
 from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from authorizer.index import AclIndex
+from authorizer.memory import release_free_memory
 from authorizer.records import batch_rows
 from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
@@ -106,7 +107,8 @@ class MetadataLoader:
     def _publish(self, delta: AclsDelta, provenance: Provenance, full: bool = False) -> None:
         """Build the next index off to the side (it validates content), then swap image and index in."""
         # A change touching a large part of the state is cheaper to index in bulk than incrementally.
-        if full or delta.size() > max(len(self.index), 1) // 4:
+        bulk = full or delta.size() > max(len(self.index), 1) // 4
+        if bulk:
             image = delta.apply(provenance)
             index = AclIndex.build(image.acls.items(), by_id=image.acls)
         else:
@@ -114,6 +116,8 @@ class MetadataLoader:
             image = delta.apply(provenance)
             index = self.index.apply(removed, added, by_id_after=image.acls)
         self._swap(image, index)
+        if bulk and self.authorizer is not None and self.authorizer.ready:
+            release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
 
     def _swap(self, image: AclsImage, index: AclIndex) -> None:
         """Publish: the authorizer's index first, then the image, then the other publishers, in order."""

@@ -21,6 +21,7 @@ from authorizer.controller import AclController
 from authorizer.errors import AuthorizerError
 from authorizer.image import AclsImage, Provenance
 from authorizer.loader import MetadataLoader
+from authorizer.memory import release_free_memory
 from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
 from metadata_log.codec import new_uuid
@@ -64,7 +65,8 @@ class AclNode:
         """Snapshot, then the log tail up to the high-water mark (or `to_offset`), then ready.
 
         The garbage collector is paused while millions of objects are created, and the loaded state
-        is then frozen out of future collections (a full GC pass over it costs milliseconds).
+        is then frozen out of future collections (a full GC pass over it costs milliseconds). The
+        heap memory the load's temporaries freed goes back to the OS before the node is ready.
         """
         gc.disable()
         try:
@@ -72,6 +74,7 @@ class AclNode:
         finally:
             gc.enable()
         gc.freeze()
+        release_free_memory()
         self.authorizer.complete_initial_load()
 
     def _load(self, to_offset: int | None) -> None:

@@ -108,6 +108,22 @@ def test_hashed_dict_keeps_the_general_layout_as_it_grows(module: ModuleType) ->
     assert sys.getsizeof(hashed) >= sys.getsizeof(plain) + 8 * len(names)
 
 
+@each_implementation
+def test_group_acls_builds_its_name_maps_in_the_general_layout(module: ModuleType) -> None:
+    acl = StandardAcl(
+        ResourceType.TOPIC, "t", PatternType.LITERAL, "User:a", "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
+    acls = [acl._replace(resource_name=f"t{n}") for n in range(2000)]
+    acls += [acl._replace(resource_name=f"p{n}", pattern_type=PatternType.PREFIXED) for n in range(2000)]
+    with mock.patch.object(index_build, "group_acls", module.group_acls):
+        topics = AclIndex.build(pairs_of(acls)).types[ResourceType.TOPIC]
+    assert topics is not None
+    view = topics.principals["User:a"]
+    for built in (topics.literal._base, topics.prefixed._base, view.literal, view.prefixed):
+        plain = {name: None for name in built}
+        assert sys.getsizeof(built) >= sys.getsizeof(plain) + 8 * len(plain)
+
+
 codes = st.one_of(st.integers(-3, 70), st.sampled_from([-(2**31), 2**31 - 1]))
 column_rows = st.lists(
     st.tuples(
