@@ -24,6 +24,9 @@ TypeGroups = tuple[
 ]
 
 
+_ABSENT: Any = object()  # `apply_new_rows`' marker for an id `pop` did not find
+
+
 def hashed_dict() -> dict[Any, Any]:
     """An empty dict in CPython's general key layout, which keeps each key's hash in its entry.
 
@@ -103,20 +106,18 @@ def apply_new_rows(changes: dict[str, Any], ids: list[str], rows: list[Any]) -> 
     """Apply rows onto `changes` in order (an ACL: add that id; None: remove it): -1, or the first bad position.
 
     A bad row is an add of an id already present or a remove of one that is absent; the rows
-    before it are applied, it and the rest are not.
+    before it are applied, it and the rest are not. One probe per row (`setdefault`, `pop`).
     """
     if len(rows) != len(ids):
         raise ValueError(f"{len(ids)} ids but {len(rows)} rows")
     for position in range(len(ids)):
         acl = rows[position]
-        acl_id = ids[position]
         if acl is not None:
-            if acl_id in changes:
+            size = len(changes)
+            changes.setdefault(ids[position], acl)
+            if len(changes) == size:  # the id was already there (compared by size: the value may be `acl` itself)
                 return position
-            changes[acl_id] = acl
-        elif acl_id in changes:
-            del changes[acl_id]
-        else:
+        elif changes.pop(ids[position], _ABSENT) is _ABSENT:
             return position
     return -1
 
