@@ -100,7 +100,8 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
     new = tuple.__new__
     rows: list[Any] = []
     append = rows.append
-    padded_ids = bytearray()  # each id followed by two zero bytes: one base64 call makes every text
+    raw_ids: list[bytes] = []  # joined with two zero bytes after each id: one base64 call makes every text
+    add_id = raw_ids.append
     pos = 0
     end = len(buf)
     while True:
@@ -112,8 +113,7 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
             _, pos = varint(buf, pos)
         for _ in range(n):
             tag = buf[pos]
-            padded_ids += buf[pos + 1 : pos + 17]
-            padded_ids += b"\0\0"
+            add_id(buf[pos + 1 : pos + 17])
             pos += 17
             if tag == 2:
                 append(None)
@@ -181,4 +181,5 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
             append(new(row_type, (rt, name, pt, principal, host, op, pm)))
     if pos != end:
         raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
-    return split_padded_text(padded_ids_text(padded_ids)), rows
+    raw_ids.append(b"")  # the separator after the last id
+    return split_padded_text(padded_ids_text(b"\0\0".join(raw_ids))), rows
