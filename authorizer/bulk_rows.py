@@ -54,8 +54,9 @@ def group_acls(
     `bits[permission][operation]` is an ACL's grant bit; `singles[host][bit]` the interned
     `{host: bit}`; `intern` shares a grants dict; `literal` and `prefixed` are the two pattern
     members. A name one principal has several ACLs on gets its grants ORed per host and interned.
-    The name maps are `hashed_dict`s: a new name's probes then compare stored hashes instead of
-    reading the name of every occupied slot they pass, a cache miss each in maps this size.
+    The name maps and the views' name dicts are `hashed_dict`s: a new name's probes then compare
+    stored hashes instead of reading the name of every occupied slot they pass, a cache miss each
+    in maps this size.
     """
     out: list[TypeGroups | None] = [None] * n_types
     merged: list[tuple[dict[str, Grants], str]] = []

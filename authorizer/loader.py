@@ -23,6 +23,9 @@ from snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[AclsImage], None]
+# A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
+# against the rebuild's hundreds; below it the trim would cost more than the rebuild).
+TRIM_AFTER_ACLS = 10_000
 
 
 class MetadataLoader:
@@ -116,7 +119,7 @@ class MetadataLoader:
             image = delta.apply(provenance)
             index = self.index.apply(removed, added, by_id_after=image.acls)
         self._swap(image, index)
-        if bulk and self.authorizer is not None and self.authorizer.ready:
+        if bulk and len(index) >= TRIM_AFTER_ACLS and self.authorizer is not None and self.authorizer.ready:
             release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
 
     def _swap(self, image: AclsImage, index: AclIndex) -> None:

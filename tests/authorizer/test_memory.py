@@ -8,6 +8,7 @@ import platform
 
 import pytest
 
+from authorizer import memory
 from authorizer.memory import release_free_memory
 from shell.bench.timing import rss_bytes
 
@@ -32,6 +33,6 @@ def test_freed_heap_memory_goes_back_to_the_os() -> None:
     assert len(pin) == 64 * 1024
 
 
-def test_release_is_harmless_when_there_is_nothing_to_free() -> None:
-    release_free_memory()
-    assert release_free_memory() in (True, False)
+def test_without_malloc_trim_nothing_is_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory, "_malloc_trim", lambda: None)  # a C library without it (musl, macOS)
+    assert release_free_memory() is False

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from authorizer import loader as loader_module
+from authorizer import node as node_module
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import AuthorizerNotReadyError
 from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
@@ -368,3 +370,22 @@ def test_read_only_node_follows_the_writer(dirs: Dirs) -> None:
     assert state(reader) == state(writer)
     reader.close()
     writer.close()
+
+
+def test_heap_is_trimmed_once_loaded_and_after_a_big_rebuild_while_serving(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(node_module, "release_free_memory", lambda: calls.append("start") or True)
+    monkeypatch.setattr(loader_module, "release_free_memory", lambda: calls.append("rebuild") or True)
+    log = MemoryLog()
+    log.append([record_from_acl(new_uuid(), topic_acl(n)) for n in range(3)])
+    node = AclNode(log, None, CONFIG)
+    node.start()
+    assert calls == ["start"]  # the initial load's bulk build ran before ready: one trim, at the end
+    log.append([record_from_acl(new_uuid(), topic_acl(n)) for n in range(3, 6)])
+    node.loader.catch_up()  # a bulk rebuild too, but of 6 ACLs: not worth a trim
+    assert calls == ["start"]
+    for first in range(6, loader_module.TRIM_AFTER_ACLS + 6, 1000):
+        log.append([record_from_acl(new_uuid(), topic_acl(n)) for n in range(first, first + 1000)])
+    node.loader.catch_up()
+    assert calls == ["start", "rebuild"]
+    assert node.authorizer.acl_count() == loader_module.TRIM_AFTER_ACLS + 6
