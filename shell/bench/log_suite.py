@@ -80,10 +80,15 @@ def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
     }
 
 
+def _compiled() -> dict[str, str]:
+    """Which decoder and bulk loops this process uses ("native": the mypyc-compiled copies, metadata_log/native.py)."""
+    return {"decoder": codec_fast.DECODER, "bulk_rows": native_rows.BULK_ROWS}
+
+
 def _replay_child(log_dir: str, records: int) -> None:
     """Child process: replay the file log in `log_dir` to ready and print the figures."""
     with FileLog(log_dir, read_only=True) as log:
-        print(json.dumps(replay_rate(log, records)))
+        print(json.dumps({**replay_rate(log, records), **_compiled()}))
 
 
 def append_latency(log: LogBackend, count: int = 300) -> dict[str, Any]:
@@ -124,6 +129,7 @@ def _cold_start_child(log_dir: str) -> None:
                 "steady_rss_mb": memory["VmRSS"],
                 "peak_over_steady": round(memory["VmHWM"] / memory["VmRSS"], 2),
                 "snapshot": str(node.loaded_snapshot),
+                **_compiled(),
             }
         )
     )
@@ -147,6 +153,11 @@ def _repeated(call: str, key: str, scaled: str, runs: int) -> dict[str, Any]:
     """`runs` fresh processes of `call`: the median run's figures, every run's `key` (ascending), and
     the median of every run's `scaled` figure (each run scaled by its own probe)."""
     results = sorted((in_child("log_suite", call) for _ in range(runs)), key=lambda result: float(result[key]))
+    expected = _compiled()
+    for result in results:
+        used = {name: result.pop(name) for name in expected}
+        if used != expected:  # e.g. a compiled source edited mid-run: that run fell back to the source
+            raise RuntimeError(f"a run of {call} used {used}, not {expected} as this process; run `make setup`")
     median = dict(results[len(results) // 2])
     median[f"runs_{key}"] = [result[key] for result in results]
     median[f"median_{scaled}"] = sorted(result[scaled] for result in results)[len(results) // 2]
@@ -222,8 +233,7 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     """The whole suite (`quick` uses 100k records instead of 1M)."""
     records = 100_000 if quick else 1_000_000
     out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
-    # "native": the mypyc-compiled v1 row decoder and bulk loops are in use (metadata_log/native.py)
-    out["decoder"], out["bulk_rows"] = codec_fast.DECODER, native_rows.BULK_ROWS
+    out.update(_compiled())  # every timed child process is checked to use the same
     out["file"] = file_suite(records, runs=3 if quick else 5)
     if kafka_bootstrap:
         out["kafka"] = kafka_suite(kafka_bootstrap, records)

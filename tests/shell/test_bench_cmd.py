@@ -14,6 +14,9 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
+from shell.bench import log_suite
 from shell.bench.log_suite import _records
 
 
@@ -73,3 +76,15 @@ def test_authorizer_suite_quick_reports_every_case() -> None:
     assert result["jmh_test_authorizer_us"]["1000_acls"] > 1000 and result["jmh_test_authorizer_us"]["5000"] > 0
     # the index build ran in its own process on the stated number of ACLs, and its memory grew
     assert result["acls"] == 100_000 and result["index_build_1m_s"] > 0 and result["bytes_per_acl_1m"] > 0
+
+
+def test_a_timed_run_on_other_loops_than_the_parent_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    same = log_suite._compiled()
+    runs = iter([{"seconds": 2.0, "scaled": 1, **same}, {"seconds": 1.0, "scaled": 3, **same}])
+    monkeypatch.setattr(log_suite, "in_child", lambda module, call: next(runs))
+    median = log_suite._repeated("case()", "seconds", "scaled", 2)
+    assert median["runs_seconds"] == [1.0, 2.0] and median["median_scaled"] == 3 and "bulk_rows" not in median
+    runs = iter([{"seconds": 1.0, "scaled": 1, **same}, {"seconds": 2.0, "scaled": 1, **same, "bulk_rows": "stale"}])
+    monkeypatch.setattr(log_suite, "in_child", lambda module, call: next(runs))
+    with pytest.raises(RuntimeError, match=r"a run of case\(\) used .*'stale'"):
+        log_suite._repeated("case()", "seconds", "scaled", 2)
