@@ -18,10 +18,11 @@ Grants = dict[str, int]
 #   [0] literal    name -> the first ACL on that name (LITERAL pattern)
 #   [1] prefixed   name -> the first ACL on that name (PREFIXED or a hand-made pattern code)
 #   [2] shared     (name, is literal) -> every ACL on that name, in order, when there are several
-#   [3] views      principal -> [literal, prefixed, other]: name -> grants (host -> grant mask)
-TypeGroups = tuple[
-    dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], dict[str, list[dict[str, Grants]]]
-]
+#   [3] views      of LITERAL ACLs: principal -> name -> grants (host -> grant mask)
+#   [4] views      of PREFIXED ACLs, the same
+#   [5] views      of hand-made pattern codes, the same
+Views = dict[str, dict[str, Grants]]
+TypeGroups = tuple[dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], Views, Views, Views]
 
 
 _ABSENT: Any = object()  # `apply_new_rows`' marker for an id `pop` did not find
@@ -51,9 +52,10 @@ def group_acls(
 ) -> list[TypeGroups | None]:
     """Group StandardAcl tuples per resource type code (None where a type has none), in one pass.
 
-    `bits[permission][operation]` is an ACL's grant bit; `singles[host][bit]` the interned
-    `{host: bit}`; `intern` shares a grants dict; `literal` and `prefixed` are the two pattern
-    members. A name one principal has several ACLs on gets its grants ORed per host and interned.
+    `bits[permission][operation]` is an ACL's grant bit; `singles[host][permission * 16 + operation]`
+    the interned `{host: that bit}` (keyed by a small int, which CPython never allocates); `intern`
+    shares a grants dict; `literal` and `prefixed` are the two pattern members. A name one
+    principal has several ACLs on gets its grants ORed per host and interned.
     The name maps and the views' name dicts are `hashed_dict`s: a new name's probes then compare
     stored hashes instead of reading the name of every occupied slot they pass, a cache miss each
     in maps this size.
@@ -66,10 +68,9 @@ def group_acls(
         host: str = acl[4]
         operation: int = acl[5]
         permission: int = acl[6]
-        bit = bits[permission][operation]
         groups = out[code]
         if groups is None:
-            groups = out[code] = (hashed_dict(), hashed_dict(), {}, {})
+            groups = out[code] = (hashed_dict(), hashed_dict(), {}, {}, {}, {})
         pattern: object = acl[2]
         kind = 0 if pattern == literal else (1 if pattern == prefixed else 2)
         buckets = groups[0] if kind == 0 else groups[1]
@@ -82,20 +83,17 @@ def group_acls(
                 groups[2][(name, kind == 0)] = [first, acl]
             else:
                 shared.append(acl)
-        views = groups[3]
+        views = groups[3] if kind == 0 else (groups[4] if kind == 1 else groups[5])
         principal: str = acl[3]
-        view = views.get(principal)
-        if view is None:
-            view = views[principal] = [{}, {}, {}]
-        by_name = view[kind]
-        if not by_name:
-            by_name = view[kind] = hashed_dict()
+        by_name = views.get(principal)
+        if by_name is None:
+            by_name = views[principal] = hashed_dict()
         grants = by_name.get(name)
         if grants is None:
-            by_name[name] = singles[host][bit]
+            by_name[name] = singles[host][permission * 16 + operation]
         else:  # a fresh dict, interned once complete: the shared ones are never mutated
             combined = dict(grants)
-            combined[host] = combined.get(host, 0) | bit
+            combined[host] = combined.get(host, 0) | bits[permission][operation]
             by_name[name] = combined
             merged.append((by_name, name))
     for by_name, name in merged:

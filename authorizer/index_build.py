@@ -7,7 +7,7 @@ A million ACLs leave no room for a Python statement per ACL per structure, nor f
 ACL tuple more than once: the tuples of a replayed log lie scattered in memory, and each visit is
 a cache miss. So one loop (`bulk_rows.group_acls`, compiled by mypyc) visits every ACL once and
 files it under its type: into the literal or prefixed name map, and into its principal's view as
-`name -> grants`. The grant of one ACL, `{host: bit}`, comes from `_SINGLES[host][bit]`, a table
+`name -> grants`. The grant of one ACL, `{host: bit}`, comes from `_SINGLES[host][code]`, a table
 that fills itself on first use and hands out the interned dict (see `type_index.intern_grants`).
 What is left here runs once per name shared by several ACLs, per principal, or per type.
 """
@@ -28,14 +28,14 @@ from authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeInde
 
 
 class _OneHost(dict[int, Grants]):
-    """bit -> the interned `{host: bit}` of one host, filled on first use."""
+    """permission * 16 + operation -> the interned `{host: grant bit}` of one host, filled on first use."""
 
     def __init__(self, host: str) -> None:
         super().__init__()
         self.host = host
 
-    def __missing__(self, bit: int) -> Grants:
-        grants = self[bit] = intern_grants({self.host: bit})
+    def __missing__(self, code: int) -> Grants:
+        grants = self[code] = intern_grants({self.host: BITS[code // 16][code % 16]})
         return grants
 
 
@@ -59,15 +59,20 @@ def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
 
 def _type_index(groups: TypeGroups) -> TypeIndex:
     """One resource type's TypeIndex from its groups; ImageError when two ACLs have the same content."""
-    literal, prefixed, shared, views = groups
+    literal, prefixed, shared, literal_views, prefixed_views, other_views = groups
     for (name, is_literal), acls in shared.items():
         if len(set(acls)) != len(acls):
             dup = next(acl for acl in acls if acls.count(acl) > 1)
             raise ImageError(f"cannot add {dup}: an ACL with the same content already exists")
         (literal if is_literal else prefixed)[name] = tuple(acls)
+    principals = {}
+    for principal in literal_views.keys() | prefixed_views.keys() | other_views.keys():
+        principals[principal] = PrincipalView(
+            literal_views.get(principal) or {}, prefixed_views.get(principal) or {}, other_views.get(principal) or {}
+        )
     return TypeIndex(
         OverlayMap(literal),
         OverlayMap(prefixed),
         immutables.Map(Counter(map(len, prefixed))),
-        immutables.Map({principal: PrincipalView(*view) for principal, view in views.items()}),
+        immutables.Map(principals),
     )
