@@ -52,8 +52,8 @@ def group_acls(
 ) -> list[TypeGroups | None]:
     """Group StandardAcl tuples per resource type code (None where a type has none), in one pass.
 
-    `bits[permission][operation]` is an ACL's grant bit; `singles[host][permission * 16 + operation]`
-    the interned `{host: that bit}` (keyed by a small int, which CPython never allocates); `intern`
+    `bits[permission][operation]` is an ACL's grant bit; `singles[host][permission * len(bits[0]) +
+    operation]` the interned `{host: that bit}` (keyed by a small int, which CPython never allocates); `intern`
     shares a grants dict; `literal` and `prefixed` are the two pattern members. A name one
     principal has several ACLs on gets its grants ORed per host and interned.
     The name maps and the views' name dicts are `hashed_dict`s: a new name's probes then compare
@@ -62,6 +62,7 @@ def group_acls(
     """
     out: list[TypeGroups | None] = [None] * n_types
     merged: list[tuple[dict[str, Grants], str]] = []
+    stride = len(bits[0])
     for acl in acls:
         code: int = acl[0]
         name: str = acl[1]
@@ -90,7 +91,7 @@ def group_acls(
             by_name = views[principal] = hashed_dict()
         grants = by_name.get(name)
         if grants is None:
-            by_name[name] = singles[host][permission * 16 + operation]
+            by_name[name] = singles[host][permission * stride + operation]
         else:  # a fresh dict, interned once complete: the shared ones are never mutated
             combined = dict(grants)
             combined[host] = combined.get(host, 0) | bits[permission][operation]

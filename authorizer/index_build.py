@@ -28,14 +28,15 @@ from authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeInde
 
 
 class _OneHost(dict[int, Grants]):
-    """permission * 16 + operation -> the interned `{host: grant bit}` of one host, filled on first use."""
+    """permission * len(BITS[0]) + operation -> the interned `{host: grant bit}` of one host, filled on first use."""
 
     def __init__(self, host: str) -> None:
         super().__init__()
         self.host = host
 
     def __missing__(self, code: int) -> Grants:
-        grants = self[code] = intern_grants({self.host: BITS[code // 16][code % 16]})
+        permission, operation = divmod(code, len(BITS[0]))
+        grants = self[code] = intern_grants({self.host: BITS[permission][operation]})
         return grants
 
 
