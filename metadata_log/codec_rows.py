@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from metadata_log.uuids import padded_ids_text, split_padded_text
+from metadata_log.uuids import ids_to_text
 
 CodeMap = Callable[[int], Any]
 
@@ -100,7 +100,7 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
     new = tuple.__new__
     rows: list[Any] = []
     append = rows.append
-    raw_ids: list[bytes] = []  # joined with two zero bytes after each id: one base64 call makes every text
+    raw_ids: list[bytes] = []  # one base64 call makes every text (uuids.ids_to_text)
     add_id = raw_ids.append
     pos = 0
     end = len(buf)
@@ -181,5 +181,4 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
             append(new(row_type, (rt, name, pt, principal, host, op, pm)))
     if pos != end:
         raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
-    raw_ids.append(b"")  # the separator after the last id
-    return split_padded_text(padded_ids_text(b"\0\0".join(raw_ids))), rows
+    return ids_to_text(raw_ids), rows

@@ -43,8 +43,8 @@ __all__ = [
 
 
 def ids_to_text(raw_ids: list[bytes]) -> list[str]:
-    """Kafka Uuid text of many 16-byte ids with one base64 call."""
-    return raw_ids_to_text(b"".join(raw_ids))
+    """Kafka Uuid text of many 16-byte ids with one base64 call (one `join` puts two zero bytes after each)."""
+    return split_padded_text(padded_ids_text(b"\0\0".join(raw_ids) + b"\0\0")) if raw_ids else []
 
 
 def raw_ids_to_text(raw: bytes) -> list[str]:

@@ -15,14 +15,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from authorizer import native_rows
 from authorizer.node import AclNode
-from metadata_log import codec_fast
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.timing import at_reference, cpu_probe_us, in_child, percentiles, probed
+from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed
 
 
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
@@ -80,15 +78,10 @@ def replay_rate(log: LogBackend, records: int) -> dict[str, Any]:
     }
 
 
-def _compiled() -> dict[str, str]:
-    """Which decoder and bulk loops this process uses ("native": the mypyc-compiled copies, metadata_log/native.py)."""
-    return {"decoder": codec_fast.DECODER, "bulk_rows": native_rows.BULK_ROWS}
-
-
 def _replay_child(log_dir: str, records: int) -> None:
     """Child process: replay the file log in `log_dir` to ready and print the figures."""
     with FileLog(log_dir, read_only=True) as log:
-        print(json.dumps({**replay_rate(log, records), **_compiled()}))
+        print(json.dumps(replay_rate(log, records)))
 
 
 def append_latency(log: LogBackend, count: int = 300) -> dict[str, Any]:
@@ -129,7 +122,6 @@ def _cold_start_child(log_dir: str) -> None:
                 "steady_rss_mb": memory["VmRSS"],
                 "peak_over_steady": round(memory["VmHWM"] / memory["VmRSS"], 2),
                 "snapshot": str(node.loaded_snapshot),
-                **_compiled(),
             }
         )
     )
@@ -153,11 +145,6 @@ def _repeated(call: str, key: str, scaled: str, runs: int) -> dict[str, Any]:
     """`runs` fresh processes of `call`: the median run's figures, every run's `key` (ascending), and
     the median of every run's `scaled` figure (each run scaled by its own probe)."""
     results = sorted((in_child("log_suite", call) for _ in range(runs)), key=lambda result: float(result[key]))
-    expected = _compiled()
-    for result in results:
-        used = {name: result.pop(name) for name in expected}
-        if used != expected:  # e.g. a compiled source edited mid-run: that run fell back to the source
-            raise RuntimeError(f"a run of {call} used {used}, not {expected} as this process; run `make setup`")
     median = dict(results[len(results) // 2])
     median[f"runs_{key}"] = [result[key] for result in results]
     median[f"median_{scaled}"] = sorted(result[scaled] for result in results)[len(results) // 2]
@@ -233,7 +220,7 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     """The whole suite (`quick` uses 100k records instead of 1M)."""
     records = 100_000 if quick else 1_000_000
     out: dict[str, Any] = {"suite": "log", "cpu_probe_us": round(cpu_probe_us(), 2), "records": records}
-    out.update(_compiled())  # every timed child process is checked to use the same
+    out.update(compiled_loops())  # every child process is checked to use the same (timing.in_child)
     out["file"] = file_suite(records, runs=3 if quick else 5)
     if kafka_bootstrap:
         out["kafka"] = kafka_suite(kafka_bootstrap, records)

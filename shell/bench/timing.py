@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from authorizer import native_rows
+from metadata_log import codec_fast
+
 T = TypeVar("T")
 
 # The probe on the machine the issues' targets are stated for ("a 2-core 2 GHz machine"):
@@ -87,12 +90,28 @@ def frozen_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def in_child(module: str, call: str) -> dict[str, Any]:
+def compiled_loops() -> dict[str, str]:
+    """Which decoder and bulk loops this process uses ("native": the mypyc-compiled copies, metadata_log/native.py)."""
+    return {"decoder": codec_fast.DECODER, "bulk_rows": native_rows.BULK_ROWS}
+
+
+def in_child(module: str, call: str, loops: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `shell.bench.<module>.<call>` in a fresh interpreter; its last output line is a JSON object.
 
-    A fresh process owns its memory figures and does not reuse what an earlier case freed.
+    A fresh process owns its memory figures and does not reuse what an earlier case freed. It must
+    use the same loops as this process (or `loops`): a compiled source edited while a bench runs
+    makes new processes fall back to the source, and their figures would mean something else.
     """
-    code = f"from shell.bench import {module}; {module}.{call}"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=600)
+    expected = compiled_loops() if loops is None else loops
+    code = (
+        f"from shell.bench.timing import compiled_loops\nexpected, used = {expected!r}, compiled_loops()\n"
+        "if used != expected:\n"
+        "    raise SystemExit(f'used {used}, not {expected} as its parent; run `make setup`')\n"
+        f"from shell.bench import {module}; {module}.{call}"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["no error output"])[-1]
+        raise RuntimeError(f"bench child {module}.{call} failed (exit {out.returncode}): {why}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result

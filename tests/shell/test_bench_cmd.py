@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from shell.bench import log_suite
 from shell.bench.log_suite import _records
+from shell.bench.timing import compiled_loops, in_child
 
 
 def quick_bench(suite: str) -> dict[str, Any]:
@@ -78,13 +78,8 @@ def test_authorizer_suite_quick_reports_every_case() -> None:
     assert result["acls"] == 100_000 and result["index_build_1m_s"] > 0 and result["bytes_per_acl_1m"] > 0
 
 
-def test_a_timed_run_on_other_loops_than_the_parent_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    same = log_suite._compiled()
-    runs = iter([{"seconds": 2.0, "scaled": 1, **same}, {"seconds": 1.0, "scaled": 3, **same}])
-    monkeypatch.setattr(log_suite, "in_child", lambda module, call: next(runs))
-    median = log_suite._repeated("case()", "seconds", "scaled", 2)
-    assert median["runs_seconds"] == [1.0, 2.0] and median["median_scaled"] == 3 and "bulk_rows" not in median
-    runs = iter([{"seconds": 1.0, "scaled": 1, **same}, {"seconds": 2.0, "scaled": 1, **same, "bulk_rows": "stale"}])
-    monkeypatch.setattr(log_suite, "in_child", lambda module, call: next(runs))
-    with pytest.raises(RuntimeError, match=r"a run of case\(\) used .*'stale'"):
-        log_suite._repeated("case()", "seconds", "scaled", 2)
+def test_a_child_on_other_loops_than_its_parent_is_refused() -> None:
+    assert in_child("authorizer_suite", "_index_build_child(10)")["acls"] == 10
+    stale = {**compiled_loops(), "bulk_rows": "stale"}  # as if a compiled source had changed since the parent started
+    with pytest.raises(RuntimeError, match=r"_index_build_child\(10\) failed .*used .*, not .*'stale'"):
+        in_child("authorizer_suite", "_index_build_child(10)", loops=stale)
