@@ -22,7 +22,7 @@ from typing import Any
 import fastavro
 import fastavro.schema
 
-from metadata_log import codec_fast
+from metadata_log import avro_strict, codec_fast
 from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
 from metadata_log.lazy_records import LazyRecords
 from metadata_log.records import (
@@ -69,6 +69,7 @@ class BatchSchema:
     json_text: str
     parsed: Any
     fingerprint: str  # CRC-64-AVRO of the Parsing Canonical Form, hex
+    indexed: bool  # holds a union or an enum: its data is pre-read by `avro_strict` before fastavro
 
     @staticmethod
     def from_schema(schema: dict[str, Any]) -> BatchSchema:
@@ -94,7 +95,7 @@ def _schema_from_json(json_text: str) -> BatchSchema:
         fingerprint = fastavro.schema.fingerprint(canonical, "CRC-64-AVRO")
     except Exception as exc:  # fastavro raises several types for a bad schema
         raise ValueError(f"invalid RecordBatch schema: {type(exc).__name__}: {exc}") from exc
-    return BatchSchema(json_text, parsed, str(fingerprint))
+    return BatchSchema(json_text, parsed, str(fingerprint), avro_strict.has_indexes(parsed))
 
 
 CURRENT_SCHEMA = BatchSchema.from_schema(load_schema("RecordBatch"))
@@ -218,6 +219,8 @@ class Codec:
         reader = None if writer.same_as(self._reader) else self._reader.parsed
         buf = io.BytesIO(payload)
         try:
+            if writer.indexed:
+                avro_strict.check_indexes(payload, writer.parsed)
             datum: Any = fastavro.schemaless_reader(buf, writer.parsed, reader, return_record_name=True)
         except Exception as exc:  # EOFError, IndexError, UnicodeDecodeError, SchemaResolutionError, ...
             raise DecodeError(base_offset, f"{type(exc).__name__}: {exc}") from exc

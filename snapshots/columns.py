@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import fastavro
 
+from metadata_log import avro_strict
 from metadata_log.codec import BatchSchema
 from metadata_log.records import AccessControlEntryRecord
 from metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
@@ -126,6 +127,8 @@ def decode_chunk(payload: bytes, writer: BatchSchema = CHUNK_SCHEMA) -> AclColum
     reader = None if writer.same_as(CHUNK_SCHEMA) else CHUNK_SCHEMA.parsed
     buf = io.BytesIO(payload)
     try:
+        if writer.indexed:
+            avro_strict.check_indexes(payload, writer.parsed)
         datum: Any = fastavro.schemaless_reader(buf, writer.parsed, reader)
     except Exception as exc:  # EOFError, UnicodeDecodeError, SchemaResolutionError, ...
         raise ValueError(f"{type(exc).__name__}: {exc}") from exc
