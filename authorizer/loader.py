@@ -45,6 +45,7 @@ class MetadataLoader:
         self.replayer = Replayer(backend)
         self.image = AclsImage.empty()
         self.index = authorizer.index if authorizer is not None else AclIndex.empty()
+        self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
         self._lock = threading.Lock()
 
     @property
@@ -90,6 +91,7 @@ class MetadataLoader:
             last: RecordBatch | None = None
             for batch in self.replayer.batches(self.next_offset, to_offset):
                 delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
+                self.applied_bytes += batch.size_bytes
                 last = batch
                 pending += len(batch.records)
                 if every is not None and pending >= every:

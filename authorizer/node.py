@@ -54,6 +54,7 @@ class AclNode:
         self.loader = MetadataLoader(backend, self.authorizer, publishers=[self._on_publish])
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
+        self._last_bytes = 0  # loader.applied_bytes at the last publish
         self.loaded_snapshot: Path | None = None
 
     @property
@@ -129,7 +130,9 @@ class AclNode:
             return
         applied = image.provenance.last_offset - self._last_published
         self._last_published = image.provenance.last_offset
-        self.policy.record_applied(max(applied, 0), max(applied, 0) * 64)
+        applied_bytes = self.loader.applied_bytes - self._last_bytes
+        self._last_bytes = self.loader.applied_bytes
+        self.policy.record_applied(max(applied, 0), applied_bytes)
         if self.policy.due() and image.provenance.last_offset >= 0:
             self.take_snapshot()
 

@@ -277,16 +277,18 @@ class Codec:
         expected_count: int | None = None,
         path: Path | str | None = None,
         lazy: bool = False,
+        size_bytes: int = 0,
     ) -> RecordBatch:
         """Decode one payload into a `RecordBatch` carrying the frame's offset, epoch and timestamp.
 
         `lazy` (needs `expected_count`): the records are decoded on first use (`LazyRecords`), so a
         replay can decode them straight into its own rows instead; errors surface at that point.
+        `size_bytes`: what the batch takes in its log (frame and payload), for byte-based snapshot policies.
         """
         if lazy and expected_count is not None:
             schema = self._writer if writer_schema is None else writer_schema
             lazy_records = LazyRecords(self, payload, schema, expected_count, base_offset, path)
-            return RecordBatch(base_offset, epoch, timestamp_ms, lazy_records)
+            return RecordBatch(base_offset, epoch, timestamp_ms, lazy_records, size_bytes)
         records = self.decode_records(
             payload,
             base_offset=base_offset,
@@ -294,7 +296,7 @@ class Codec:
             expected_count=expected_count,
             path=path,
         )
-        return RecordBatch(base_offset, epoch, timestamp_ms, records)
+        return RecordBatch(base_offset, epoch, timestamp_ms, records, size_bytes)
 
 
 DEFAULT_CODEC = Codec()

@@ -8,7 +8,7 @@ spec §1), so this package needs nothing from `authorizer`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,8 @@ class RecordBatch:
     epoch: int
     timestamp_ms: int
     records: Sequence[MetadataRecord]  # a tuple, or LazyRecords decoded on first use
+    # The bytes the batch takes in the log (frame header and payload); 0 where none are kept (MemoryLog).
+    size_bytes: int = field(default=0, compare=False)
 
     @property
     def last_offset(self) -> int:

@@ -1,6 +1,9 @@
 """When to take a snapshot: every N records or bytes of log since the last one (Kafka's
 `metadata.log.max.record.bytes.between.snapshots` idea).
 
+Bytes are what the applied batches take in their log (`RecordBatch.size_bytes`: frame header and
+payload, in the file log and the Kafka topic alike); a memory log keeps no bytes and counts none.
+
 A policy object is owned by the one thread that publishes images.
 """
 

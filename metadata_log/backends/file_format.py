@@ -125,6 +125,7 @@ def decode_frame(
         expected_count=frame.record_count,
         path=path,
         lazy=True,
+        size_bytes=FRAME_HEADER_SIZE + len(frame.payload),
     )
 
 

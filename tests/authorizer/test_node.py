@@ -8,7 +8,6 @@ snapshot policy with retention.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from authorizer.node import AclNode, StartupError
 from authorizer.records import record_from_acl
 from authorizer.standard import Action, RequestContext
 from metadata_log.backends.file import FileLog
+from metadata_log.backends.file_format import encode_segment_header
 from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import new_uuid
+from metadata_log.codec import CURRENT_SCHEMA, new_uuid
 from snapshots.format import SnapshotHeader, SnapshotReader
 from snapshots.naming import SnapshotId, parse_name
 from snapshots.policy import SnapshotPolicy
@@ -295,26 +295,42 @@ def test_snapshot_at_the_log_start_is_enough(tmp_path: Path) -> None:
 # ---- snapshot policy and retention ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "make_policy",
-    [lambda: SnapshotPolicy(max_records=10), lambda: SnapshotPolicy(max_records=10**9, max_bytes=64 * 10)],
-    ids=["records", "bytes"],
-)
-def test_policy_snapshots_every_n_records_and_retention(dirs: Dirs, make_policy: Callable[[], SnapshotPolicy]) -> None:
-    policy = make_policy()
+SEGMENT_HEADER_BYTES = len(encode_segment_header(CURRENT_SCHEMA.json_text))
+
+
+def snapshot_points(sizes: list[tuple[int, int]], max_records: int, max_bytes: int) -> list[int]:
+    """Where the policy must fire over batches of (records, bytes): the end offsets, worked out by hand."""
+    points, offset, records, size = [], 0, 0, 0
+    for count, batch_bytes in sizes:
+        offset, records, size = offset + count, records + count, size + batch_bytes
+        if records >= max_records or size >= max_bytes:
+            points.append(offset)
+            records = size = 0
+    return points
+
+
+@pytest.mark.parametrize(("max_records", "max_bytes"), [(10, 10**9), (10**9, 350)], ids=["records", "bytes"])
+def test_policy_snapshots_every_n_records_or_bytes_and_retention(dirs: Dirs, max_records: int, max_bytes: int) -> None:
+    policy = SnapshotPolicy(max_records=max_records, max_bytes=max_bytes)
     node = dirs.node(policy=policy, retain_snapshots=2)
     node.start()
     work = Workload(node)
     for _ in range(9):
-        work.step(creates=4)  # 4 records per batch: the policy fires after 12, 24 and 36 records
+        work.step(creates=4)  # 4 records per batch: by records the policy fires after 12, 24 and 36
+    with FileLog(dirs.log, read_only=True) as log:
+        sizes = [(len(batch.records), batch.size_bytes) for batch in log.read(0)]
+    segment = sorted(dirs.log.glob("*.log"))
+    assert len(segment) == 1 and sum(size for _, size in sizes) == segment[0].stat().st_size - SEGMENT_HEADER_BYTES
+    points = snapshot_points(sizes, max_records, max_bytes)
+    assert points == ([12, 24, 36] if max_records == 10 else [8, 16, 24, 32])
     store = SnapshotStore(dirs.snaps)
-    assert [s.end_offset for s in store.list()] == [24, 36], "retention keeps the newest `retain`"
+    assert [s.end_offset for s in store.list()] == points[-2:], "retention keeps the newest `retain`"
     for snapshot in store.list():
         reader = store.read(snapshot)
         assert {r.id: r for r in reader.records()} == {
             i: record_from_acl(i, a) for i, a in work.states[snapshot.end_offset].items()
         }
-    assert policy.records_since == 0
+    assert policy.records_since == 36 - points[-1]
     node.close()
 
 

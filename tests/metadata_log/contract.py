@@ -43,6 +43,8 @@ def check_batches(batches: list[RecordBatch], first_base: int | None = None) -> 
 class LogBackendContract:
     """Behaviour every `LogBackend` must show; see `metadata_log.backend.LogBackend`."""
 
+    keeps_bytes = True  # batches report the bytes they take in the log (a memory log keeps none)
+
     @pytest.fixture
     def make_backend(self) -> MakeBackend:
         raise NotImplementedError("subclasses provide a factory of fresh, empty backends")
@@ -67,6 +69,8 @@ class LogBackendContract:
         assert batch.records == tuple(records)
         assert batch.timestamp_ms == 1_700_000_000_123
         assert (batch.base_offset, batch.last_offset, batch.epoch) == (0, 8, result.epoch)
+        # frame header and payload: more than the 9 records' 17-byte ids alone; a memory log keeps none
+        assert batch.size_bytes > 9 * 17 if self.keeps_bytes else batch.size_bytes == 0
 
     def test_default_timestamp_is_now(self, log: LogBackend) -> None:
         before = time.time_ns() // 1_000_000

@@ -10,6 +10,8 @@ from tests.metadata_log.factories import records_for
 
 
 class TestMemoryLogContract(LogBackendContract):
+    keeps_bytes = False
+
     @pytest.fixture
     def make_backend(self) -> MakeBackend:
         return MemoryLog
