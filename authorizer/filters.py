@@ -29,6 +29,14 @@ class ResourcePatternFilter:
     name: str | None = None
     pattern_type: PatternType = PatternType.ANY
 
+    def __str__(self) -> str:
+        """Kafka's ResourcePatternFilter.toString (`<any>` for a null name)."""
+        name = "<any>" if self.name is None else self.name
+        return (
+            f"ResourcePatternFilter(resourceType={self.resource_type.name}, name={name}, "
+            f"patternType={self.pattern_type.name})"
+        )
+
     def matches(self, pattern: ResourcePattern) -> bool:
         """Kafka's ResourcePatternFilter.matches."""
         return self.matches_fields(pattern.resource_type, pattern.name, pattern.pattern_type)
@@ -78,6 +86,15 @@ class AccessControlEntryFilter:
     host: str | None = None
     operation: AclOperation = AclOperation.ANY
     permission_type: AclPermissionType = AclPermissionType.ANY
+
+    def __str__(self) -> str:
+        """Kafka's AccessControlEntryFilter.toString (`<any>` for a null principal or host)."""
+        principal = "<any>" if self.principal is None else self.principal
+        host = "<any>" if self.host is None else self.host
+        return (
+            f"(principal={principal}, host={host}, operation={self.operation.name}, "
+            f"permissionType={self.permission_type.name})"
+        )
 
     def matches(self, entry: AccessControlEntry) -> bool:
         """Kafka's AccessControlEntryFilter.matches."""

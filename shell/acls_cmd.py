@@ -6,6 +6,7 @@ Stateless; each invocation opens the log directory (as the single writer for --a
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,11 +14,18 @@ from typing import Annotated, Any
 import typer
 
 from authorizer.errors import AuthorizerError
-from authorizer.filters import AclBindingFilter
+from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from authorizer.model import StandardAcl
 from authorizer.whatif import acl_to_json
 from metadata_log.errors import LogError
-from shell.acls_options import AclOptions, OptionError, bindings_to_add, filters_for, parse_pattern_type
+from shell.acls_options import (
+    AclOptions,
+    OptionError,
+    bindings_to_add,
+    check_principal,
+    filters_for,
+    parse_pattern_type,
+)
 from shell.errors import EXIT_FAILED, fail
 from shell.log_state import acl_json
 from shell.targets import LogTarget
@@ -46,10 +54,9 @@ def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
     return out
 
 
-def _print_current(acls: list[StandardAcl], principal: str | None = None) -> None:
+def _print_current(acls: list[StandardAcl]) -> None:
+    """kafka-acls' `Current ACLs for resource` blocks (a blank line after each)."""
     for pattern, entries in _blocks(acls).items():
-        if principal is not None:
-            typer.echo(f"ACLs for principal `{principal}`")
         typer.echo(f"Current ACLs for resource `{pattern}`:\n\t" + "\n\t".join(entries) + "\n")
 
 
@@ -81,7 +88,9 @@ def acls_command(
     deny_principal: Many = None,
     allow_host: Many = None,
     deny_host: Many = None,
-    principal: Annotated[str | None, typer.Option(help="--list only: entries of this principal")] = None,
+    principal: Annotated[
+        list[str] | None, typer.Option("--principal", help="--list only: entries of this principal (repeatable)")
+    ] = None,
     producer: Annotated[bool, typer.Option("--producer", help="WRITE, DESCRIBE, CREATE on topics")] = False,
     consumer: Annotated[bool, typer.Option("--consumer", help="READ, DESCRIBE on topics, READ on groups")] = False,
     idempotent: Annotated[bool, typer.Option("--idempotent", help="with --producer: IDEMPOTENT_WRITE")] = False,
@@ -113,27 +122,28 @@ def acls_command(
             producer,
             consumer,
             idempotent,
+            [check_principal(p) for p in principal or []],
         )
         if add:
             _add(target, bindings_to_add(opts), output)
         elif remove:
             _remove(target, filters_for(opts, "remove"), force, output)
         else:
-            _list(target, filters_for(opts, "list"), principal, output)
+            _list(target, filters_for(opts, "list"), opts.principals, output)
     except OptionError as exc:
         fail(str(exc))
     except (LogError, SnapshotError, AuthorizerError) as exc:
-        fail(str(exc))
+        fail(str(exc), EXIT_FAILED)
 
 
 def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
+    """Create `acls` in one atomic batch; print like kafka-acls 4.x (duplicates first, then what was added)."""
     node = target.open_node(write=True)
     try:
         results = node.controller.create_acls(acls)
-        current = node.authorizer.acls(AclBindingFilter())
     finally:
         node.close()
-    failed = [r for r in results if r.error.code != 0]
+    outcomes = list(zip(acls, results, strict=True))
     if output == "json":
         typer.echo(
             json.dumps(
@@ -143,29 +153,54 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
                         "result": "created" if r.acl_id else ("exists" if r.error.code == 0 else str(r.error)),
                         "id": r.acl_id,
                     }
-                    for a, r in zip(acls, results, strict=True)
+                    for a, r in outcomes
                 ]
             )
         )
     else:
-        for pattern, entries in _blocks(acls).items():
-            typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(entries) + " \n")
-        for acl, result in zip(acls, results, strict=True):
-            if result.error.code == 0 and result.acl_id is None:
-                typer.echo(f"Acl {acl.binding()} already exists.")
-            elif result.error.code != 0:
+        created = [a for a, r in outcomes if r.acl_id is not None]
+        for pattern in _blocks(acls):
+            for acl, result in outcomes:
+                if str(acl.binding().pattern) == pattern and result.error.code == 0 and result.acl_id is None:
+                    typer.echo(f"Acl {acl.binding()} already exists.")
+            entries = _blocks(created).get(pattern)
+            if entries:
+                typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(entries) + "\n")
+        for acl, result in outcomes:
+            if result.error.code != 0:
                 typer.echo(f"Error while adding {acl.binding()}: {result.error}", err=True)
-        touched = {(a.resource_type, a.resource_name, a.pattern_type) for a in acls}
-        _print_current([a for a in current if (a.resource_type, a.resource_name, a.pattern_type) in touched])
-    if failed:
+    if any(r.error.code != 0 for r in results):
         raise typer.Exit(EXIT_FAILED)
 
 
+def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:
+    """Ask kafka-acls' question per resource filter (on stderr when stdout carries JSON); those answered `y`."""
+    by_pattern: dict[ResourcePatternFilter, list[AclBindingFilter]] = {}
+    for acl_filter in filters:
+        by_pattern.setdefault(acl_filter.pattern, []).append(acl_filter)
+    chosen: list[AclBindingFilter] = []
+    for pattern, group in by_pattern.items():
+        entries = [f.entry for f in group if f.entry != AccessControlEntryFilter()]
+        if not entries:
+            question = f"Are you sure you want to delete all ACLs for resource filter `{pattern}`? (y/n)"
+        else:
+            listed = "\n".join(f"\t{e}" for e in entries)
+            question = f"Are you sure you want to remove ACLs: \n {listed}\n from resource filter `{pattern}`? (y/n)"
+        typer.echo(question, err=to_stderr)
+        answer = sys.stdin.readline()
+        if not answer:
+            fail("no answer on standard input to the removal question; use --force to remove without asking")
+        if answer.strip().lower() == "y":
+            chosen += group
+    return chosen
+
+
 def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+    """Delete the ACLs matching `filters` (those confirmed, unless --force) in one atomic batch."""
     if not force:
-        described = "; ".join(str(f.pattern) for f in filters)
-        if not typer.confirm(f"Are you sure you want to remove ACLs matching {described}?"):
-            raise typer.Exit(EXIT_FAILED)
+        filters = _confirmed(filters, to_stderr=output == "json")
+        if not filters:
+            return
     node = target.open_node(write=True)
     try:
         results = node.controller.delete_acls(filters)
@@ -190,7 +225,8 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(target: LogTarget, filters: list[AclBindingFilter], principal: str | None, output: str) -> None:
+def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: str) -> None:
+    """Print the ACLs matching any of `filters` (of `principals` only, when given), like kafka-acls --list."""
     node = target.open_node(write=False)
     try:
         found: dict[str, StandardAcl] = {}
@@ -198,9 +234,13 @@ def _list(target: LogTarget, filters: list[AclBindingFilter], principal: str | N
             found.update(node.authorizer.acls_with_ids(acl_filter))
     finally:
         node.close()
-    if principal is not None:
-        found = {i: a for i, a in found.items() if a.principal == principal}
+    if principals:
+        found = {i: a for i, a in found.items() if a.principal in principals}
     if output == "json":
         typer.echo(json.dumps([acl_json(i, a) for i, a in sorted(found.items())]))
+    elif not principals:
+        _print_current(list(found.values()))
     else:
-        _print_current(list(found.values()), principal)
+        for principal in principals:
+            typer.echo(f"ACLs for principal `{principal}`")
+            _print_current([a for a in found.values() if a.principal == principal])

@@ -45,6 +45,7 @@ class AclOptions:
     producer: bool = False
     consumer: bool = False
     idempotent: bool = False
+    principals: list[str] = field(default_factory=list)  # --principal: --list only
 
 
 def parse_operation(text: str) -> AclOperation:
@@ -110,29 +111,47 @@ def _operations_for(opts: AclOptions, rtype: ResourceType) -> list[AclOperation]
     return ops
 
 
+def _check_invalid(used: str, present: bool, others: list[tuple[str, object]]) -> None:
+    """CommandLineUtils.checkInvalidArgs: the first of `others` given alongside `used` is refused."""
+    for name, value in others:
+        if present and value:
+            raise OptionError(f'Option "[{used}]" can\'t be used with option "[{name}]"')
+
+
 def check_combinations(opts: AclOptions, action: str) -> None:
-    """kafka-acls' option-combination rules for `action` in {add, remove, list}."""
-    if action == "list" and (
-        opts.producer
-        or opts.consumer
-        or opts.allow_principals
-        or opts.deny_principals
-        or opts.allow_hosts
-        or opts.deny_hosts
-    ):
-        raise OptionError("--list cannot be combined with --producer, --consumer, --allow-* or --deny-*")
-    if opts.producer and (opts.operations or opts.deny_principals or opts.deny_hosts):
-        raise OptionError("--producer cannot be combined with --operation, --deny-principal or --deny-host")
-    if opts.consumer and (opts.operations or opts.deny_principals or opts.deny_hosts):
-        raise OptionError("--consumer cannot be combined with --operation, --deny-principal or --deny-host")
-    if opts.idempotent and not opts.producer:
-        raise OptionError("--idempotent is only valid with --producer")
-    if opts.producer and not opts.topics and not opts.transactional_ids:
+    """kafka-acls' option-combination rules for `action` in {add, remove, list}, in AclCommand's order."""
+    denials: list[tuple[str, object]] = [
+        ("operation", opts.operations),
+        ("deny-principal", opts.deny_principals),
+        ("deny-host", opts.deny_hosts),
+    ]
+    _check_invalid(
+        "list",
+        action == "list",
+        [
+            ("producer", opts.producer),
+            ("consumer", opts.consumer),
+            ("allow-host", opts.allow_hosts),
+            ("allow-principal", opts.allow_principals),
+            ("deny-host", opts.deny_hosts),
+            ("deny-principal", opts.deny_principals),
+        ],
+    )
+    _check_invalid("producer", opts.producer, denials)
+    _check_invalid("consumer", opts.consumer, denials)
+    if opts.principals and action != "list":
+        raise OptionError("The --principal option is only available if --list is set")
+    if opts.producer and not opts.topics:
         raise OptionError("With --producer you must specify a --topic")
-    if opts.consumer and (not opts.topics or not opts.groups):
-        raise OptionError("With --consumer you must specify a --topic and a --group")
-    if opts.consumer and not opts.producer and (opts.cluster or opts.transactional_ids):
-        raise OptionError("--consumer cannot be combined with --cluster or --transactional-id")
+    if opts.idempotent and not opts.producer:
+        raise OptionError("The --idempotent option is only available if --producer is set")
+    if opts.consumer and (
+        not opts.topics or not opts.groups or (not opts.producer and (opts.cluster or opts.transactional_ids))
+    ):
+        raise OptionError(
+            "With --consumer you must specify a --topic and a --group and no --cluster or --transactional-id "
+            "option should be specified."
+        )
 
 
 def bindings_to_add(opts: AclOptions) -> list[StandardAcl]:
