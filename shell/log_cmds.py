@@ -21,6 +21,7 @@ from shell.log_state import (
     TableOutput,
     acl_json,
     acl_table,
+    check_batch_boundary,
     check_offset,
     iso_time,
     library_errors,
@@ -99,6 +100,7 @@ def diff_command(
         fail(f"--from-offset {from_offset} is above --to-offset {to_offset}")
     with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
         check_offset("--to-offset", to_offset, node.backend.high_watermark())
+        check_batch_boundary("--to-offset", to_offset, node.backend)
         before = node.image.acls
         node.loader.catch_up(to_offset)  # the same node walks on from A to B
         after = node.image.acls

@@ -21,6 +21,7 @@ from authorizer.image import Provenance
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from authorizer.whatif import AclEntry, acl_to_json
+from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.errors import LogError, LogLockedError
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
@@ -29,7 +30,7 @@ from snapshots.errors import SnapshotError
 LIBRARY_ERRORS = (LogError, SnapshotError, AuthorizerError, OSError)
 STATE_AT_HELP = (
     "the state at offset N: every record with an offset below N applied (N is exclusive, like a "
-    "snapshot's end offset); default: the high-water mark"
+    "snapshot's end offset; it must fall between two batches); default: the high-water mark"
 )
 
 
@@ -80,6 +81,19 @@ def check_offset(option: str, offset: int, high_watermark: int) -> None:
         )
 
 
+def check_batch_boundary(option: str, offset: int, backend: LogBackend) -> None:
+    """Fail unless `offset` falls between two batches (a batch applies whole: no state exists inside one)."""
+    if offset <= backend.log_start_offset() or offset >= backend.high_watermark():
+        return  # the log's ends (below its start, the snapshot that replaced those records sets the state)
+    holding = next(iter(backend.read(offset - 1)))  # the batch that holds offset - 1
+    if holding.next_offset != offset:
+        fail(
+            f"{option} {offset} is inside the batch at offsets {holding.base_offset}..{holding.last_offset}: "
+            f"its records apply together, so no state exists between them; use {holding.base_offset} "
+            f"or {holding.next_offset}"
+        )
+
+
 def open_read_only(log_dir: Path) -> FileLog:
     """A read-only FileLog (no lock, so a writer may run); a missing or damaged log fails in one line."""
     check_log_dir(log_dir)
@@ -102,6 +116,7 @@ def replayed(
             hwm = backend.high_watermark()
             if to_offset is not None:
                 check_offset(option, to_offset, hwm)
+                check_batch_boundary(option, to_offset, backend)
             target = hwm if to_offset is None else to_offset
             node.start(to_offset=target)
         reached = node.image.provenance.next_offset

@@ -50,7 +50,8 @@ ALICE_DENY = StandardAcl(
     AclPermissionType.DENY,
 )
 # The log: batch [0..1] adds A, B; [2] adds the DENY C; [3] removes B; [4] adds B's content again as D.
-STATES = {0: set(), 1: {"A"}, 2: {"A", "B"}, 3: {"A", "B", "C"}, 4: {"A", "C"}, 5: {"A", "C", "D"}}
+# States exist only between batches: offset 1 is inside batch [0..1], where no state ever existed.
+STATES = {0: set(), 2: {"A", "B"}, 3: {"A", "B", "C"}, 4: {"A", "C"}, 5: {"A", "C", "D"}}
 # A real KRaft snapshot written by Kafka's own code (a copy of ../shared/spec/golden/, kept as test data).
 GOLDEN_KAFKA_SNAPSHOT = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
 
@@ -243,6 +244,22 @@ def test_replay_at_every_offset(log_dir: Path, offset: int) -> None:
     assert state["offset"] == offset and state["provenance"]["last_offset"] == offset - 1
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["replay", "--to-offset", "1"],
+        ["diff", "--from-offset", "1", "--to-offset", "4"],
+        ["diff", "--from-offset", "0", "--to-offset", "1"],
+    ],
+)
+def test_an_offset_inside_a_batch_is_refused(log_dir: Path, args: list[str]) -> None:
+    code, _, err = cli(args[0], "--log-dir", log_dir, *args[1:])
+    option = args[-2] if args[-1] == "1" else args[1]
+    assert_one_line_error(
+        code, err, f"{option} 1 is inside the batch at offsets 0..1", "no state exists between them", "use 0 or 2"
+    )
+
+
 def test_replay_defaults_to_the_high_watermark_and_prints_a_table(log_dir: Path) -> None:
     code, out, _ = cli("replay", "--log-dir", log_dir)
     assert code == 0
@@ -413,7 +430,7 @@ def test_malformed_usage_gives_one_line_and_exit_2(log_dir: Path, tmp_path: Path
             ("--from-offset 4", "above"),
         ),
         (
-            ["diff", "--log-dir", log_dir, "--from-offset", "1", "--to-offset", "6"],
+            ["diff", "--log-dir", log_dir, "--from-offset", "2", "--to-offset", "6"],
             ("--to-offset 6", "mark 5"),
         ),
         (

@@ -97,6 +97,7 @@ def test_malformed_usage(log_dir: Path, requests: Path, tmp_path: Path) -> None:
         (base, ("exactly one of --acls",)),
         ([*base, "--acls", acls, "--at-offset", "1"], ("--at-offset needs --log-dir",)),
         ([*base, "--log-dir", log_dir, "--at-offset", "7"], ("--at-offset 7", "high-water mark 5")),
+        ([*base, "--log-dir", log_dir, "--at-offset", "1"], ("--at-offset 1 is inside the batch at offsets 0..1",)),
         ([*base, "--log-dir", tmp_path / "missing"], ("does not exist",)),
     ]
     for args, fragments in cases:
