@@ -113,6 +113,8 @@ def dump_command(
                 expected = batch.next_offset
         except (DecodeError, OffsetOutOfRangeError) as exc:  # their messages name the offset
             fail(str(exc))
+        except BrokenPipeError:  # the reader of stdout went away (`| head`): click exits quietly
+            raise
         except LIBRARY_ERRORS as exc:
             fail(f"the log cannot be read from offset {expected}: {exc}")
 
@@ -137,6 +139,8 @@ def _salvage(log_dir: Path, from_offset: int, emit: Emit) -> int:
                     if batch.next_offset > from_offset:
                         emit(batch)
                     expected = batch.next_offset
+        except BrokenPipeError:
+            raise
         except (FrameError, LogError, ValueError, OSError):
             return expected
     return expected

@@ -19,6 +19,7 @@ from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_format import encode_frame, iter_frames, read_segment_header
 from metadata_log.codec import uuid_to_text
 from shell.cli import app
+from tests.metadata_log.factories import records_for
 
 T0 = 1_700_000_000_000
 IDS = {name: uuid_to_text(bytes([byte] * 16)) for name, byte in (("A", 0x11), ("B", 0x22), ("C", 0x33), ("D", 0x44))}
@@ -258,6 +259,20 @@ def test_an_offset_inside_a_batch_is_refused(log_dir: Path, args: list[str]) -> 
     assert_one_line_error(
         code, err, f"{option} 1 is inside the batch at offsets 0..1", "no state exists between them", "use 0 or 2"
     )
+
+
+def test_dump_into_a_closed_pipe_is_not_reported_as_a_log_error(kraft_acl: list[str], tmp_path: Path) -> None:
+    with FileLog(tmp_path) as log:
+        for base in range(0, 3000, 10):
+            log.append(records_for(base, 10))
+    command = [*kraft_acl, "log", "dump", "--log-dir", str(tmp_path)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout.readline().startswith("baseOffset: 0 ")
+        proc.stdout.close()  # like `| head -1`: the reader goes away while the dump is still writing
+        stderr = proc.stderr.read()
+        proc.wait(timeout=60)
+    assert "kraft-acl: error" not in stderr and "Traceback" not in stderr, stderr
 
 
 def test_replay_defaults_to_the_high_watermark_and_prints_a_table(log_dir: Path) -> None:
