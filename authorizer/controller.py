@@ -1,14 +1,16 @@
 """The ACL controller: CreateAcls / DeleteAcls with Kafka's validation, de-duplication and limits (spec §10, §11).
 
-One controller writes at a time: calls are serialized by a lock in this process, and the log
-backend's single-writer rule (file lock, or Kafka producer fencing) covers other processes. Each
-request is caught up to the log's high-water mark before it is validated, writes one atomic batch,
-and is caught up again so the caller reads its own write.
+One controller writes at a time: calls are serialized by a lock per backend object in this process
+(shared by every controller over that object, so none validates against a log another is about to
+append to), and the log backend's single-writer rule (file lock, or Kafka producer fencing) covers
+other backend objects and processes. Each request is caught up to the log's high-water mark before
+it is validated, writes one atomic batch, and is caught up again so the caller reads its own write.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -71,6 +73,18 @@ class DeleteResult:
     deleted: list[tuple[str, StandardAcl]] = field(default_factory=list)
 
 
+def builds_no_binding(acl: StandardAcl) -> bool:
+    """True when AclApis cannot build the AclBinding: Kafka's ResourcePattern refuses resource type ANY and
+    pattern type MATCH or ANY, its AccessControlEntry refuses operation ANY and permission ANY (spec §10,
+    layer 2). UNKNOWN passes both constructors and is refused later, by validateNewAcl."""
+    return (
+        acl.resource_type == ResourceType.ANY
+        or acl.pattern_type in (PatternType.MATCH, PatternType.ANY)
+        or acl.operation == AclOperation.ANY
+        or acl.permission_type == AclPermissionType.ANY
+    )
+
+
 def validate_new_acl(acl: StandardAcl, api_checks: bool) -> ApiError | None:
     """AclApis' per-binding checks (when `api_checks`), then AclControlManager.validateNewAcl, in Kafka's order."""
     if api_checks:
@@ -100,6 +114,16 @@ def exists(index: AclIndex, acl: StandardAcl) -> bool:
     return acl in members(buckets.get(acl.resource_name))
 
 
+_WRITE_LOCKS: weakref.WeakKeyDictionary[LogBackend, threading.Lock] = weakref.WeakKeyDictionary()
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def write_lock(backend: LogBackend) -> threading.Lock:
+    """The one lock every controller writing through `backend` (this object) holds from catch-up to append."""
+    with _WRITE_LOCKS_GUARD:
+        return _WRITE_LOCKS.setdefault(backend, threading.Lock())
+
+
 class AclController:
     """Turns CreateAcls / DeleteAcls requests into atomic record batches on the log."""
 
@@ -107,7 +131,7 @@ class AclController:
         self.backend = backend
         self.loader = loader
         self.new_id = new_id
-        self._lock = threading.Lock()
+        self._lock = write_lock(backend)
 
     def _index(self) -> AclIndex:
         """Catch up, then the index of exactly the log's committed state."""
@@ -115,7 +139,14 @@ class AclController:
         return self.loader.index
 
     def create_acls(self, acls: Sequence[StandardAcl], api_checks: bool = True) -> list[CreateResult]:
-        """Results in request order; duplicates succeed without a record; all new records in one batch."""
+        """Results in request order; duplicates succeed without a record; all new records in one batch.
+
+        With `api_checks` (AclApis.handleCreateAcls in front of the controller), a binding with a
+        filter-only value fails the whole request: the constructor's IllegalArgumentException escapes
+        the handler, so every entry is UNKNOWN_SERVER_ERROR with no message and nothing is written.
+        """
+        if api_checks and any(map(builds_no_binding, acls)):
+            return [CreateResult(UNKNOWN_SERVER_ERROR) for _ in acls]
         with self._lock:
             index = self._index()
             results: list[CreateResult] = []

@@ -6,9 +6,18 @@ the real path: controller -> MemoryLog (one batch per request) -> loader -> imag
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import random
 import re
-from collections.abc import Callable, Iterator
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -19,14 +28,19 @@ from authorizer.controller import (
     CreateResult,
     DeleteResult,
 )
+from authorizer.errors import ImageError
 from authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from authorizer.loader import MetadataLoader
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.records import record_from_acl
+from authorizer.node import AclNode
+from authorizer.records import acl_from_record, record_from_acl
 from authorizer.standard import Action, RequestContext, StandardAuthorizer
+from metadata_log.backend import AppendResult
+from metadata_log.backends.file import FileLog
 from metadata_log.backends.memory import MemoryLog
 from metadata_log.codec import new_uuid, text_to_uuid, uuid_to_text
-from metadata_log.records import RecordBatch, RemoveAccessControlEntryRecord
+from metadata_log.errors import LogLockedError
+from metadata_log.records import MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
 
 T, C = ResourceType.TOPIC, ResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
@@ -168,6 +182,54 @@ def test_api_checks_accept_kafka_cluster_literal_and_prefixed(h: Harness) -> Non
 def test_filter_values_are_invalid_in_an_acl(h: Harness, bad: StandardAcl, message: str) -> None:
     assert h.controller.create_acls([bad], api_checks=False) == [CreateResult(invalid(message))]
     assert h.log.high_watermark() == 0
+
+
+FILTER_ONLY = [a(rtype=ResourceType.ANY), a(pattern=PatternType.MATCH), a(pattern=PatternType.ANY), a(op=OP.ANY)]
+FILTER_ONLY.append(a(perm=PERM.ANY))
+UNKNOWN_SERVER = ApiError(-1, "UNKNOWN_SERVER_ERROR", None)
+
+
+@pytest.mark.parametrize("bad", FILTER_ONLY, ids=lambda acl: str(acl))
+def test_a_filter_only_value_fails_the_whole_request_through_the_api_checks(h: Harness, bad: StandardAcl) -> None:
+    """Spec §10 layer 2: AclApis builds every binding first; ResourcePattern / AccessControlEntry throw
+    IllegalArgumentException for ANY, MATCH; it escapes the handler, so EVERY entry is
+    UNKNOWN_SERVER_ERROR (-1) with a null message, and nothing is written."""
+    request = [X, bad, a(name=""), CLUSTER_ODD, bad]
+    results = h.controller.create_acls(request, api_checks=True)
+    assert results == [CreateResult(UNKNOWN_SERVER, None)] * len(request)
+    assert all(r.error.message is None for r in results)
+    assert h.log.high_watermark() == 0 and h.stored == {}
+    # Without the API layer (AclControlManager called directly) the same entry is INVALID_REQUEST alone.
+    direct = h.controller.create_acls(request, api_checks=False)
+    assert [r.error.code for r in direct] == [0, 42, 42, 0, 42]
+    assert direct[0].acl_id is not None and direct[3].acl_id is not None
+
+
+def test_a_filter_only_value_fails_before_the_record_limit(h: Harness) -> None:
+    request = [*numbered_acls(MAX_RECORDS_PER_USER_OP + 1), a(op=OP.ANY)]
+    results = h.controller.create_acls(request, api_checks=True)
+    assert len(results) == len(request) and set(results) == {CreateResult(UNKNOWN_SERVER, None)}
+    assert h.log.high_watermark() == 0
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (a(rtype=ResourceType.UNKNOWN), "Invalid resourceType UNKNOWN"),
+        (a(pattern=PatternType.UNKNOWN), "Invalid patternType UNKNOWN"),
+        (a(op=OP.UNKNOWN), "Invalid operation UNKNOWN"),
+        (a(perm=PERM.UNKNOWN), "Invalid permissionType UNKNOWN"),
+    ],
+)
+def test_an_unknown_value_fails_only_its_entry_through_the_api_checks(
+    h: Harness, bad: StandardAcl, message: str
+) -> None:
+    """UNKNOWN passes the binding constructors, so it reaches validateNewAcl: INVALID_REQUEST for that entry
+    only (over the wire the request parser would already have closed the connection, spec §10 layer 1)."""
+    results = h.controller.create_acls([bad, X], api_checks=True)
+    assert results[0] == CreateResult(invalid(message), None)
+    assert results[1].error == NONE and results[1].acl_id is not None
+    assert h.stored == {results[1].acl_id: X}
 
 
 def test_c2_re_create_writes_nothing(h: Harness) -> None:
@@ -382,3 +444,269 @@ def test_an_id_already_in_use_is_never_reused() -> None:
     results = h.controller.create_acls([other, third])
     assert [r.acl_id for r in results] == fresh[:2]
     assert h.stored == {taken: X, fresh[0]: other, fresh[1]: third}
+
+
+# ---- one writer at a time -------------------------------------------------------------------------------
+#
+# "The controller must be caught up before it validates, and only one controller writes at a time."
+# A thread switch is forced between validation and the append (the id generator gives up the GIL),
+# so a controller that did not serialize catch-up, validation and append would be caught here.
+
+RACE = "User:race"
+
+
+def yielding_new_id() -> str:
+    time.sleep(0)  # releases the GIL: another thread may run between validating and appending
+    return new_uuid()
+
+
+class YieldingLog(MemoryLog):
+    """A MemoryLog that lets other threads run just before each append (after the caller validated)."""
+
+    def append(self, records: Sequence[MetadataRecord], *, timestamp_ms: int | None = None) -> AppendResult:
+        time.sleep(0)
+        return super().append(records, timestamp_ms=timestamp_ms)
+
+
+def run_threads(count: int, work: Callable[[int], None]) -> None:
+    """Run `work(n)` for n in range(count) on `count` threads released together; re-raise any failure."""
+    barrier = threading.Barrier(count)
+    failures: list[BaseException] = []
+
+    def body(n: int) -> None:
+        try:
+            barrier.wait()
+            work(n)
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=body, args=(n,)) for n in range(count)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(thread.is_alive() for thread in threads), "a thread is stuck"
+    if failures:
+        raise failures[0]
+
+
+def replayed(log: MemoryLog) -> dict[str, StandardAcl]:
+    """The ACLs of a fresh replay of the whole log."""
+    loader = MetadataLoader(log)
+    loader.catch_up()
+    return dict(loader.image.acls)
+
+
+def check_log(batches: list[RecordBatch]) -> dict[str, StandardAcl]:
+    """Batches are contiguous from 0; no id is added twice or removed unless live; no content is live twice.
+
+    Returns the ACLs live at the end.
+    """
+    live: dict[str, StandardAcl] = {}
+    next_offset = 0
+    for batch in batches:
+        assert batch.base_offset == next_offset, "batches are contiguous"
+        next_offset = batch.next_offset
+        for rec in batch.records:
+            if isinstance(rec, RemoveAccessControlEntryRecord):
+                assert rec.id in live, f"{rec.id} removed while not live (removed twice?)"
+                del live[rec.id]
+            else:
+                acl = acl_from_record(rec)
+                assert rec.id not in live, f"{rec.id} added twice"
+                assert acl not in live.values(), f"{acl} is live twice"
+                live[rec.id] = acl
+    return live
+
+
+def race_creates(h: Harness, pool: list[StandardAcl]) -> list[tuple[list[StandardAcl], list[CreateResult]]]:
+    """16 threads, 25 requests each, of 6 ACLs sampled from `pool` plus an in-request duplicate."""
+    outcomes: list[tuple[list[StandardAcl], list[CreateResult]]] = []
+
+    def work(n: int) -> None:
+        rng = random.Random(n)
+        for _ in range(25):
+            request = rng.sample(pool, 6)
+            request.append(request[0])  # the same ACL twice in one request as well
+            outcomes.append((request, h.controller.create_acls(request)))
+
+    run_threads(16, work)
+    return outcomes
+
+
+def test_concurrent_creates_write_each_distinct_acl_once() -> None:
+    h = Harness(YieldingLog(), new_id=yielding_new_id)
+    pool = numbered_acls(40, principal=RACE)
+    outcomes = race_creates(h, pool)
+    assert all(r.error == NONE for _, results in outcomes for r in results)
+    created = [(r.acl_id, acl) for request, results in outcomes for acl, r in zip(request, results, strict=True)]
+    new = {acl_id: acl for acl_id, acl in created if acl_id is not None}
+    assert sorted(Counter(new.values()).items()) == sorted(Counter(pool).items()), "one record per distinct ACL"
+    assert sum(acl_id is None for acl_id, _ in created) == len(created) - len(pool), "the rest: success, no record"
+    batches = h.batches()
+    # Every request that created something wrote exactly one batch holding exactly its new records, in order.
+    request_ids = [tuple(r.acl_id for r in results if r.acl_id is not None) for _, results in outcomes]
+    assert sorted(ids for ids in request_ids if ids) == sorted(tuple(rec.id for rec in b.records) for b in batches)
+    assert {rec.id: rec for b in batches for rec in b.records} == {i: record_from_acl(i, acl) for i, acl in new.items()}
+    assert check_log(batches) == new == h.stored == replayed(h.log)
+    assert h.authorizer.index is h.loader.index
+
+
+def test_self_check_the_race_catches_an_unserialized_controller() -> None:
+    """Without its lock, the controller of the test above writes some ACL twice: that test can fail."""
+    for _ in range(5):
+        h = Harness(YieldingLog(), new_id=yielding_new_id)
+        h.controller._lock = contextlib.nullcontext()  # type: ignore[assignment]
+        try:
+            race_creates(h, numbered_acls(40, principal=RACE))
+        except ImageError as exc:  # the loader refuses the duplicate content the race wrote
+            assert "an ACL with the same content already exists" in str(exc)
+            return
+    pytest.fail("five unserialized races wrote no duplicate: the race harness cannot see a missing lock")
+
+
+def test_concurrent_deletes_racing_creates_never_remove_an_acl_twice() -> None:
+    h = Harness(YieldingLog(), new_id=yielding_new_id)
+    pool = numbered_acls(10, principal=RACE)
+    initial = h.controller.create_acls(pool)
+    creates: list[tuple[list[StandardAcl], list[CreateResult]]] = [(pool, initial)]
+    deletes: list[list[DeleteResult]] = []
+    everything = AclBindingFilter(entry=AccessControlEntryFilter(principal=RACE))
+
+    def work(n: int) -> None:
+        rng = random.Random(n)
+        for step in range(30):
+            if n % 2:
+                request = rng.sample(pool, 3)
+                creates.append((request, h.controller.create_acls(request)))
+            else:
+                filters = [AclBindingFilter.of(acl) for acl in rng.sample(pool, 3)]
+                if step % 7 == 0:
+                    filters.append(everything)  # overlaps the exact filters: still one removal each
+                deletes.append(h.controller.delete_acls(filters))
+
+    run_threads(12, work)
+    assert all(r.error == NONE for _, results in creates for r in results)
+    assert all(r.error == NONE for results in deletes for r in results)
+    added = {r.acl_id: acl for request, results in creates for acl, r in zip(request, results, strict=True) if r.acl_id}
+    # Each delete request removed a set of ids; no id is removed by two requests.
+    removed_per_request = [{i for r in results for i, _ in r.deleted} for results in deletes]
+    removed = [i for ids in removed_per_request for i in ids]
+    assert len(removed) == len(set(removed)), "an ACL was reported deleted by two requests"
+    assert removed, "the deletes raced with something to delete"
+    assert all(added[i] == acl for results in deletes for r in results for i, acl in r.deleted)
+    batches = h.batches()
+    log_adds = [rec.id for b in batches for rec in b.records if not isinstance(rec, RemoveAccessControlEntryRecord)]
+    log_removes = [rec.id for b in batches for rec in b.records if isinstance(rec, RemoveAccessControlEntryRecord)]
+    assert sorted(log_adds) == sorted(added), "every reported creation is a record, and only those"
+    assert sorted(log_removes) == sorted(removed), "every reported deletion is one removal, and only those"
+    removal_batches = [
+        sorted(rec.id for rec in b.records) for b in batches if isinstance(b.records[0], RemoveAccessControlEntryRecord)
+    ]
+    assert all(len({type(rec) for rec in b.records}) == 1 for b in batches), "adds and removals never share a batch"
+    removal_batches.sort()
+    assert removal_batches == sorted(sorted(ids) for ids in removed_per_request if ids), "one batch per request"
+    final = {i: acl for i, acl in added.items() if i not in set(removed)}
+    assert check_log(batches) == final == h.stored == replayed(h.log)
+
+
+def test_a_second_writer_on_the_same_log_directory_is_refused_until_the_first_closes(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    other = StandardAcl(T, "bar", LIT, "User:carol", "*", OP.WRITE, PERM.DENY)
+    first = AclNode(FileLog(directory))
+    first.start()
+    x_id = first.controller.create_acls([X])[0].acl_id
+    locked = (
+        rf"log directory {re.escape(str(directory))} is locked by another writer \(pid {os.getpid()}\): "
+        rf"lock file {re.escape(str(directory / '.lock'))}; open it read-only or stop the other writer"
+    )
+    with pytest.raises(LogLockedError, match=locked):
+        AclNode(FileLog(directory))
+    other_id = first.controller.create_acls([other])[0].acl_id  # the refused open took nothing from the first
+    assert x_id is not None and other_id is not None
+    reader = AclNode(FileLog(directory, read_only=True))  # readers need no lock
+    reader.start()
+    assert dict(reader.image.acls) == dict(first.image.acls) == {x_id: X, other_id: other}
+    reader.close()
+    first.close()
+    second = AclNode(FileLog(directory))
+    second.start()
+    try:
+        assert dict(second.image.acls) == {x_id: X, other_id: other}
+        assert second.controller.create_acls([X]) == [CreateResult(NONE, None)], "caught up: a duplicate"
+        third = second.controller.create_acls([a(name="third")])[0].acl_id
+        assert third is not None and len(second.image.acls) == 3
+    finally:
+        second.close()
+
+
+def test_a_writer_in_another_process_locks_the_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    holder = (
+        "import sys\nfrom metadata_log.backends.file import FileLog\n"
+        "log = FileLog(sys.argv[1])\nprint('ready', flush=True)\nsys.stdin.read()\nlog.close()\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-c", holder, str(directory)],
+        cwd=root,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        with pytest.raises(LogLockedError, match=rf"is locked by another writer \(pid {child.pid}\)"):
+            AclNode(FileLog(directory))
+    finally:
+        child.communicate("", timeout=30)
+    assert child.returncode == 0
+    node = AclNode(FileLog(directory))  # the other process exited: its lock went with it
+    node.start()
+    assert node.controller.create_acls([X])[0].acl_id is not None
+    node.close()
+
+
+def test_two_controllers_sharing_one_backend_object_never_write_a_duplicate() -> None:
+    """Two nodes over ONE MemoryLog: a controller must catch up before it validates, even while the other writes.
+
+    The first controller is held between validating X and appending it (in its id generator) until
+    the second has finished its own request for X, or for 0.5 s. Were the controllers serialized only
+    each by itself, the second would validate against a log without the first's X and write X again
+    (and the first's catch-up would then fail on the duplicate content).
+    """
+    log = MemoryLog()
+    first, second = AclNode(log), AclNode(log)
+    first.start()
+    second.start()
+    second_results: list[list[CreateResult]] = []
+    second_done = threading.Event()
+
+    def run_second() -> None:
+        try:
+            second_results.append(second.controller.create_acls([X]))
+        finally:
+            second_done.set()
+
+    runner = threading.Thread(target=run_second)
+
+    def held_new_id() -> str:
+        runner.start()
+        assert not second_done.wait(timeout=0.5), "the second controller wrote while the first was writing"
+        return new_uuid()
+
+    first.controller.new_id = held_new_id
+    first_results = first.controller.create_acls([X])
+    runner.join(timeout=30)
+    assert not runner.is_alive()
+    x_id = first_results[0].acl_id
+    assert x_id is not None
+    assert second_results == [[CreateResult(NONE, None)]], "the second saw the first's X: a duplicate, no record"
+    assert [len(b.records) for b in log.read(0)] == [1]
+    second.loader.catch_up()
+    assert dict(first.image.acls) == dict(second.image.acls) == replayed(log) == {x_id: X}

@@ -23,12 +23,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from metadata_log.codec import CURRENT_SCHEMA, Codec, new_uuid, uuid_to_text
+import schemas
+from authorizer.node import AclNode
+from authorizer.records import acl_from_record
+from metadata_log.backends.memory import MemoryLog
+from metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
 from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from snapshots import columns as columns_module
 from snapshots import format as snapshot_format
 from snapshots.columns import CHUNK_SCHEMA, AclColumns, decode_chunk, encode_chunk
 from snapshots.errors import CorruptSnapshotError
 from snapshots.format import SnapshotHeader, SnapshotReader, write_snapshot_file
+from snapshots.naming import SnapshotId
+from snapshots.store import SnapshotStore
 from tests.snapshots.test_snapshots import acl_id
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -310,3 +317,104 @@ def test_format_2_file_with_a_bad_chunk_names_the_records(tmp_path: Path) -> Non
     with pytest.raises(CorruptSnapshotError, match=r"records 3\.\.5: field 'resourceNames' holds 1 entries") as info:
         list(reader.columns())
     assert info.value.position == pos
+
+
+# ---- schema evolution: the chunk schema (built in) and v2 (tests/snapshots/data/v2, adds `createdBy`) --------
+#
+# A format-2 file names its chunk writer schema in the header; the reader resolves each chunk from it
+# to its own `CHUNK_SCHEMA` (Avro schema resolution), as the log does with its segment headers.
+
+V2_CHUNK = BatchSchema.from_schema(schemas.load_schema("AclSnapshotChunk", Path(__file__).parent / "data" / "v2"))
+
+
+def write_chunk_file(path: Path, writer: BatchSchema, chunks: list[tuple[int, bytes]], end_offset: int = 7) -> None:
+    """A format-2 snapshot of (row count, payload) chunks whose header names `writer`, byte for byte as
+    documented at the top of snapshots/format.py."""
+    meta = json.dumps({"end_offset": end_offset, "epoch": 3, "timestamp_ms": 99, "writer_schema": writer.json_text})
+    out = bytearray(b"KACLSNAP" + struct.pack(">HII", 2, len(meta), zlib.crc32(meta.encode())) + meta.encode())
+    crcs = bytearray()
+    for count, payload in chunks:
+        crc = zlib.crc32(payload)
+        out += struct.pack(">III", len(payload), count, crc) + payload
+        crcs += struct.pack(">I", crc)
+    total = sum(count for count, _ in chunks)
+    out += struct.pack(">IQII", 0xFFFFFFFF, total, len(chunks), zlib.crc32(crcs)) + b"KACLEND!"
+    path.write_bytes(bytes(out))
+
+
+def v2_payload(records: list[AccessControlEntryRecord], created_by: str | None) -> bytes:
+    """What a v2 writer stores: the current columns plus `createdBy` (its default when None)."""
+    datum = raw_datum(encode_chunk(records))
+    if created_by is not None:
+        datum["createdBy"] = datum["separator"].join(created_by for _ in records)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, V2_CHUNK.parsed, datum)
+    return out.getvalue()
+
+
+def test_the_v2_chunk_schema_adds_one_field_with_a_default() -> None:
+    current = [f["name"] for f in json.loads(CHUNK_SCHEMA.json_text)["fields"]]
+    v2 = {f["name"]: f for f in json.loads(V2_CHUNK.json_text)["fields"]}
+    assert [name for name in v2 if name != "createdBy"] == current
+    assert v2["createdBy"]["default"] == ""
+    assert not V2_CHUNK.same_as(CHUNK_SCHEMA)
+
+
+def test_current_reader_reads_a_v2_chunk() -> None:
+    records = [ace(n) for n in range(5)]
+    for created_by in ("admin", None):
+        payload = v2_payload(records, created_by)
+        assert payload != encode_chunk(records)
+        assert list(decode_chunk(payload, V2_CHUNK).records()) == records
+        with pytest.raises(ValueError):  # read as if it were the current layout, the bytes do not fit
+            list(decode_chunk(payload).records())
+
+
+def test_current_reader_reads_a_v2_snapshot_file(tmp_path: Path) -> None:
+    chunks = [[ace(n) for n in range(4)], [], [ace(n) for n in range(4, 7)]]
+    path = tmp_path / SnapshotId(7, 3).file_name()
+    write_chunk_file(path, V2_CHUNK, [(len(c), v2_payload(c, "admin")) for c in chunks])
+    written = [r for c in chunks for r in c]
+    reader = SnapshotReader(path)
+    assert reader.version == 2 and reader.header.writer_schema == V2_CHUNK.json_text
+    assert list(reader.records()) == written
+    assert [c.rows for c in SnapshotReader(path).columns()] == [4, 0, 3]
+    assert reader.verify() == 7
+    # The store and a node's cold start (the columnar fast path) load it like any snapshot.
+    found = SnapshotStore(tmp_path).latest_valid()
+    assert found is not None and found[1] == 7 and list(found[0].records()) == written
+    node = AclNode(MemoryLog(log_start_offset=7), snapshot_dir=tmp_path)
+    node.start()
+    try:
+        assert node.loaded_snapshot == path
+        assert dict(node.image.acls) == {r.id: acl_from_record(r) for r in written}
+    finally:
+        node.close()
+
+
+def test_v2_reader_reads_a_current_chunk_with_the_default() -> None:
+    records = [ace(n) for n in range(5)]
+    payload = encode_chunk(records)
+    datum: Any = fastavro.schemaless_reader(io.BytesIO(payload), CHUNK_SCHEMA.parsed, V2_CHUNK.parsed)
+    assert datum["createdBy"] == ""  # filled from the v2 default
+    assert {k: v for k, v in datum.items() if k != "createdBy"} == raw_datum(payload)
+
+
+def test_v2_reader_reads_a_current_snapshot_file(tmp_path: Path) -> None:
+    """A build whose CHUNK_SCHEMA is v2 reads a file the current build wrote (header: the current schema)."""
+    records = [ace(n) for n in range(9)]
+    with mock.patch.object(snapshot_format, "CHUNK_RECORDS", 4):
+        path = SnapshotStore(tmp_path).write(SnapshotHeader(9, 1, 5), records)
+    assert SnapshotReader(path).header.writer_schema == CHUNK_SCHEMA.json_text
+    with mock.patch.object(columns_module, "CHUNK_SCHEMA", V2_CHUNK):
+        reader = SnapshotReader(path)
+        assert [c.rows for c in reader.columns()] == [4, 4, 1]
+        assert list(reader.records()) == records
+        # And the resolution is real: a v2 field without a default cannot be filled, so the file is refused.
+        no_default = json.loads(V2_CHUNK.json_text)
+        no_default["fields"] = [{k: v for k, v in f.items() if k != "default"} for f in no_default["fields"]]
+        with (
+            mock.patch.object(columns_module, "CHUNK_SCHEMA", BatchSchema.from_schema(no_default)),
+            pytest.raises(CorruptSnapshotError, match=r"records 0\.\.3: SchemaResolutionError"),
+        ):
+            list(SnapshotReader(path).records())
