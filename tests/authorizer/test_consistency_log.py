@@ -1,7 +1,8 @@
 """KIP-801 "Ordering" and "Consistency" through the real log path, with concurrent readers.
 
 A writer thread appends batches to a MemoryLog; a loader thread tails it (MetadataLoader.catch_up) and
-now and then loads a snapshot of an alternative state and then of the true state again; reader
+now and then loads a snapshot of an alternative state and then of the true state again (written to
+and read back from a real snapshot file); reader
 threads call `authorizer.authorize(bob, [READ foo, READ bar])` the whole time. Every observed pair
 must be the pair of SOME batch boundary of the log (precomputed by replaying every prefix).
 
@@ -17,8 +18,9 @@ out of order, or record by record, opens a window in which he is ALLOWED on `foo
     [+D3, +A3]      KIP-801's example in one batch       (out of order: ALLOWED on foo)
     [-D3, -A3]      remove both, deny first              (record by record: ALLOWED on foo)
 
-A self-check runs the same harness against deliberately broken loaders (record-by-record, and
-reversed) and requires it to see a violation, so the main test can fail.
+A self-check runs the same harness against deliberately broken loaders (record-by-record, reversed,
+and a snapshot load applied record by record) and requires it to see a violation, so the main test
+can fail.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from authorizer.filters import AclBindingFilter
 from authorizer.image import AclsImage, Provenance
 from authorizer.loader import MetadataLoader
 from authorizer.model import (
@@ -51,6 +55,8 @@ from metadata_log.records import (
     RemoveAccessControlEntryRecord,
 )
 from metadata_log.replayer import Replayer
+from snapshots.format import SnapshotHeader, SnapshotReader
+from snapshots.store import SnapshotStore
 
 T = ResourceType.TOPIC
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
@@ -228,8 +234,15 @@ def foo_allowed(pair: Pair) -> bool:
     return pair[0] is ALLOWED
 
 
+def snapshot_file(store: SnapshotStore, image: AclsImage) -> SnapshotReader:
+    """The image written as a real snapshot file (temporary name, fsync, rename) and opened for reading."""
+    p = image.provenance
+    path = store.write_chunks(SnapshotHeader(p.next_offset, max(p.epoch, 0), max(p.timestamp_ms, 0)), image.chunks())
+    return SnapshotReader(path)
+
+
 @pytest.mark.parametrize("publish_every", [1, 50_000])
-def test_readers_only_ever_see_batch_boundaries(publish_every: int) -> None:
+def test_readers_only_ever_see_batch_boundaries(publish_every: int, tmp_path: Path) -> None:
     batches = script(rounds=300)
     allowed = boundary_pairs(batches)
     assert allowed == {(DENIED, DENIED), (DENIED, ALLOWED)}, "bob is never allowed on foo at a boundary"
@@ -239,16 +252,19 @@ def test_readers_only_ever_see_batch_boundaries(publish_every: int) -> None:
     loader = MetadataLoader(log, auth, publish_every_records=publish_every)
     loader.initial_load()
     passes = Counter[str]()
+    store = SnapshotStore(tmp_path, retain=2)
 
     def drive() -> None:
         applied = loader.catch_up()
         passes["catch_up"] += 1
         passes["records"] += applied
         if passes["catch_up"] % 7 == 0:
-            # A node that must apply a snapshot: another state first, then the true state again.
+            # A node that must apply a snapshot: another state first, then the true state again, read
+            # back from a snapshot file written by the store.
             true: AclsImage = loader.image
+            reader = snapshot_file(store, true)
             loader.load_snapshot(alternative_state(), true.provenance, source="alternative")
-            loader.load_snapshot(list(true.records()), true.provenance, source="true state")
+            loader.load_snapshot(reader.records(), true.provenance, source=str(reader.path))
             passes["snapshots"] += 2
 
     harness = Harness(auth, log, drive)
@@ -296,6 +312,33 @@ def test_harness_detects_out_of_order_or_partial_application(reverse: bool) -> N
     auth.complete_initial_load()
     loader = RecordByRecordLoader(log, auth, reverse)
     harness = Harness(auth, log, loader.catch_up)
+    harness.run(script(rounds=150), time_limit=5.0, stop_on=foo_allowed)
+    assert any(foo_allowed(p) for p in harness.seen), harness.seen
+
+
+def test_harness_detects_a_snapshot_load_applied_record_by_record() -> None:
+    """The main test's snapshot loads can fail it: a load that shows its steps is seen by the readers."""
+    log = MemoryLog()
+    auth = StandardAuthorizer()
+    loader = MetadataLoader(log, auth)
+    loader.initial_load()
+    # another state, in a file order that is no decision order: the allow before the deny on foo
+    other = [record_from_acl(new_uuid(), ALLOW_ALL), record_from_acl(new_uuid(), DENY_FOO)]
+
+    def load_record_by_record(records: list[AccessControlEntryRecord]) -> None:
+        for acl_id, _ in auth.acls_with_ids(AclBindingFilter()):
+            auth.apply_changes([acl_id], [])
+            time.sleep(0.0002)
+        for record in records:
+            auth.apply_changes([], [(record.id, acl_from_record(record))])
+            time.sleep(0.0002)
+
+    def drive() -> None:
+        loader.catch_up()
+        load_record_by_record(other)
+        load_record_by_record(list(loader.image.records()))  # the true state again
+
+    harness = Harness(auth, log, drive)
     harness.run(script(rounds=150), time_limit=5.0, stop_on=foo_allowed)
     assert any(foo_allowed(p) for p in harness.seen), harness.seen
 
