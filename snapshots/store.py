@@ -95,7 +95,8 @@ class SnapshotStore:
         return None
 
     def apply_retention(self) -> builtins.list[SnapshotId]:
-        """Delete all but the newest `retain` snapshots and any leftover `.part` files; returns what was deleted."""
+        """Delete all but the newest `retain` snapshots, and the `.part` and `.deleted` files a killed writer left;
+        returns the snapshots deleted."""
         gone = []
         for snapshot in self.list()[: -self.retain] if self.retain > 0 else []:
             path = self.path(snapshot)
@@ -106,6 +107,8 @@ class SnapshotStore:
         for leftover in self.directory.glob(f"*{PART_SUFFIX}"):
             if not _owned_by_live_writer(leftover):
                 leftover.unlink(missing_ok=True)
+        for doomed in self.directory.glob(f"*{DELETED_SUFFIX}"):  # renamed for deletion, then the writer died
+            doomed.unlink(missing_ok=True)
         return gone
 
 

@@ -17,7 +17,7 @@ from metadata_log.codec import uuid_to_text
 from metadata_log.records import AccessControlEntryRecord
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from snapshots.format import CHUNK_RECORDS, SnapshotHeader, SnapshotReader
-from snapshots.naming import PART_SUFFIX, SUFFIX, SnapshotId, parse_name
+from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
 from snapshots.store import SnapshotStore
 
 
@@ -207,6 +207,16 @@ def test_part_leftovers_of_dead_writers_are_cleaned(tmp_path: Path) -> None:
     assert mine.exists(), "a .part file of this (live) process may be a write in progress"
     assert store.list() == [SnapshotId(10, 1)]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([SnapshotId(10, 1).file_name(), mine.name])
+
+
+def test_a_snapshot_renamed_for_deletion_by_a_killed_writer_is_removed(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path, retain=1)
+    store.write(SnapshotHeader(5, 1, 0), records(2))
+    # retention renames a snapshot to `.checkpoint.deleted`, then unlinks it: a kill between the two leaves this
+    store.path(SnapshotId(5, 1)).rename(tmp_path / (SnapshotId(5, 1).file_name()[: -len(SUFFIX)] + DELETED_SUFFIX))
+    assert [p.name.endswith(DELETED_SUFFIX) for p in tmp_path.iterdir()] == [True]
+    store.write(SnapshotHeader(10, 1, 0), records(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [SnapshotId(10, 1).file_name()]
 
 
 def test_failed_write_leaves_no_part_and_no_snapshot(tmp_path: Path) -> None:
