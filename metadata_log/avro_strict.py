@@ -56,17 +56,21 @@ class _Reader:
 
 def check_indexes(payload: bytes, parsed_schema: Any) -> None:
     """ValueError naming the byte offset and the index when a union or enum index is out of range."""
-    named: dict[str, Any] = parsed_schema.get("__named_schemas", {}) if isinstance(parsed_schema, dict) else {}
     try:
-        _walk(_Reader(payload), parsed_schema, named)
+        _walk(_Reader(payload), parsed_schema, _named_types(parsed_schema))
     except _Ended:
         return
 
 
 def has_indexes(parsed_schema: Any) -> bool:
     """True when the schema holds a union or an enum anywhere (only then can an index be wrong)."""
-    named = parsed_schema.get("__named_schemas", {}) if isinstance(parsed_schema, dict) else {}
-    return _has_indexes(parsed_schema, named, set())
+    return _has_indexes(parsed_schema, _named_types(parsed_schema), set())
+
+
+def _named_types(parsed_schema: Any) -> dict[str, Any]:
+    """fastavro's table of the named types a parsed schema defines (references to them are their names)."""
+    named: dict[str, Any] = parsed_schema.get("__named_schemas", {}) if isinstance(parsed_schema, dict) else {}
+    return named
 
 
 def _has_indexes(schema: Any, named: dict[str, Any], seen: set[str]) -> bool:

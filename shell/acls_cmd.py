@@ -158,14 +158,17 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
             )
         )
     else:
-        created = [a for a, r in outcomes if r.acl_id is not None]
+        existing: dict[str, list[str]] = {}
+        for acl, result in outcomes:
+            if result.error.code == 0 and result.acl_id is None:
+                binding = acl.binding()
+                existing.setdefault(str(binding.pattern), []).append(f"Acl {binding} already exists.")
+        added = _blocks(a for a, r in outcomes if r.acl_id is not None)
         for pattern in _blocks(acls):
-            for acl, result in outcomes:
-                if str(acl.binding().pattern) == pattern and result.error.code == 0 and result.acl_id is None:
-                    typer.echo(f"Acl {acl.binding()} already exists.")
-            entries = _blocks(created).get(pattern)
-            if entries:
-                typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(entries) + "\n")
+            for line in existing.get(pattern, []):
+                typer.echo(line)
+            if pattern in added:
+                typer.echo(f"Adding ACLs for resource `{pattern}`: \n \t" + "\n\t".join(added[pattern]) + "\n")
         for acl, result in outcomes:
             if result.error.code != 0:
                 typer.echo(f"Error while adding {acl.binding()}: {result.error}", err=True)
