@@ -1,4 +1,5 @@
-"""Per-row loops, compiled by mypyc: bulk loads (index build, initial replay, snapshot chunks), prefix trees.
+"""Per-row loops, compiled by mypyc: bulk loads (index build, initial replay, snapshot chunks), prefix trees,
+and the grant mask every decision computes.
 
 Pure functions over their arguments; callers own the dicts they pass in.
 
@@ -10,6 +11,7 @@ calls: a million ACLs leave no room for Python-level statements per ACL.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +27,7 @@ Views = dict[str, dict[str, Grants]]
 TypeGroups = tuple[dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], Views, Views, Views]
 
 
+WILDCARD_PRINCIPAL = "User:*"  # authorizer.model.WILDCARD_PRINCIPAL (this module imports nothing of the project)
 _ABSENT: Any = object()  # `apply_new_rows`' marker for an id `pop` did not find
 
 
@@ -182,3 +185,44 @@ def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int
         closure.append((prefixed[name], *closure[up]) if up >= 0 else (prefixed[name],))
         stack.append(i)
     return names, tuple(parent), tuple(closure)
+
+
+def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
+    """OR of the grants of every ACL on `name` whose principal is `principal` or `User:*` and host matches.
+
+    `tindex` is a TypeIndex. Probes, per principal view: literal `name`, literal `*`, the longest
+    prefixed name covering `name` (its closure holds every shorter one; see PrincipalView), then
+    hand-made UNKNOWN-pattern ACLs. Every `authorize` computes this once per action.
+    """
+    mask = 0
+    principals: Any = tindex.principals
+    who = principal
+    while True:
+        view: Any = principals.get(who)
+        if view is not None:
+            literal: dict[str, Grants] = view.literal
+            grants = literal.get(name)
+            if grants:
+                mask |= grants.get(host, 0) | grants.get("*", 0)
+            grants = literal.get("*")
+            if grants:
+                mask |= grants.get(host, 0) | grants.get("*", 0)
+            names: tuple[str, ...] = view.names
+            if names:
+                parent: tuple[int, ...] = view.parent
+                i = bisect_right(names, name) - 1
+                while i >= 0:
+                    if name.startswith(names[i]):
+                        closure: tuple[Grants, ...] = view.closure[i]
+                        for grants in closure:
+                            mask |= grants.get(host, 0) | grants.get("*", 0)
+                        break
+                    i = parent[i]
+            other: dict[str, Grants] = view.other
+            if other:
+                for prefix, grants in other.items():
+                    if name.startswith(prefix):
+                        mask |= grants.get(host, 0) | grants.get("*", 0)
+        if who == WILDCARD_PRINCIPAL:  # `User:*` done (first or second): every principal that applies
+            return mask
+        who = WILDCARD_PRINCIPAL

@@ -16,3 +16,4 @@ apply_new_rows = _module.apply_new_rows
 add_columns = _module.add_columns
 hashed_dict = _module.hashed_dict
 prefix_tree = _module.prefix_tree
+grant_mask = _module.grant_mask

@@ -14,6 +14,8 @@ operation is then decided by two ANDs:
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from authorizer.model import AclOperation, AclPermissionType, ResourceType
 
 DENY_SHIFT = 16
@@ -91,3 +93,15 @@ def to_32bit_field(operations: list[AclOperation]) -> int:
             raise ValueError(f"operation code {int(op)} does not fit a 32-bit field")
         field |= 1 << op
     return field - (1 << 32) if field >= 1 << 31 else field
+
+
+@lru_cache(maxsize=4096)
+def operations_field(resource_type: ResourceType, mask: int, fallback: bool) -> int:
+    """KIP-430's field of the operations `resource_type` supports that a grant mask allows (spec §13).
+
+    An operation is allowed when no DENY covers it and an ALLOW does, or `fallback` (no ACL is a
+    candidate and `allow.everyone.if.no.acl.found`). Cached: a few hundred distinct masks serve a
+    whole cluster's requests, so `authorized_operations` costs the mask and one lookup.
+    """
+    supported = SUPPORTED_OPERATIONS[resource_type]
+    return to_32bit_field([op for op in supported if not mask & DENY_TEST[op] and (mask & ALLOW_TEST[op] or fallback)])

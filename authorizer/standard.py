@@ -7,7 +7,6 @@ state; each call reads the current index reference once, so it sees one batch bo
 from __future__ import annotations
 
 import threading
-from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -37,7 +36,15 @@ from authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from authorizer.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit, to_32bit_field
+from authorizer.native_rows import grant_mask
+from authorizer.operations import (
+    ALLOW_TEST,
+    DENY_TEST,
+    SUPPORTED_OPERATIONS,
+    grant_bit,
+    operations_field,
+    to_32bit_field,
+)
 from authorizer.resource_type import authorize_by_resource_type_scan
 from authorizer.walk_order import walk_order
 
@@ -278,9 +285,7 @@ class StandardAuthorizer:
         if tindex is None:
             return to_32bit_field(list(supported)) if self._default is ALLOWED else 0
         mask = grant_mask(tindex, ctx.principal, ctx.host, name)
-        fallback = self._default is ALLOWED and not tindex.has_candidates(name)
-        allowed = [op for op in supported if not mask & DENY_TEST[op] and (mask & ALLOW_TEST[op] or fallback)]
-        return to_32bit_field(allowed)
+        return operations_field(resource_type, mask, self._default is ALLOWED and not tindex.has_candidates(name))
 
     # ---- listing ----------------------------------------------------------------------------------
     def acls(self, acl_filter: AclBindingFilter) -> list[StandardAcl]:
@@ -295,42 +300,6 @@ class StandardAuthorizer:
     def acl_count(self) -> int:
         """KIP-801's `aclCount()`."""
         return len(self._index)
-
-
-def grant_mask(tindex: TypeIndex, principal: str, host: str, name: str) -> int:
-    """OR of the grants of every ACL on `name` whose principal is `principal` or `User:*` and host matches.
-
-    Probes, per principal view: literal `name`, literal `*`, the longest prefixed name covering
-    `name` (its closure holds every shorter one; PrincipalView), then hand-made UNKNOWN-pattern ACLs.
-    """
-    mask = 0
-    principals = tindex.principals
-    for who in (principal, WILDCARD_PRINCIPAL):
-        view = principals.get(who)
-        if view is not None:
-            literal = view.literal
-            grants = literal.get(name)
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            grants = literal.get("*")
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            names = view.names
-            if names:
-                i = bisect_right(names, name) - 1
-                while i >= 0:
-                    if name.startswith(names[i]):
-                        for grants in view.closure[i]:
-                            mask |= grants.get(host, 0) | grants.get("*", 0)
-                        break
-                    i = view.parent[i]
-            if view.other:
-                for prefix, grants in view.other.items():
-                    if name.startswith(prefix):
-                        mask |= grants.get(host, 0) | grants.get("*", 0)
-        if principal == WILDCARD_PRINCIPAL:
-            break
-    return mask
 
 
 def _applies(acl: StandardAcl, ctx: RequestContext, op: AclOperation) -> bool:

@@ -22,12 +22,21 @@ from authorizer import bulk_rows, index_build
 from authorizer.errors import ImageError
 from authorizer.image import image_from_columns
 from authorizer.index import AclIndex
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from authorizer.model import (
+    WILDCARD_PRINCIPAL,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
+from authorizer.operations import grant_bit
 from authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
 from authorizer.type_index import intern_grants
 from metadata_log.native import load_native
 from metadata_log.records import AccessControlEntryRecord
 from snapshots.columns import AclColumns, columns_of
+from tests.authorizer import reference
 from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of
 
 _compiled, _ = load_native(bulk_rows, "authorizer._bulk_rows_native")
@@ -184,3 +193,37 @@ def test_prefix_tree_matches_a_brute_force_search(module: ModuleType, names: set
         assert closure[i] == tuple(prefixed[other] for other in covering)  # itself first, then each ancestor
         longest_proper = covering[1] if len(covering) > 1 else None
         assert parent[i] == (-1 if longest_proper is None else got_names.index(longest_proper))
+
+
+# ---- grant_mask: the decision's per-action probe -------------------------------------------------------
+
+request_names = st.one_of(st.sampled_from(["", "*", "a", "ab", "abc", "b"]), st.text(alphabet="ab*", max_size=4))
+
+
+@each_implementation
+@settings(max_examples=300, deadline=None)
+@given(
+    acl_sets,
+    st.sampled_from(list(ResourceType)),
+    st.sampled_from(["User:alice", "User:bob", "User:*", "Group:alice"]),
+    st.sampled_from(["*", "10.0.0.1", "::1", ""]),
+    request_names,
+)
+def test_grant_mask_ors_the_grant_of_every_acl_that_applies(
+    module: ModuleType, acls: list[StandardAcl], rtype: ResourceType, principal: str, host: str, name: str
+) -> None:
+    """Against the reference model's candidate, principal and host rules (spec §5.2, §5.3), ACL by ACL."""
+    tindex = AclIndex.build(pairs_of(acls)).types[rtype]
+    expected = 0
+    for acl in acls:
+        if (
+            reference.is_candidate(acl, rtype, name)
+            and reference.principal_matches(acl.principal, principal)
+            and reference.host_matches(acl.host, host)
+        ):
+            expected |= grant_bit(acl.operation, acl.permission_type)
+    assert (0 if tindex is None else module.grant_mask(tindex, principal, host, name)) == expected
+
+
+def test_grant_mask_wildcard_is_the_model_s() -> None:
+    assert bulk_rows.WILDCARD_PRINCIPAL == WILDCARD_PRINCIPAL
