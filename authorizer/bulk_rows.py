@@ -196,8 +196,7 @@ def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
     """
     mask = 0
     principals: Any = tindex.principals
-    who = principal
-    while True:
+    for who in (principal, WILDCARD_PRINCIPAL):
         view: Any = principals.get(who)
         if view is not None:
             literal: dict[str, Grants] = view.literal
@@ -223,6 +222,6 @@ def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
                 for prefix, grants in other.items():
                     if name.startswith(prefix):
                         mask |= grants.get(host, 0) | grants.get("*", 0)
-        if who == WILDCARD_PRINCIPAL:  # `User:*` done (first or second): every principal that applies
-            return mask
-        who = WILDCARD_PRINCIPAL
+        if principal == WILDCARD_PRINCIPAL:  # the requester is `User:*` itself: one view applies
+            break
+    return mask
