@@ -69,9 +69,7 @@ def describe(state: ServeState, request: Request, caller: Caller) -> Response:
     body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
     _require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
-    acl_filter = filter_of(body.filter)
-    if acl_filter.is_unknown():
-        raise BadRequest("the filter has an UNKNOWN field", "$.filter")
+    acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     index, offset = state.authorizer.state()
     try:
         found = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]

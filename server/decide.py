@@ -88,7 +88,7 @@ def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explai
     if not explain or rules is None:
         return AuthorizeOut(names, offset)
     ids = state.acl_ids
-    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r) if ids else None) for r in rules])
+    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules])
 
 
 def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response:
