@@ -26,9 +26,10 @@ from shell.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from shell.log_state import acl_json
-from shell.targets import LogTarget
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from shell.targets import AclService, LogTarget, NodeService
 from snapshots.errors import SnapshotError
 
 Many = Annotated[list[str] | None, typer.Option()]
@@ -73,6 +74,12 @@ def acls_command(
     metadata_topic: Annotated[
         str | None, typer.Option("--metadata-topic", help="Kafka topic of the log (default kraft-acl-metadata)")
     ] = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
     add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
     remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
@@ -98,11 +105,17 @@ def acls_command(
     output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
 ) -> None:
     """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log
-    (an embedded --log-dir, or a Kafka topic with --bootstrap-server)."""
+    (an embedded --log-dir, a Kafka topic with --bootstrap-server, or through a running serve with --server)."""
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
-    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
-    target.check()
+    target: LogTarget | ServerTarget
+    if server is not None:
+        if log_dir is not None or bootstrap_server is not None:
+            fail("give one of --log-dir, --bootstrap-server and --server")
+        target = ServerTarget(server, token, token_file, cert, key, cacert)
+    else:
+        target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+        target.check()
     if output not in ("text", "json"):
         fail(f"--output must be text or json, not {output!r}")
     try:
@@ -132,17 +145,26 @@ def acls_command(
             _list(target, filters_for(opts, "list"), opts.principals, output)
     except OptionError as exc:
         fail(str(exc))
+    except ServerError as exc:
+        fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc), EXIT_FAILED)
 
 
-def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
+def _open(target: LogTarget | ServerTarget, write: bool) -> AclService:
+    """The log's node, or a client of serve."""
+    if isinstance(target, ServerTarget):
+        return target.connect()
+    return NodeService(target.open_node(write=write))
+
+
+def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: str) -> None:
     """Create `acls` in one atomic batch; print like kafka-acls 4.x (duplicates first, then what was added)."""
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.create_acls(acls)
+        results = service.create_acls(acls)
     finally:
-        node.close()
+        service.close()
     outcomes = list(zip(acls, results, strict=True))
     if output == "json":
         typer.echo(
@@ -198,17 +220,17 @@ def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBind
     return chosen
 
 
-def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+def _remove(target: LogTarget | ServerTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
     """Delete the ACLs matching `filters` (those confirmed, unless --force) in one atomic batch."""
     if not force:
         filters = _confirmed(filters, to_stderr=output == "json")
         if not filters:
             return
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.delete_acls(filters)
+        results = service.delete_acls(filters)
     finally:
-        node.close()
+        service.close()
     if output == "json":
         payload: list[dict[str, Any]] = [
             {
@@ -228,15 +250,17 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: str) -> None:
+def _list(
+    target: LogTarget | ServerTarget, filters: list[AclBindingFilter], principals: list[str], output: str
+) -> None:
     """Print the ACLs matching any of `filters` (of `principals` only, when given), like kafka-acls --list."""
-    node = target.open_node(write=False)
+    service = _open(target, write=False)
     try:
         found: dict[str, StandardAcl] = {}
         for acl_filter in filters:
-            found.update(node.authorizer.acls_with_ids(acl_filter))
+            found.update(service.describe(acl_filter))
     finally:
-        node.close()
+        service.close()
     if principals:
         found = {i: a for i, a in found.items() if a.principal in principals}
     if output == "json":

@@ -6,6 +6,7 @@ Stateless; one command invocation builds one authorizer.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,8 +20,11 @@ from authorizer.errors import AuthorizerError, ConfigError, ImageError
 from authorizer.model import StandardAcl
 from authorizer.standard import StandardAuthorizer
 from authorizer.whatif import InputError, Request, evaluate, load_acls, load_requests
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from shell.log_state import STATE_AT_HELP, replayed
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+
+Evaluator = Callable[[Request, bool], dict[str, Any]]
 
 
 class Output(StrEnum):
@@ -77,23 +81,41 @@ def authorize_command(
     config: ConfigFile = None,
     explain: Explain = False,
     output: OutputOpt = Output.json,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
 ) -> None:
-    """Evaluate requests against ACLs exactly as Kafka's StandardAuthorizer would, without a running service.
+    """Evaluate requests against ACLs exactly as Kafka's StandardAuthorizer would.
 
-    The ACLs come from an acls.json file (--acls) or a metadata log at an offset (--log-dir, --at-offset).
+    The ACLs come from an acls.json file (--acls), a metadata log at an offset (--log-dir, --at-offset),
+    or a running serve (--server, which decides with its own state and configuration).
     """
-    if (acls is None) == (log_dir is None):
-        fail("give exactly one of --acls FILE and --log-dir DIR")
+    if [acls is None, log_dir is None, server is None].count(False) != 1:
+        fail("give exactly one of --acls FILE, --log-dir DIR and --server URL")
     if at_offset is not None and log_dir is None:
         fail("--at-offset needs --log-dir")
+    if config is not None and server is not None:
+        fail("--config does not apply to --server (serve decides with its own super.users and defaults)")
     try:
         cfg = load_config(config) if config is not None else AuthorizerConfig()
         parsed = list(load_requests(requests))
     except (InputError, ConfigError) as exc:
         fail(str(exc))
+    if server is not None:
+        client = ServerTarget(server, token, token_file, cert, key, cacert).connect()
+        try:
+            _answer(client.evaluate, parsed, requests, explain, output)
+        except ServerError as exc:
+            fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+        finally:
+            client.close()
+        return
     if log_dir is not None:
         with replayed(log_dir, at_offset, option="--at-offset", config=cfg) as node:
-            _answer(node.authorizer, parsed, requests, explain, output)
+            _answer(_local(node.authorizer), parsed, requests, explain, output)
         return
     assert acls is not None
     try:
@@ -102,11 +124,15 @@ def authorize_command(
         fail(str(exc))
     except ImageError as exc:
         fail(f"{acls}: {exc}")
-    _answer(authorizer, parsed, requests, explain, output)
+    _answer(_local(authorizer), parsed, requests, explain, output)
+
+
+def _local(authorizer: StandardAuthorizer) -> Evaluator:
+    return lambda request, explain: evaluate(authorizer, request, explain=explain)
 
 
 def _answer(
-    authorizer: StandardAuthorizer,
+    evaluator: Evaluator,
     parsed: list[tuple[int, Request]],
     requests: Path,
     explain: bool,
@@ -117,7 +143,11 @@ def _answer(
     failed = False
     for number, request in parsed:
         try:
-            answer = evaluate(authorizer, request, explain=explain)
+            answer = evaluator(request, explain)
+        except ServerError as exc:
+            if exc.status == 0 or exc.status in (401, 403, 503):
+                raise  # serve unreachable, or this caller may not ask: every line would fail alike
+            answer, failed = {"error": f"{requests}: line {number}: {exc}"}, True
         except AuthorizerError as exc:
             answer, failed = {"error": f"{requests}: line {number}: {exc}"}, True
         answers.append((request, answer))
