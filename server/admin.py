@@ -17,10 +17,11 @@ from authorizer.controller import CreateResult, DeleteResult
 from authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
 from authorizer.model import CLUSTER_NAME, AclOperation, AuthorizationResult, ResourceType, StandardAcl, kafka_order
 from authorizer.standard import Action, RequestContext
+from metadata_log.errors import LogError
 from server.auth import Caller
 from server.context import ServeState
 from server.convert import acl_of, acl_out, filter_of
-from server.errors import BadRequest, Forbidden, NotController, NotReady
+from server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
 from server.http import Request, Response
 from server.wire import (
     CountOut,
@@ -116,7 +117,13 @@ def _require_writable(state: ServeState) -> None:
 
 
 async def _on_writer(state: ServeState, work: Callable[[], T]) -> T:
-    return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
+    try:
+        return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+    except LogError as exc:
+        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka, imported only with Kafka
+            raise NotController(f"another controller took over the metadata log: {exc}") from exc
+        raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
 
 
 def _create_out(r: CreateResult) -> CreateResultOut:
