@@ -35,7 +35,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check metadata_log authorizer snapshots shell pipeline schemas
+	$(BIN)/ruff format --check metadata_log authorizer snapshots shell server kraftacl pipeline schemas
 	$(BIN)/lint-imports
 
 typecheck: setup

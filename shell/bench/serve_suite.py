@@ -98,7 +98,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _throughput(port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float) -> dict[str, float]:
+def _throughput(
+    port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float
+) -> dict[str, float]:
     """`clients` processes post as fast as they can for `seconds`, all starting together."""
     ctx = multiprocessing.get_context("spawn")
     queue, go = ctx.Queue(), ctx.Event()

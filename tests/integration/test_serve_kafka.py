@@ -15,8 +15,15 @@ from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
 
-ACL = {"resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LITERAL", "principal": "User:alice",
-       "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+ACL = {
+    "resource_type": "TOPIC",
+    "resource_name": "orders",
+    "pattern_type": "LITERAL",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
+}
 
 
 def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dict[str, str]:
@@ -30,8 +37,11 @@ def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dic
 
 
 def _decision(serve: ServeProcess, name: str = "orders") -> str:
-    body = {"principal": "User:alice", "client_address": "10.0.0.1",
-            "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": name}]}
+    body = {
+        "principal": "User:alice",
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": name}],
+    }
     with serve.client(token=BROKER_TOKEN) as client:
         return str(client.post("/v1/authorize", json=body).json()["results"][0])
 
@@ -43,24 +53,34 @@ def _wait(check: object, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
     topic = f"kraft-acl-serve-{uuid.uuid4().hex[:8]}"
-    with ServeProcess(tmp_path / "c1", _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")).start() as c1, \
-            ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader:
+    with (
+        ServeProcess(
+            tmp_path / "c1", _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
+        ).start() as c1,
+        ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader,
+    ):
         with c1.client() as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ACL]}).json()["results"][0]["error_code"] == 0
         assert _decision(c1) == "ALLOWED"
         _wait(lambda: _decision(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
         with reader.client() as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 421
-        with ServeProcess(tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")).start() as c2:
+        with ServeProcess(
+            tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")
+        ).start() as c2:
             with c2.client() as admin:
                 second = dict(ACL, resource_name="payments")
                 assert admin.post("/v1/acls/create", json={"acls": [second]}).json()["results"][0]["error_code"] == 0
             with c1.client() as admin:
                 fenced = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="late")]})
             assert fenced.status_code == 421, fenced.text
-            assert fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
+            assert (
+                fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
+            )
             _wait(lambda: _decision(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
             assert _decision(reader, "late") == "DENIED"
 

@@ -76,7 +76,9 @@ class ServeProcess:
         for piece in self.properties["listeners"].split(","):
             lname, _, hostport = piece.partition("://")
             if lname == name:
-                scheme = "https" if f"{name}:SSL" in self.properties.get("listener.security.protocol.map", "") else "http"
+                scheme = (
+                    "https" if f"{name}:SSL" in self.properties.get("listener.security.protocol.map", "") else "http"
+                )
                 return f"{scheme}://{hostport}"
         raise KeyError(name)
 

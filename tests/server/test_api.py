@@ -21,7 +21,9 @@ ACL = {
 }
 
 
-def _authorize(client: httpx.Client, principal: str, *actions: tuple[str, str, str], explain: bool = False) -> httpx.Response:
+def _authorize(
+    client: httpx.Client, principal: str, *actions: tuple[str, str, str], explain: bool = False
+) -> httpx.Response:
     body = {
         "principal": principal,
         "client_address": "10.0.0.1",
@@ -37,8 +39,14 @@ def test_create_authorize_describe_delete_round_trip(serve: ServeProcess) -> Non
         assert [r["error_code"] for r in created["results"]] == [0, 0]
         acl_id = created["results"][0]["id"]
         assert created["results"][1].get("id") is None  # the duplicate succeeds without a record
-        got = _authorize(broker, "User:alice", ("READ", "TOPIC", "orders"), ("DESCRIBE", "TOPIC", "orders"),
-                         ("WRITE", "TOPIC", "orders"), explain=True).json()
+        got = _authorize(
+            broker,
+            "User:alice",
+            ("READ", "TOPIC", "orders"),
+            ("DESCRIBE", "TOPIC", "orders"),
+            ("WRITE", "TOPIC", "orders"),
+            explain=True,
+        ).json()
         assert got["results"] == ["ALLOWED", "ALLOWED", "DENIED"]
         assert got["offset"] == created["offset"]
         assert [r["kind"] for r in got["rules"]] == ["MatchingAcl", "MatchingAcl", "DefaultDeny"]
@@ -46,7 +54,9 @@ def test_create_authorize_describe_delete_round_trip(serve: ServeProcess) -> Non
         listed = admin.post("/v1/acls/describe", json={"filter": {"principal": "User:alice"}}).json()
         assert [a["id"] for a in listed["acls"]] == [acl_id]
         assert admin.get("/v1/acls/count").json()["count"] >= 1
-        deleted = admin.post("/v1/acls/delete", json={"filters": [{"resource_name": "orders", "principal": "User:alice"}]}).json()
+        deleted = admin.post(
+            "/v1/acls/delete", json={"filters": [{"resource_name": "orders", "principal": "User:alice"}]}
+        ).json()
         assert [a["id"] for a in deleted["results"][0]["acls"]] == [acl_id]
         assert _authorize(broker, "User:alice", ("READ", "TOPIC", "orders")).json()["results"] == ["DENIED"]
 
@@ -65,15 +75,36 @@ def test_authorized_operations_and_by_resource_type(serve: ServeProcess) -> None
     prefixed = dict(ACL, resource_name="pay-", pattern_type="PREFIXED", operation="WRITE")
     with serve.client() as admin, serve.client(token=BROKER_TOKEN) as broker:
         admin.post("/v1/acls/create", json={"acls": [prefixed]})
-        ops = broker.post("/v1/authorized-operations", json={
-            "principal": "User:alice", "client_address": "10.0.0.1", "resource_type": "TOPIC", "resource_name": "pay-1"}).json()
+        ops = broker.post(
+            "/v1/authorized-operations",
+            json={
+                "principal": "User:alice",
+                "client_address": "10.0.0.1",
+                "resource_type": "TOPIC",
+                "resource_name": "pay-1",
+            },
+        ).json()
         assert ops["operations"] == ["DESCRIBE", "WRITE"]
         assert ops["authorized_operations"] == (1 << 4) | (1 << 8)
-        by_type = broker.post("/v1/authorize-by-resource-type", json={
-            "principal": "User:alice", "client_address": "10.0.0.1", "operation": "WRITE", "resource_type": "TOPIC"}).json()
+        by_type = broker.post(
+            "/v1/authorize-by-resource-type",
+            json={
+                "principal": "User:alice",
+                "client_address": "10.0.0.1",
+                "operation": "WRITE",
+                "resource_type": "TOPIC",
+            },
+        ).json()
         assert by_type["result"] == "ALLOWED"
-        bad = broker.post("/v1/authorize-by-resource-type", json={
-            "principal": "User:alice", "client_address": "10.0.0.1", "operation": "ANY", "resource_type": "TOPIC"})
+        bad = broker.post(
+            "/v1/authorize-by-resource-type",
+            json={
+                "principal": "User:alice",
+                "client_address": "10.0.0.1",
+                "operation": "ANY",
+                "resource_type": "TOPIC",
+            },
+        )
         assert bad.status_code == 400 and "non-filter operation" in bad.json()["error"]["message"]
 
 
@@ -81,12 +112,58 @@ def test_authorized_operations_and_by_resource_type(serve: ServeProcess) -> None
     ("body", "field", "words"),
     [
         ({"client_address": "1.2.3.4", "actions": []}, "$", "missing required field `principal`"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [{"operation": "REED", "resource_type": "TOPIC", "resource_name": "t"}]}, "$.actions[0].operation", "'REED' is not one of"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [{"operation": 3, "resource_type": "TOPIC", "resource_name": "t"}]}, "$.actions[0].operation", "Expected `str`, got `int`"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [], "colour": "red"}, "$", "unknown field `colour`"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t", "pattern_type": "PREFIXED"}]}, "$.actions", "Only literal resources are supported"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "é" * 20000}]}, "$.actions[0].resource_name", "32767 UTF-8 bytes"),
-        ({"principal": "User:a", "client_address": "1.2.3.4", "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t", "ref_count": 2**40}]}, "$.actions[0].ref_count", "Expected `int` <= 2147483647"),
+        (
+            {
+                "principal": "User:a",
+                "client_address": "1.2.3.4",
+                "actions": [{"operation": "REED", "resource_type": "TOPIC", "resource_name": "t"}],
+            },
+            "$.actions[0].operation",
+            "'REED' is not one of",
+        ),
+        (
+            {
+                "principal": "User:a",
+                "client_address": "1.2.3.4",
+                "actions": [{"operation": 3, "resource_type": "TOPIC", "resource_name": "t"}],
+            },
+            "$.actions[0].operation",
+            "Expected `str`, got `int`",
+        ),
+        (
+            {"principal": "User:a", "client_address": "1.2.3.4", "actions": [], "colour": "red"},
+            "$",
+            "unknown field `colour`",
+        ),
+        (
+            {
+                "principal": "User:a",
+                "client_address": "1.2.3.4",
+                "actions": [
+                    {"operation": "READ", "resource_type": "TOPIC", "resource_name": "t", "pattern_type": "PREFIXED"}
+                ],
+            },
+            "$.actions",
+            "Only literal resources are supported",
+        ),
+        (
+            {
+                "principal": "User:a",
+                "client_address": "1.2.3.4",
+                "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "é" * 20000}],
+            },
+            "$.actions[0].resource_name",
+            "32767 UTF-8 bytes",
+        ),
+        (
+            {
+                "principal": "User:a",
+                "client_address": "1.2.3.4",
+                "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t", "ref_count": 2**40}],
+            },
+            "$.actions[0].ref_count",
+            "Expected `int` <= 2147483647",
+        ),
     ],
 )
 def test_bad_requests_name_the_field(serve: ServeProcess, body: dict[str, object], field: str, words: str) -> None:
@@ -122,10 +199,21 @@ def test_body_over_the_limit_is_refused(serve: ServeProcess) -> None:
 
 
 def test_keep_alive_and_pipelining(serve: ServeProcess) -> None:
-    body = json.dumps({"principal": "User:admin", "client_address": "1.2.3.4",
-                       "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}]}).encode()
-    one = (b"POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + BROKER_TOKEN.encode()
-           + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    body = json.dumps(
+        {
+            "principal": "User:admin",
+            "client_address": "1.2.3.4",
+            "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}],
+        }
+    ).encode()
+    one = (
+        b"POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + BROKER_TOKEN.encode()
+        + b"\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
     host, port = serve.listener_url("CLIENT").removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(one * 5)  # five pipelined requests on one connection

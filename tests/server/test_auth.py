@@ -13,13 +13,23 @@ import trustme
 from metadata_log.backends.file import FileLog
 from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
 
-ACL = {"resource_type": "TOPIC", "resource_name": "t", "pattern_type": "LITERAL", "principal": "User:bob",
-       "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+ACL = {
+    "resource_type": "TOPIC",
+    "resource_name": "t",
+    "pattern_type": "LITERAL",
+    "principal": "User:bob",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
+}
 
 
 def _authorize_body(principal: str) -> dict[str, object]:
-    return {"principal": principal, "client_address": "10.0.0.1",
-            "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}]}
+    return {
+        "principal": principal,
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -31,15 +41,17 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess
     server_cert.private_key_and_cert_chain_pem.write_to_path(str(work / "server.pem"))
     ca.cert_pem.write_to_path(str(work / "ca.pem"))
     props = base_properties(work)
-    props.update({
-        "listeners": f"CONTROLLER://127.0.0.1:{free_port()},CLIENT://127.0.0.1:{free_port()},INTERNAL://127.0.0.1:{free_port()}",
-        "listener.security.protocol.map": "CLIENT:SSL",
-        "ssl.certfile": str(work / "server.pem"),
-        "ssl.keyfile": str(work / "server.pem"),
-        "ssl.cafile": str(work / "ca.pem"),
-        "auth.anonymous.listeners": "INTERNAL",
-        "auth.public.endpoints": "",
-    })
+    props.update(
+        {
+            "listeners": f"CONTROLLER://127.0.0.1:{free_port()},CLIENT://127.0.0.1:{free_port()},INTERNAL://127.0.0.1:{free_port()}",
+            "listener.security.protocol.map": "CLIENT:SSL",
+            "ssl.certfile": str(work / "server.pem"),
+            "ssl.keyfile": str(work / "server.pem"),
+            "ssl.cafile": str(work / "ca.pem"),
+            "auth.anonymous.listeners": "INTERNAL",
+            "auth.public.endpoints": "",
+        }
+    )
     with ServeProcess(work, props).start() as serve:
         yield serve, ca, work
 
@@ -67,7 +79,10 @@ def test_client_certificate_maps_to_its_common_name(tls: tuple[ServeProcess, tru
     with _mtls_client(serve, ca, ca, "alice", work) as alice:
         assert alice.post("/v1/authorize", json=_authorize_body("User:alice")).json()["results"] == ["DENIED"]
         other = alice.post("/v1/authorize", json=_authorize_body("User:bob"))
-        assert other.status_code == 403 and "User:alice may ask decisions only about itself" in other.json()["error"]["message"]
+        assert (
+            other.status_code == 403
+            and "User:alice may ask decisions only about itself" in other.json()["error"]["message"]
+        )
 
 
 def test_certificate_from_another_ca_is_refused_at_the_handshake(tls: tuple[ServeProcess, trustme.CA, Path]) -> None:
@@ -76,18 +91,26 @@ def test_certificate_from_another_ca_is_refused_at_the_handshake(tls: tuple[Serv
         impostor.post("/v1/authorize", json=_authorize_body("User:admin"))
     no_cert = ssl.create_default_context()
     ca.configure_trust(no_cert)
-    with httpx.Client(base_url=serve.listener_url("CLIENT"), verify=no_cert) as anonymous, pytest.raises(httpx.HTTPError):
+    with (
+        httpx.Client(base_url=serve.listener_url("CLIENT"), verify=no_cert) as anonymous,
+        pytest.raises(httpx.HTTPError),
+    ):
         anonymous.get("/v1/status")
 
 
-def test_non_admin_may_not_create_or_describe_and_nothing_is_written(tls: tuple[ServeProcess, trustme.CA, Path]) -> None:
+def test_non_admin_may_not_create_or_describe_and_nothing_is_written(
+    tls: tuple[ServeProcess, trustme.CA, Path],
+) -> None:
     serve, ca, work = tls
     log_dir = Path(serve.properties["metadata.log.dir"])
     with FileLog(log_dir, read_only=True) as log:
         before = log.high_watermark()
     with serve.client("CONTROLLER", token=ALICE_TOKEN) as alice:
-        for path, body in (("/v1/acls/create", {"acls": [ACL]}), ("/v1/acls/delete", {"filters": [{}]}),
-                           ("/v1/acls/describe", {})):
+        for path, body in (
+            ("/v1/acls/create", {"acls": [ACL]}),
+            ("/v1/acls/delete", {"filters": [{}]}),
+            ("/v1/acls/describe", {}),
+        ):
             response = alice.post(path, json=body)
             assert response.status_code == 403, path
             assert response.json()["error"]["code"] == "CLUSTER_AUTHORIZATION_FAILED"
@@ -99,8 +122,15 @@ def test_non_admin_may_not_create_or_describe_and_nothing_is_written(tls: tuple[
 
 def test_cluster_acls_let_a_non_broker_administer(tls: tuple[ServeProcess, trustme.CA, Path]) -> None:
     serve, _, _ = tls
-    grant = {"resource_type": "CLUSTER", "resource_name": "kafka-cluster", "pattern_type": "LITERAL",
-             "principal": "User:alice", "host": "*", "operation": "ALTER", "permission_type": "ALLOW"}
+    grant = {
+        "resource_type": "CLUSTER",
+        "resource_name": "kafka-cluster",
+        "pattern_type": "LITERAL",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "ALTER",
+        "permission_type": "ALLOW",
+    }
     with serve.client("CONTROLLER") as admin, serve.client("CONTROLLER", token=ALICE_TOKEN) as alice:
         assert admin.post("/v1/acls/create", json={"acls": [grant]}).json()["results"][0]["error_code"] == 0
         created = alice.post("/v1/acls/create", json={"acls": [ACL]})

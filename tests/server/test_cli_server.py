@@ -11,13 +11,25 @@ import pytest
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess
 
-ADD = ["--add", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Write", "--topic", "orders",
-       "--resource-pattern-type", "PREFIXED"]
+ADD = [
+    "--add",
+    "--allow-principal",
+    "User:alice",
+    "--operation",
+    "Read",
+    "--operation",
+    "Write",
+    "--topic",
+    "orders",
+    "--resource-pattern-type",
+    "PREFIXED",
+]
 
 
 def _run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kraft_acl_command(), *args], capture_output=True, text=True, timeout=60, input=stdin,
-                          env=env)
+    return subprocess.run(
+        [*kraft_acl_command(), *args], capture_output=True, text=True, timeout=60, input=stdin, env=env
+    )
 
 
 def test_acls_through_serve_print_what_the_log_version_prints(serve: ServeProcess, tmp_path: Path) -> None:
@@ -30,8 +42,19 @@ def test_acls_through_serve_print_what_the_log_version_prints(serve: ServeProces
         assert via_serve.stdout == via_log.stdout
     token_file = tmp_path / "token"
     token_file.write_text(ADMIN_TOKEN + "\n")
-    removed = _run("acls", "--server", url, "--token-file", str(token_file), "--remove", "--topic", "orders",
-                   "--resource-pattern-type", "PREFIXED", "--force")
+    removed = _run(
+        "acls",
+        "--server",
+        url,
+        "--token-file",
+        str(token_file),
+        "--remove",
+        "--topic",
+        "orders",
+        "--resource-pattern-type",
+        "PREFIXED",
+        "--force",
+    )
     assert removed.returncode == 0 and "Removed ACLs for resource" in removed.stdout, removed.stderr
     listed = _run("acls", "--server", url, "--list", "-o", "json", env={"KRAFT_ACL_TOKEN": ADMIN_TOKEN, "PATH": ""})
     assert json.loads(listed.stdout) == []
@@ -43,20 +66,59 @@ def test_authorize_through_serve_answers_like_the_log(serve: ServeProcess, tmp_p
     _run("acls", "--log-dir", str(tmp_path / "log"), *ADD)
     requests = tmp_path / "requests.jsonl"
     lines = [
-        {"principal": "User:alice", "host": "10.0.0.1", "operation": "WRITE", "resource_type": "TOPIC", "resource_name": "orders-eu"},
-        {"principal": "User:alice", "host": "10.0.0.1", "operation": "DELETE", "resource_type": "TOPIC", "resource_name": "orders"},
-        {"kind": "by_resource_type", "principal": "User:alice", "host": "10.0.0.1", "operation": "READ", "resource_type": "TOPIC"},
-        {"kind": "authorized_operations", "principal": "User:alice", "host": "10.0.0.1", "resource_type": "TOPIC", "resource_name": "orders1"},
+        {
+            "principal": "User:alice",
+            "host": "10.0.0.1",
+            "operation": "WRITE",
+            "resource_type": "TOPIC",
+            "resource_name": "orders-eu",
+        },
+        {
+            "principal": "User:alice",
+            "host": "10.0.0.1",
+            "operation": "DELETE",
+            "resource_type": "TOPIC",
+            "resource_name": "orders",
+        },
+        {
+            "kind": "by_resource_type",
+            "principal": "User:alice",
+            "host": "10.0.0.1",
+            "operation": "READ",
+            "resource_type": "TOPIC",
+        },
+        {
+            "kind": "authorized_operations",
+            "principal": "User:alice",
+            "host": "10.0.0.1",
+            "resource_type": "TOPIC",
+            "resource_name": "orders1",
+        },
     ]
     requests.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    via_serve = _run("authorize", "--server", url, "--token", BROKER_TOKEN, "--requests", str(requests), "--output", "json", "--explain")
-    via_log = _run("authorize", "--log-dir", str(tmp_path / "log"), "--requests", str(requests), "--output", "json", "--explain")
+    via_serve = _run(
+        "authorize",
+        "--server",
+        url,
+        "--token",
+        BROKER_TOKEN,
+        "--requests",
+        str(requests),
+        "--output",
+        "json",
+        "--explain",
+    )
+    via_log = _run(
+        "authorize", "--log-dir", str(tmp_path / "log"), "--requests", str(requests), "--output", "json", "--explain"
+    )
     assert via_serve.returncode == 0, via_serve.stderr
     assert via_serve.stdout == via_log.stdout
     describe = tmp_path / "describe.jsonl"
     describe.write_text(json.dumps({"kind": "describe", "filter": {"principal": "User:alice"}}) + "\n")
-    assert _run("authorize", "--server", url, "--token", ADMIN_TOKEN, "--requests", str(describe)).stdout == \
-        _run("authorize", "--log-dir", str(tmp_path / "log"), "--requests", str(describe)).stdout
+    assert (
+        _run("authorize", "--server", url, "--token", ADMIN_TOKEN, "--requests", str(describe)).stdout
+        == _run("authorize", "--log-dir", str(tmp_path / "log"), "--requests", str(describe)).stdout
+    )
 
 
 @pytest.mark.parametrize(

@@ -34,15 +34,25 @@ def _ask(client: httpx.Client, request: dict[str, object]) -> dict[str, object]:
     kind = request.get("kind", "authorize")
     ctx = {"principal": request.get("principal"), "client_address": request.get("host")}
     if kind == "authorize":
-        body = {**ctx, "actions": [{"operation": request["operation"], "resource_type": request["resource_type"],
-                                    "resource_name": request["resource_name"]}]}
+        body = {
+            **ctx,
+            "actions": [
+                {
+                    "operation": request["operation"],
+                    "resource_type": request["resource_type"],
+                    "resource_name": request["resource_name"],
+                }
+            ],
+        }
         return {"result": client.post("/v1/authorize", json=body).json()["results"][0]}
     if kind == "by_resource_type":
         body = {**ctx, "operation": request["operation"], "resource_type": request["resource_type"]}
         return {"result": client.post("/v1/authorize-by-resource-type", json=body).json()["result"]}
     if kind == "authorized_operations":
         body = {**ctx, "resource_type": request["resource_type"], "resource_name": request["resource_name"]}
-        return {"authorized_operations": client.post("/v1/authorized-operations", json=body).json()["authorized_operations"]}
+        return {
+            "authorized_operations": client.post("/v1/authorized-operations", json=body).json()["authorized_operations"]
+        }
     answer = client.post("/v1/acls/describe", json={"filter": request["filter"]}).json()
     return {"acls": [{k: v for k, v in acl.items() if k != "id"} for acl in answer["acls"]]}
 
@@ -61,7 +71,11 @@ def test_scenarios_through_http(config: tuple[tuple[str, str], ...], tmp_path: P
     props["super.users"] = ";".join(filter(None, [dict(config).get("super.users", ""), "User:admin"]))
     props["broker.principals"] = "User:broker"
     live: list[str] = []
-    with FileLog(log_dir) as log, ServeProcess(tmp_path, props).start() as serve, serve.client(token=BROKER_TOKEN) as client:
+    with (
+        FileLog(log_dir) as log,
+        ServeProcess(tmp_path, props).start() as serve,
+        serve.client(token=BROKER_TOKEN) as client,
+    ):
         for scenario in _groups()[config]:
             records: list[MetadataRecord] = [RemoveAccessControlEntryRecord(i) for i in live]
             live = [new_uuid() for _ in load_acls(scenario / "acls.json")]

@@ -32,8 +32,9 @@ def fuzzed_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProc
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "broken"])
 @pytest.mark.parametrize("token", [ADMIN_TOKEN, BROKER_TOKEN], ids=["admin", "broker"])
 @pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
-def test_no_request_gets_a_5xx(operation: schemathesis.APIOperation, token: str, mode: GenerationMode,
-                               fuzzed_serve: ServeProcess) -> None:
+def test_no_request_gets_a_5xx(
+    operation: schemathesis.APIOperation, token: str, mode: GenerationMode, fuzzed_serve: ServeProcess
+) -> None:
     url = fuzzed_serve.listener_url("CLIENT")
     headers = {"Authorization": f"Bearer {token}"}
 

@@ -10,9 +10,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-import httpx
-
-from authorizer.model import AclOperation, AclPermissionType, AuthorizationResult, PatternType, ResourceType, StandardAcl
+from authorizer.model import (
+    AclOperation,
+    AclPermissionType,
+    AuthorizationResult,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
 from authorizer.standard import Action, RequestContext, StandardAuthorizer
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
 
@@ -25,14 +30,25 @@ TOPICS = ["foo", "bar", "foo-1", "baz"]
 def _pair(n: int) -> list[StandardAcl]:
     """DENY bob READ on foo, then ALLOW bob READ on every topic (`*`), for principal set n."""
     principal = f"User:bob{n % 4}"
-    deny = StandardAcl(ResourceType.TOPIC, "foo", PatternType.LITERAL, principal, "*", AclOperation.READ, AclPermissionType.DENY)
-    allow = StandardAcl(ResourceType.TOPIC, "*", PatternType.LITERAL, principal, "*", AclOperation.READ, AclPermissionType.ALLOW)
+    deny = StandardAcl(
+        ResourceType.TOPIC, "foo", PatternType.LITERAL, principal, "*", AclOperation.READ, AclPermissionType.DENY
+    )
+    allow = StandardAcl(
+        ResourceType.TOPIC, "*", PatternType.LITERAL, principal, "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
     return [deny, allow]
 
 
 def _json(acl: StandardAcl) -> dict[str, str]:
-    return {"resource_type": acl.resource_type.name, "resource_name": acl.resource_name, "pattern_type": acl.pattern_type.name,
-            "principal": acl.principal, "host": acl.host, "operation": acl.operation.name, "permission_type": acl.permission_type.name}
+    return {
+        "resource_type": acl.resource_type.name,
+        "resource_name": acl.resource_name,
+        "pattern_type": acl.pattern_type.name,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation.name,
+        "permission_type": acl.permission_type.name,
+    }
 
 
 def _rss_kb(pid: int) -> int:
@@ -97,13 +113,18 @@ def test_readers_see_only_batch_boundaries_under_writes(tmp_path: Path) -> None:
     assert len(seen_offsets) > 3, "the readers saw too few states for the test to mean anything"
     for offset, principal, results in answers:
         assert results == _expected(states[offset], principal), (offset, principal)
-    print(f"serve RSS before {rss_before} kB, after {rss_after} kB ({len(answers)} decisions, {len(states) - 1} writes)")
+    print(
+        f"serve RSS before {rss_before} kB, after {rss_after} kB ({len(answers)} decisions, {len(states) - 1} writes)"
+    )
     assert rss_after - rss_before < 30_000, f"resident memory grew from {rss_before} to {rss_after} kB"
 
 
 def _body(principal: str) -> dict[str, object]:
-    return {"principal": principal, "client_address": "10.0.0.1",
-            "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": t} for t in TOPICS]}
+    return {
+        "principal": principal,
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": t} for t in TOPICS],
+    }
 
 
 def _expected(acls: frozenset[StandardAcl], principal: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import signal
 import socket
@@ -28,8 +29,11 @@ def _refused(url: str) -> bool:
 
 
 def _ask(url: str, principal: str) -> httpx.Response:
-    body = {"principal": principal, "client_address": "10.0.0.1",
-            "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "orders"}]}
+    body = {
+        "principal": principal,
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "orders"}],
+    }
     return httpx.post(url + "/v1/authorize", json=body, headers={"Authorization": f"Bearer {BROKER_TOKEN}"}, timeout=30)
 
 
@@ -70,8 +74,9 @@ def test_signal_stops_cleanly_and_releases_the_writer_lock(tmp_path: Path, sig: 
 def test_second_controller_on_one_directory_gets_one_clear_error(tmp_path: Path) -> None:
     with ServeProcess(tmp_path / "a", base_properties(tmp_path / "a", tmp_path / "log")).start():
         second = ServeProcess(tmp_path / "b", base_properties(tmp_path / "b", tmp_path / "log"))
-        proc = subprocess.run([*kraft_acl_command(), "serve", "--config", str(second.config)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [*kraft_acl_command(), "serve", "--config", str(second.config)], capture_output=True, text=True, timeout=60
+        )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kraft-acl: error: cannot open the metadata log:"), proc.stderr
@@ -92,12 +97,16 @@ def test_second_controller_on_one_directory_gets_one_clear_error(tmp_path: Path)
         ({"request.max.bytes": "10"}, "request.max.bytes='10': must be between 1024"),
     ],
 )
-def test_bad_config_exits_2_with_one_line_before_opening_anything(tmp_path: Path, change: dict[str, str], words: str) -> None:
+def test_bad_config_exits_2_with_one_line_before_opening_anything(
+    tmp_path: Path, change: dict[str, str], words: str
+) -> None:
     props = base_properties(tmp_path, tmp_path / "never-created")
     props.update(change)
     config = tmp_path / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    proc = subprocess.run([*kraft_acl_command(), "serve", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*kraft_acl_command(), "serve", "--config", str(config)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"kraft-acl: error: {config}: "), proc.stderr
@@ -123,17 +132,38 @@ def test_port_in_use_is_one_clear_error(tmp_path: Path) -> None:
         props["listeners"] = f"CONTROLLER://127.0.0.1:{free_port()},CLIENT://127.0.0.1:{port}"
         config = tmp_path / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        proc = subprocess.run([*kraft_acl_command(), "serve", "--config", str(config)], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [*kraft_acl_command(), "serve", "--config", str(config)], capture_output=True, text=True, timeout=60
+        )
     assert proc.returncode == 1
-    assert proc.stderr.strip() == f"kraft-acl: error: listener CLIENT: cannot bind 127.0.0.1:{port}: {__import__('os').strerror(errno.EADDRINUSE)}"
+    assert (
+        proc.stderr.strip()
+        == f"kraft-acl: error: listener CLIENT: cannot bind 127.0.0.1:{port}: {os.strerror(errno.EADDRINUSE)}"
+    )
 
 
 def test_broker_role_tails_what_a_writer_appends_and_refuses_writes(tmp_path: Path) -> None:
     log_dir = tmp_path / "log"
     FileLog(log_dir).close()
     with ServeProcess(tmp_path, base_properties(tmp_path, log_dir, process_roles="broker")).start() as serve:
-        add = subprocess.run([*kraft_acl_command(), "acls", "--log-dir", str(log_dir), "--add", "--allow-principal",
-                              "User:alice", "--operation", "Read", "--topic", "orders"], capture_output=True, text=True, timeout=60)
+        add = subprocess.run(
+            [
+                *kraft_acl_command(),
+                "acls",
+                "--log-dir",
+                str(log_dir),
+                "--add",
+                "--allow-principal",
+                "User:alice",
+                "--operation",
+                "Read",
+                "--topic",
+                "orders",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert add.returncode == 0, add.stderr
         deadline = time.monotonic() + 10
         while _ask(serve.listener_url("CLIENT"), "User:alice").json()["results"] != ["ALLOWED"]:
