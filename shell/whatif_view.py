@@ -44,8 +44,10 @@ def request_text(request: Request) -> str:
         rtype = request.resource_type.name if request.resource_type is not None else ""
         pattern = request.pattern_type.name if request.pattern_type is not None else None
         name = request.resource_name if request.kind != "by_resource_type" else "(at least one)"
-        op = request.operation.name if request.operation is not None else "which operations?"
         principal, host, resource = request.principal or "", request.host or "", _resource(rtype, name, pattern)
+        if request.operation is None:  # authorized_operations
+            return f"{request.kind}: {principal} from {host}\nwhich operations on {resource}?"
+        op = request.operation.name
     return f"{request.kind}: {principal} from {host}\n{op} on {resource}"
 
 
