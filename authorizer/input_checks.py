@@ -7,10 +7,9 @@ that builds on these (it re-exports every name a caller needs).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from enum import IntEnum
-from itertools import accumulate
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from authorizer.errors import AuthorizerError
@@ -82,6 +81,14 @@ def check_string(value: object, field_path: FieldPath = (), limit: int = MAX_STR
     return value
 
 
+@lru_cache(maxsize=4096)
+def _enum_by_text(cls: type[E], text: str) -> E | None:
+    """`cls.from_string(text)` unless that is the UNKNOWN fallback for a name Kafka does not know (cached:
+    a file repeats a few names many times)."""
+    parsed: E = cls.from_string(text)  # type: ignore[attr-defined]
+    return parsed if parsed != 0 or text.upper() == "UNKNOWN" else None
+
+
 def parse_enum(cls: type[E], value: object, field_path: FieldPath = ()) -> E:
     """A Kafka enum from its name, as Kafka's `fromString` accepts it (spec §1.6), or from its code.
 
@@ -90,7 +97,11 @@ def parse_enum(cls: type[E], value: object, field_path: FieldPath = ()) -> E:
     UNKNOWN for a name or code it does not know, this refuses the value, naming the valid ones;
     `UNKNOWN` itself is accepted. A member of `cls` is returned as is.
     """
-    if isinstance(value, cls):
+    if isinstance(value, str):
+        parsed: E | None = _enum_by_text(cls, value)
+        if parsed is not None:
+            return parsed
+    elif isinstance(value, cls):
         return value
     names = ", ".join(cls.__members__)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -99,29 +110,27 @@ def parse_enum(cls: type[E], value: object, field_path: FieldPath = ()) -> E:
         raise InputError(f"{value} is not a code of {cls.__name__} (0..{len(cls) - 1}: {names})", field_path)
     if not isinstance(value, str):
         raise InputError(f"expected one of {names}, got {json_type(value)}", field_path)
-    parsed = cls.from_string(value)  # type: ignore[attr-defined]
-    if parsed != 0 or value.upper() == "UNKNOWN":
-        return parsed  # type: ignore[no-any-return]
     hint = ""
     if value.upper() in cls.__members__:
         hint = f" ({cls.__name__} names are case-sensitive in Kafka: {value.upper()})"
     raise InputError(f"{value[:100]!r} is not one of {names}{hint}", field_path)
 
 
-# A JSON string (escapes included) or a bracket; strings are removed before brackets are counted.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKETS = re.compile(r"[\[\]{}]")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+def _is_container(value: object) -> bool:
+    return type(value) is dict or type(value) is list
 
 
-def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
-    """Refuse JSON text nested deeper than `limit` (before parsing it: the parser recurses per level)."""
-    if text.count("[") + text.count("{") <= limit:
-        return
-    steps = map(_STEP.__getitem__, _BRACKETS.findall(_STRING.sub("", text)))
-    deepest = max(accumulate(steps), default=0)
-    if deepest > limit:
-        raise InputError(f"JSON nested {deepest} levels deep; at most {limit} are accepted")
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse a parsed JSON value nested deeper than `limit` (walked level by level, containers only)."""
+    level, depth = [value] if _is_container(value) else [], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            raise InputError(f"JSON nested more than {limit} levels deep")
+        children: list[Any] = []
+        for item in level:
+            children.extend(filter(_is_container, item.values() if type(item) is dict else item))
+        level = children
 
 
 class _Refused:
@@ -138,11 +147,11 @@ def loads_strict(text: str | bytes) -> Any:
 
     Refused, with the field path of the first offence: a duplicate key in an object, NaN and
     Infinity (also as an overflowing number such as 1e999), an integer outside Java's long, text
-    that is not UTF-8, and nesting deeper than `MAX_DEPTH`.
+    that is not UTF-8, and nesting deeper than `MAX_DEPTH` (the parser's own recursion limit stops
+    far deeper text before it is walked).
     """
     if isinstance(text, bytes | bytearray):
         text = decode_utf8(text)
-    check_depth(text)
     refused: list[_Refused] = []
 
     def refuse(reason: str) -> _Refused:
@@ -177,6 +186,9 @@ def loads_strict(text: str | bytes) -> Any:
         )
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:  # the parser recurses once per level: far deeper than MAX_DEPTH
+        raise InputError(f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    check_depth(value)
     if refused:
         path, offender = _first_refused(value)
         raise InputError(offender.reason, path)

@@ -51,11 +51,13 @@ __all__ = [
 
 
 def _checked(check: Callable[[Any], Any], nullable: bool = False) -> BeforeValidator:
-    return BeforeValidator(lambda v: v if v is None and nullable else check(v))
+    return BeforeValidator((lambda v: v if v is None else check(v)) if nullable else (lambda v: check(v)))
 
 
 def _enum(cls: Any, nullable: bool = False) -> BeforeValidator:
-    return _checked(lambda v: parse_enum(cls, v), nullable)
+    if nullable:
+        return BeforeValidator(lambda v: v if v is None else parse_enum(cls, v))
+    return BeforeValidator(lambda v: parse_enum(cls, v))
 
 
 Str = Annotated[str, _checked(check_string)]
@@ -83,7 +85,15 @@ class AclEntry(_Model):
 
     def to_acl(self) -> StandardAcl:
         """The stored form."""
-        return StandardAcl(*(getattr(self, name) for name in StandardAcl._fields))
+        return StandardAcl(
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+        )
 
 
 class FilterSpec(_Model):

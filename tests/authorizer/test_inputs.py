@@ -89,9 +89,11 @@ def test_strict_json_accepts_the_limits_themselves() -> None:
     assert loads_strict(b'{"a": "\xc3\xa9"}') == {"a": "\u00e9"}
 
 
-def test_strict_json_refuses_deep_nesting_before_parsing() -> None:
-    error = refused(loads_strict, "[" * 100_000 + "]" * 100_000)  # the parser itself would recurse 100k levels
-    assert "nested 100000 levels deep; at most 64" in error.reason
+def test_strict_json_refuses_deep_nesting() -> None:
+    for depth in (MAX_DEPTH + 1, 500, 100_000):  # the last is stopped by the parser's own recursion limit
+        error = refused(loads_strict, "[" * depth + "]" * depth)
+        assert error.reason == "JSON nested more than 64 levels deep" and error.field_path == ()
+    assert refused(loads_strict, '{"a": [{"b": ' + "[" * 70 + "]" * 70 + "}]}").reason.startswith("JSON nested")
     brackets_in_strings = json.dumps(["[" * 1000, "{" * 1000])  # brackets inside strings do not count
     assert loads_strict(brackets_in_strings) == ["[" * 1000, "{" * 1000]
 

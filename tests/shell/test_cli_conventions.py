@@ -214,3 +214,11 @@ def test_tables_fold_to_the_terminal_width(log_dir: Path) -> None:
     code, piped, _ = invoke("replay", "--log-dir", log_dir, env={"COLUMNS": None})
     row = next(line for line in piped.splitlines() if IDS["C"] in line)  # the DENY, all of it on one line
     assert all(f" {cell} " in row for cell in ("TOPIC", "foo", "LITERAL", "User:alice", "*", "READ", "DENY")), row
+
+
+def test_a_bad_command_config_is_bad_input_before_any_connection(tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.password=\\uZZZZ\n")
+    code, out, err = invoke("acls", "--bootstrap-server", "127.0.0.1:1", "--command-config", config, "--list")
+    assert_one_line_error(code, err, f"{config}: line 2: not a valid properties file: Invalid \\u escape")
+    assert out == ""

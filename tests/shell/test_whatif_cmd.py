@@ -188,7 +188,7 @@ def test_a_non_literal_request_pattern_is_refused_as_kafka_refuses_it(acls: Path
         (json.dumps([ACLS[0], {**ACLS[1], "pattern_type": "literal"}]), ["element 1: field 'pattern_type'", "LITERAL"]),
         ('[{"resource_type": "TOPIC", "resource_type": "GROUP"}]', ["element 0: duplicate key 'resource_type'"]),
         ('[{"resource_type": NaN}]', ["element 0: field 'resource_type': NaN is not a JSON number"]),
-        ("[" * 5000 + "]" * 5000, ["nested 5000 levels deep"]),
+        ("[" * 5000 + "]" * 5000, ["JSON nested more than 64 levels deep"]),
         (json.dumps([{**ACLS[0], "resource_name": "x" * 40000}]), ["field 'resource_name': 40000 UTF-8 bytes"]),
         (json.dumps([{**ACLS[0], "operation": 2**63}]), ["field 'operation': the integer 9223372036854775808"]),
     ],
