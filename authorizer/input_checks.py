@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from authorizer.errors import AuthorizerError
 
 MAX_STRING_BYTES = 32767  # Kafka's limit for every string field (spec §2), in UTF-8 bytes
-MAX_DEPTH = 64  # JSON nesting; the formats need 3 levels, and the parser must never recurse deeply
+MAX_DEPTH = 64  # JSON nesting accepted (the formats need 3 levels)
 INT_RANGE = (-(2**63), 2**63 - 1)  # a JSON integer outside Java's long is refused wherever it appears
 
 E = TypeVar("E", bound=IntEnum)
@@ -52,7 +52,7 @@ class InputError(AuthorizerError, ValueError):
 
 
 def json_type(value: object) -> str:
-    """How a JSON value is named in messages: `null`, `a boolean`, `a number`, `a string`, ..."""
+    """How a JSON value is named in messages: `null`, `a boolean`, `the number 5`, `a string`, ..."""
     if value is None:
         return "null"
     if isinstance(value, bool):
