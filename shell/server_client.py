@@ -35,15 +35,26 @@ class ServerError(AuthorizerError):
 
 # The options every --server command shares.
 ServerUrl = Annotated[
-    str | None, typer.Option("--server", metavar="URL", help="a running kraft-acl serve, e.g. http://127.0.0.1:9191")
+    str | None,
+    typer.Option(
+        "--server", metavar="URL", help="instead of a log: a running kraft-acl serve, e.g. http://127.0.0.1:9191"
+    ),
 ]
 Token = Annotated[
-    str | None, typer.Option("--token", help=f"bearer token for --server (or the {TOKEN_ENV} environment variable)")
+    str | None,
+    typer.Option("--token", metavar="TOKEN", help=f"with --server: the bearer token (or the {TOKEN_ENV} variable)"),
 ]
-TokenFile = Annotated[Path | None, typer.Option("--token-file", help="file holding the bearer token for --server")]
-Cert = Annotated[Path | None, typer.Option("--cert", help="PEM client certificate for mutual TLS with --server")]
-Key = Annotated[Path | None, typer.Option("--key", help="PEM private key of --cert (if not in the same file)")]
-CaCert = Annotated[Path | None, typer.Option("--cacert", help="PEM CA bundle that serve's certificate chains to")]
+TokenFile = Annotated[
+    Path | None, typer.Option("--token-file", metavar="FILE", help="with --server: a file holding the bearer token")
+]
+Cert = Annotated[
+    Path | None, typer.Option("--cert", metavar="FILE", help="with --server: PEM client certificate for mutual TLS")
+]
+Key = Annotated[Path | None, typer.Option("--key", metavar="FILE", help="with --server: PEM private key of --cert")]
+CaCert = Annotated[
+    Path | None,
+    typer.Option("--cacert", metavar="FILE", help="with --server: PEM CA bundle serve's certificate chains to"),
+]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from authorizer.config import load_properties
 from authorizer.controller import CreateResult, DeleteResult
+from authorizer.errors import ConfigError
 from authorizer.filters import AclBindingFilter
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
@@ -42,7 +43,10 @@ class LogTarget:
             return FileLog(self.log_dir, read_only=not write)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
-        client = load_properties(self.command_config) if self.command_config is not None else {}
+        try:
+            client = load_properties(self.command_config) if self.command_config is not None else {}
+        except ConfigError as exc:  # bad input: exit 2, where other errors of a running command exit 1
+            fail(str(exc))
         assert self.bootstrap_servers is not None
         config = KafkaLogConfig(self.bootstrap_servers, topic=self.topic or DEFAULT_TOPIC, client=client)
         return KafkaLog(config, writer=write)
