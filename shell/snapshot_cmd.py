@@ -19,6 +19,8 @@ from authorizer.image import AclsDelta, AclsImage, Provenance
 from authorizer.node import AclNode
 from metadata_log.backends.file import FileLog
 from shell.errors import fail
+from shell.kafka_dump import inspect_kafka, verify_kafka
+from shell.kafka_source import kafka_files
 from shell.log_state import (
     LIBRARY_ERRORS,
     Output,
@@ -199,7 +201,11 @@ def _open(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 @snapshot_app.command("inspect")
 def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None:
-    """A snapshot's header fields, record count and ACLs."""
+    """A snapshot's header fields, record count and ACLs (kraft-acl's, or an Apache Kafka `.checkpoint`)."""
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        inspect_kafka(kafka, output)
+        return
     reader, image = _open(file)
     h = reader.header
     if output is Output.json:
@@ -227,7 +233,14 @@ def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None
 
 @snapshot_app.command("verify")
 def verify_command(file: SnapshotFile) -> None:
-    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2)."""
+    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2).
+
+    An Apache Kafka `.checkpoint` is checked batch by batch (CRC-32C, SnapshotHeader, SnapshotFooter).
+    """
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        verify_kafka(kafka)
+        return
     reader, image = _open(file)
     h = reader.header
     typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch})")

@@ -16,10 +16,12 @@ from rich.table import Table
 
 from authorizer.config import AuthorizerConfig, load_config
 from authorizer.errors import AuthorizerError, ConfigError, ImageError
+from authorizer.metadata_source import authorizer_for
 from authorizer.model import StandardAcl
 from authorizer.standard import StandardAuthorizer
 from authorizer.whatif import InputError, Request, evaluate, load_acls, load_requests
 from shell.errors import EXIT_FAILED, fail
+from shell.kafka_source import kafka_files, kafka_state
 from shell.log_state import STATE_AT_HELP, replayed
 
 
@@ -61,7 +63,11 @@ Requests = Annotated[Path, typer.Option("--requests", help="requests.jsonl: one 
 AclsFile = Annotated[Path | None, typer.Option("--acls", help="acls.json: a JSON array of ACL objects")]
 LogDir = Annotated[
     Path | None,
-    typer.Option("--log-dir", help="instead of --acls: the ACL state replayed from this metadata log directory"),
+    typer.Option(
+        "--log-dir",
+        help="instead of --acls: the ACL state replayed from this metadata log directory (kraft-acl's, or "
+        "Apache Kafka's own KRaft metadata: a metadata.log.dir, __cluster_metadata-0, a .log or .checkpoint)",
+    ),
 ]
 AtOffset = Annotated[int | None, typer.Option("--at-offset", metavar="N", help=f"with --log-dir: {STATE_AT_HELP}")]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="server.properties (super.users, ...)")]
@@ -91,6 +97,10 @@ def authorize_command(
         parsed = list(load_requests(requests))
     except (InputError, ConfigError) as exc:
         fail(str(exc))
+    if log_dir is not None and kafka_files(log_dir) is not None:  # Apache Kafka's own metadata
+        state = kafka_state(log_dir, at_offset, "--at-offset")
+        _answer(authorizer_for(state, cfg), parsed, requests, explain, output)
+        return
     if log_dir is not None:
         with replayed(log_dir, at_offset, option="--at-offset", config=cfg) as node:
             _answer(node.authorizer, parsed, requests, explain, output)
