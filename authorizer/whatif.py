@@ -115,7 +115,7 @@ class Request(_Model):
         }[self.kind]
 
 
-def _first_error(exc: ValidationError) -> str:
+def first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "(object)"
     return f"field '{field}': {err['msg']}"
@@ -149,7 +149,7 @@ def load_acls(path: Path) -> list[StandardAcl]:
         try:
             acls.append(AclEntry.model_validate(item).to_acl())
         except ValidationError as exc:
-            raise InputError(f"{path}: element {number}: {_first_error(exc)}") from exc
+            raise InputError(f"{path}: element {number}: {first_error(exc)}") from exc
     return acls
 
 
@@ -169,7 +169,7 @@ def load_requests(path: Path) -> Iterator[tuple[int, Request]]:
         except ValidationError as exc:
             if exc.errors()[0]["type"] == "json_invalid":
                 raise InputError(f"{path}: line {number}: not valid JSON: {exc.errors()[0]['msg']}") from exc
-            raise InputError(f"{path}: line {number}: {_first_error(exc)}") from exc
+            raise InputError(f"{path}: line {number}: {first_error(exc)}") from exc
         missing = [name for name in request.required() if getattr(request, name) is None]
         if missing:
             raise InputError(f"{path}: line {number}: field '{missing[0]}' is required for kind '{request.kind}'")
