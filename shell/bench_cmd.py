@@ -18,6 +18,7 @@ class Suite(StrEnum):
 
     authorizer = "authorizer"
     log = "log"
+    import_ = "import"
     all = "all"
 
 
@@ -60,6 +61,10 @@ def bench_command(
         from shell.bench import log_suite
 
         result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
+    if suite is Suite.import_:  # not in `all`: it writes a million-ACL log to a temporary directory
+        from shell.bench import import_suite
+
+        result["import"] = import_suite.run(quick=quick)
     if suite is not Suite.all:
         result = {"machine": result["machine"], **result[suite.value]}
     typer.echo(json.dumps(result))

@@ -126,6 +126,13 @@ def read_snapshot(file: SnapshotFile) -> KafkaSnapshot:
         isinstance(e, ControlRecord) and e.type == SNAPSHOT_FOOTER for _, e in last.entries
     ):
         raise CorruptLogError(path, last.batch.position, "no SnapshotFooter: the snapshot is incomplete")
+    expected = 0
+    for decoded in batches:  # internal offsets run on from 0 (the base offsets are outside the CRC)
+        if decoded.batch.base_offset != expected:
+            raise CorruptLogError(
+                path, decoded.batch.position, f"batch at offset {decoded.batch.base_offset}, expected {expected}"
+            )
+        expected = decoded.batch.next_offset
     for decoded in batches[1:-1]:
         for offset, entry in decoded.entries:
             if not decoded.batch.is_control and not isinstance(entry, AccessControlEntryRecord | OtherRecord):
