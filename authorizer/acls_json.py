@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.whatif import AclEntry, InputError, acl_to_json, first_error
+from authorizer.whatif import AclEntry, InputError, acl_to_json, first_error, read_json_array
 
 _FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
 # name -> member for the spellings `whatif._enum` accepts in the common case (the exact upper-case name;
@@ -33,14 +33,7 @@ _PERMISSIONS = {m.name: m for m in AclPermissionType if m.name != "UNKNOWN"}
 
 def read_acls_json(path: Path) -> list[StandardAcl]:
     """Every ACL of an acls.json file, in file order; InputError names the file, element and field."""
-    try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, list):
-        raise InputError(f"{path}: expected a JSON array of ACL objects, got {type(data).__name__}")
+    data = read_json_array(path)
     out: list[StandardAcl] = []
     append = out.append
     for number, item in enumerate(data):

@@ -134,8 +134,8 @@ def acl_to_json(acl: StandardAcl) -> dict[str, str]:
     }
 
 
-def load_acls(path: Path) -> list[StandardAcl]:
-    """Parse an acls.json array; a bad element is reported as `file: element N: field 'x': reason`."""
+def read_json_array(path: Path) -> list[Any]:
+    """The JSON array an acls.json holds; InputError names the file and what is wrong with it."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -144,6 +144,12 @@ def load_acls(path: Path) -> list[StandardAcl]:
         raise InputError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a JSON array of ACL objects, got {type(data).__name__}")
+    return data
+
+
+def load_acls(path: Path) -> list[StandardAcl]:
+    """Parse an acls.json array; a bad element is reported as `file: element N: field 'x': reason`."""
+    data = read_json_array(path)
     acls = []
     for number, item in enumerate(data):
         try:

@@ -80,31 +80,20 @@ def decode_v1(buf: bytes) -> list[MetadataRecord]:
     """
     if _ACE_SETTERS is None or _REMOVE_SETTERS is None:  # pragma: no cover - records.py changed shape
         raise RuntimeError("the v1 fast path is unavailable")
-    s0, s1, s2, s3, s4, s5, s6, s7 = _ACE_SETTERS
     (r0,) = _REMOVE_SETTERS
     new = object.__new__
-    ace = AccessControlEntryRecord
     remove = RemoveAccessControlEntryRecord
     texts, rows = decode_v1_rows(buf, _RAW_ROWS)
+    adds = iter(ace_records([t for t, row in zip(texts, rows, strict=True) if row is not None], [r for r in rows if r]))
     out: list[MetadataRecord] = []
     append = out.append
-    o: MetadataRecord
     for text, row in zip(texts, rows, strict=True):
         if row is None:
             o = new(remove)
             r0(o, text)
+            append(o)
         else:
-            o = new(ace)
-            s0(o, text)
-            rt, name, pt, principal, host, op, pm = row
-            s1(o, rt)
-            s2(o, name)
-            s3(o, pt)
-            s4(o, principal)
-            s5(o, host)
-            s6(o, op)
-            s7(o, pm)
-        append(o)
+            append(next(adds))
     return out
 
 
