@@ -30,7 +30,7 @@ def say_format(state: MetadataState) -> None:
         print(f"kraft-acl: note: {note}", file=sys.stderr)
 
 
-def kafka_state(path: Path, offset: int | None, option: str) -> MetadataState:
+def kafka_state(path: Path, offset: int | None, option: str, say: bool = True) -> MetadataState:
     """The state of Kafka's metadata at `offset` (default: the end), or one error line naming the option."""
     if offset is not None and offset < 0:
         fail(f"{option} {offset} is negative")
@@ -39,5 +39,6 @@ def kafka_state(path: Path, offset: int | None, option: str) -> MetadataState:
             state = read_state(path, offset)
         except (MetadataSourceError, KafkaStateError) as exc:
             fail(f"{option} {offset}: {exc}" if offset is not None else str(exc))
-    say_format(state)
+    if say:
+        say_format(state)
     return state

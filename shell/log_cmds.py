@@ -123,7 +123,7 @@ def diff_command(
     after: Mapping[str, StandardAcl]
     if kafka_files(log_dir) is not None:
         before = kafka_state(log_dir, from_offset, "--from-offset").image.acls
-        after = kafka_state(log_dir, to_offset, "--to-offset").image.acls
+        after = kafka_state(log_dir, to_offset, "--to-offset", say=False).image.acls
     else:
         with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
             check_offset("--to-offset", to_offset, node.backend.high_watermark())
