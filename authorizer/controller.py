@@ -70,7 +70,7 @@ class CreateResult:
 class ImportResult:
     """The outcome of an import: what was added (one batch), already stored, or listed twice in the input."""
 
-    added: list[tuple[str, StandardAcl]]
+    added: list[tuple[str, StandardAcl]]  # (new id, ACL); a dry run: ("", ACL) for each it would add
     present: int  # already stored: skipped
     repeated: int  # a copy of an earlier entry of the same input: skipped
     base_offset: int | None = None  # where the batch landed (None: nothing to write, or a dry run)
@@ -230,14 +230,13 @@ class AclController:
             index = self._index()
             unique = list(dict.fromkeys(acls))
             fresh = [acl for acl in unique if not exists(index, acl)]
-            result = ImportResult([], len(unique) - len(fresh), len(acls) - len(unique))
+            present, repeated = len(unique) - len(fresh), len(acls) - len(unique)
             if dry_run or not fresh:
-                return ImportResult([("", acl) for acl in fresh], result.present, result.repeated)
+                return ImportResult([("", acl) for acl in fresh], present, repeated)
             ids = self.new_ids(len(fresh), set(index.by_id))
-            added = list(zip(ids, fresh, strict=True))
             appended = self.backend.append(records_from_acls(ids, fresh))
             self.loader.catch_up()
-            return ImportResult(added, result.present, result.repeated, appended.base_offset)
+            return ImportResult(list(zip(ids, fresh, strict=True)), present, repeated, appended.base_offset)
 
     def new_ids(self, count: int, live: set[str]) -> list[str]:
         """`count` ids unused in `live` nor among themselves (bulk, or one by one with an injected id maker)."""

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from authorizer.image import image_from_snapshot
+from authorizer.metadata_source import SourceFormat
 from metadata_log.kafka_format.batches import TornTail
 from metadata_log.kafka_format.files import KafkaMetadataFiles
 from metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker
@@ -25,8 +26,7 @@ from shell.dump_cmd import record_payload
 from shell.errors import fail
 from shell.log_state import Output, acl_json, acl_table, iso_time, library_errors, sorted_acls
 
-KAFKA_LOG = "Apache Kafka KRaft metadata log"
-KAFKA_SNAPSHOT = "Apache Kafka KRaft snapshot"
+KAFKA_LOG, KAFKA_SNAPSHOT = SourceFormat.KAFKA_LOG.value, SourceFormat.KAFKA_SNAPSHOT.value
 
 
 def entry_json(entry: Entry) -> dict[str, Any]:
