@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from enum import IntEnum
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
@@ -187,10 +188,12 @@ def _validate(model: type[_Model], obj: dict[str, Any]) -> Any:
         raise InputError(reason, tuple(err["loc"])) from None
 
 
+_ACL_FIELDS = tuple(AclEntry.model_fields)
+
+
 def parse_acl(obj: object) -> StandardAcl:
     """One ACL object (every field required)."""
-    fields = tuple(AclEntry.model_fields)
-    entry: AclEntry = _validate(AclEntry, _object(obj, fields, "an ACL"))
+    entry: AclEntry = _validate(AclEntry, _object(obj, _ACL_FIELDS, "an ACL"))
     return entry.to_acl()
 
 
@@ -235,11 +238,42 @@ def parse_acls(data: str | bytes, source: str) -> list[StandardAcl]:
         raise InputError(f"expected a JSON array of ACL objects, got {json_type(items)}", source=source)
     acls = []
     for number, item in enumerate(items):
-        try:
-            acls.append(parse_acl(item))
-        except InputError as exc:
-            raise exc.at(f"{source}: element {number}") from None
+        acl = _plain_acl(item)
+        if acl is None:
+            try:
+                acl = parse_acl(item)
+            except InputError as exc:
+                raise exc.at(f"{source}: element {number}") from None
+        acls.append(acl)
     return acls
+
+
+_E = TypeVar("_E", bound=IntEnum)
+
+
+def _by_name(cls: type[_E]) -> dict[str, _E]:  # the names Kafka prints (UNKNOWN is left to parse_acl)
+    return {m.name: m for m in cls if m.name != "UNKNOWN"}
+
+
+_TYPES, _PATTERNS = _by_name(ResourceType), _by_name(PatternType)
+_OPERATIONS, _PERMISSIONS = _by_name(AclOperation), _by_name(AclPermissionType)
+
+
+def _plain_acl(item: object) -> StandardAcl | None:
+    """The ACL of an object in the common spelling (exactly the seven fields, enums by their names, ASCII
+    strings within Kafka's limit) by dict lookups, or None to let `parse_acl` decide: a fast path for
+    files of a million ACLs that accepts nothing `parse_acl` refuses."""
+    if type(item) is not dict or len(item) != len(_ACL_FIELDS):
+        return None
+    try:
+        rt, name, pt, principal, host, op, pm = (item[f] for f in _ACL_FIELDS)
+        acl = StandardAcl(_TYPES[rt], name, _PATTERNS[pt], principal, host, _OPERATIONS[op], _PERMISSIONS[pm])
+    except (KeyError, TypeError):  # a missing field, an unhashable value, another spelling or a code
+        return None
+    for text in (name, principal, host):
+        if type(text) is not str or not text.isascii() or len(text) > MAX_STRING_BYTES:
+            return None
+    return acl
 
 
 def parse_requests(data: str | bytes, source: str) -> list[tuple[int, Request]]:

@@ -22,6 +22,7 @@ class Suite(StrEnum):
     authorizer = "authorizer"
     log = "log"
     serve = "serve"
+    import_ = "import"
     all = "all"
 
 
@@ -44,7 +45,7 @@ def _machine() -> dict[str, Any]:
 
 def bench_command(
     suite: Annotated[
-        Suite, typer.Option("--suite", metavar="authorizer|log|serve|all", help="which suite to run")
+        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|all", help="which suite to run")
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
@@ -81,6 +82,10 @@ def bench_command(
             from shell.bench import serve_suite
 
             result["serve"] = serve_suite.run(quick=quick)
+        if suite is Suite.import_:  # not in `all`: it writes a million-ACL log to a temporary directory
+            from shell.bench import import_suite
+
+            result["import"] = import_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line
         fail(str(exc), EXIT_FAILED)
     progress("done")

@@ -31,6 +31,7 @@ import typer
 
 from shell.acls_cmd import acls_command
 from shell.bench_cmd import bench_command
+from shell.import_cmd import export_command, import_command
 from shell.log_cmds import diff_command, log_app, replay_command
 from shell.root import PROG, KraftGroup, print_version
 from shell.snapshot_cmd import snapshot_app
@@ -50,6 +51,8 @@ app.add_typer(snapshot_app, name="snapshot")
 app.add_typer(log_app, name="log")
 app.command("replay")(replay_command)
 app.command("diff")(diff_command)
+app.command("import")(import_command)
+app.command("export")(export_command)
 
 
 @app.callback()

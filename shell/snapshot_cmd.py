@@ -18,6 +18,8 @@ from authorizer.image import AclsDelta, AclsImage, Provenance
 from authorizer.node import AclNode
 from metadata_log.backends.file import FileLog
 from shell.errors import fail
+from shell.kafka_dump import inspect_kafka, verify_kafka
+from shell.kafka_source import kafka_files
 from shell.log_state import (
     LIBRARY_ERRORS,
     acl_json,
@@ -209,12 +211,16 @@ def _open(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 @snapshot_app.command("inspect")
 def inspect_command(file: SnapshotFile, output: OutputOpt = Output.table) -> None:
-    """A snapshot's header fields, record count and ACLs.
+    """A snapshot's header fields, record count and ACLs (kraft-acl's, or an Apache Kafka `.checkpoint`).
 
     \b
     Example:
       kraft-acl snapshot inspect data/meta/00000000000000000120-0000000003.checkpoint -o json
     """
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        inspect_kafka(kafka, output)
+        return
     reader, image = _open(file)
     h = reader.header
     if output.is_json:
@@ -244,10 +250,16 @@ def inspect_command(file: SnapshotFile, output: OutputOpt = Output.table) -> Non
 def verify_command(file: SnapshotFile) -> None:
     """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2).
 
+    An Apache Kafka `.checkpoint` is checked batch by batch (CRC-32C, SnapshotHeader, SnapshotFooter).
+
     \b
     Example:
       kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint
     """
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        verify_kafka(kafka)
+        return
     reader, image = _open(file)
     h = reader.header
     typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch})")

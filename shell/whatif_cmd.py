@@ -16,12 +16,14 @@ import typer
 from authorizer.config import AuthorizerConfig, load_config
 from authorizer.errors import AuthorizerError, ConfigError, ImageError
 from authorizer.inputs import InputError, Request, parse_acls, parse_request, parse_requests
+from authorizer.metadata_source import authorizer_for
 from authorizer.model import StandardAcl
 from authorizer.standard import StandardAuthorizer
 from authorizer.whatif import evaluate, read_input
 from shell.acls_options import AclOptions as ResourceFlags
 from shell.acls_options import OptionError, check_principal, parse_operation, resources
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.kafka_source import kafka_files, kafka_state
 from shell.log_state import STATE_AT_HELP, replayed
 from shell.output import Output, output_option, print_table
 from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
@@ -59,7 +61,10 @@ AclsFile = Annotated[
 LogDir = Annotated[
     Path | None,
     typer.Option(
-        "--log-dir", metavar="DIR", help="instead of --acls: the ACL state replayed from this metadata log directory"
+        "--log-dir",
+        metavar="DIR",
+        help="instead of --acls: the ACL state replayed from this metadata log directory (kraft-acl's, or "
+        "Apache Kafka's own KRaft metadata: a metadata.log.dir, __cluster_metadata-0, a .log or .checkpoint)",
     ),
 ]
 AtOffset = Annotated[int | None, typer.Option("--at-offset", metavar="N", help=f"with --log-dir: {STATE_AT_HELP}")]
@@ -163,6 +168,10 @@ def authorize_command(
             fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
         finally:
             client.close()
+        return
+    if log_dir is not None and kafka_files(log_dir) is not None:  # Apache Kafka's own metadata
+        state = kafka_state(log_dir, at_offset, "--at-offset")
+        _answer(_local(authorizer_for(state, cfg)), parsed, source, explain, output)
         return
     if log_dir is not None:
         with replayed(log_dir, at_offset, option="--at-offset", config=cfg) as node:

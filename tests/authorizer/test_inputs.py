@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from authorizer.config import load_properties, parse_node_id
@@ -309,3 +309,49 @@ def test_any_bytes_are_acls_requests_or_an_input_error(data: bytes) -> None:
             parse(data, "input")
         except InputError as exc:
             assert str(exc).startswith("input")
+
+
+# An ACL object near the common spelling: each field a name (any case), a code, UNKNOWN, a string at or over
+# Kafka's limit, non-ASCII or a lone surrogate, or another JSON value; sometimes a field missing or one more.
+FIELD_VALUES = (
+    st.sampled_from([*ACL.values(), "topic", "Prefixed", "read", "UNKNOWN", "ANY", "MATCH", "Group", "DESCRIBE"])
+    | st.integers(-1, 15)
+    | st.sampled_from(["a" * MAX_STRING_BYTES, "a" * (MAX_STRING_BYTES + 1), "é" * 16384, "\udc80", "ü"])
+    | st.none()
+    | st.booleans()
+    | st.lists(st.integers(), max_size=1)
+)
+
+
+@st.composite
+def near_acl_objects(draw: st.DrawFn) -> dict[str, Any]:
+    changed = draw(st.sets(st.sampled_from(list(ACL)), max_size=3))
+    obj = {key: draw(FIELD_VALUES) if key in changed else value for key, value in ACL.items()}
+    if draw(st.booleans()):
+        obj.pop(draw(st.sampled_from(list(ACL))))
+    if draw(st.booleans()):
+        obj[draw(st.sampled_from(["x", "id"]))] = "y"
+    return obj
+
+
+@given(near_acl_objects())
+@example({**ACL, "resource_name": "a" * (MAX_STRING_BYTES + 1)})
+@example({**ACL, "principal": "é" * 16384})  # 32,768 UTF-8 bytes in 16,384 characters
+@example({**ACL, "host": "\udc80"})
+@example({**ACL, "id": "x"})
+@example({k: v for k, v in ACL.items() if k != "host"})
+@example({**ACL, "operation": "UNKNOWN"})
+@example({**ACL, "operation": 3, "resource_type": "topic"})
+def test_parse_acls_accepts_and_builds_exactly_what_parse_acl_does(obj: dict[str, Any]) -> None:
+    """parse_acls builds the common spelling by dict lookups: never an ACL parse_acl refuses, never another one."""
+    try:
+        expected: StandardAcl | None = parse_acl(obj)
+    except InputError:
+        expected = None
+    try:
+        [got] = parse_acls(json.dumps([obj]), "acls.json")
+    except InputError as exc:
+        assert expected is None and str(exc).startswith("acls.json: element 0: ")
+        return
+    assert expected is not None and got == expected
+    assert [type(value) for value in got] == [type(value) for value in expected]
