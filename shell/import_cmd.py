@@ -25,6 +25,7 @@ from authorizer.metadata_source import read_state
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.whatif import acl_to_json, load_acls
 from shell.acl_targets import AclTarget, LogAclTarget
+from shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
 from shell.errors import EXIT_FAILED, fail
 from shell.log_state import library_errors
 from shell.output import Output, output_option
@@ -122,16 +123,8 @@ def import_command(
             help="the cluster: the source of --from-cluster, else the Kafka-backed log to import into",
         ),
     ] = None,
-    command_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--command-config", metavar="FILE", help="Kafka client properties (security.protocol, sasl.*, ...)"
-        ),
-    ] = None,
-    metadata_topic: Annotated[
-        str | None,
-        typer.Option("--metadata-topic", metavar="TOPIC", help="the Kafka-backed log's topic (kraft-acl-metadata)"),
-    ] = None,
+    command_config: CommandConfig = None,
+    metadata_topic: MetadataTopic = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be added; write nothing")] = False,
     check: Annotated[
         bool, typer.Option("--check", help="afterwards compare source and log; exit 1 on a difference")
@@ -248,24 +241,9 @@ def export_command(
             "a .log or .checkpoint)",
         ),
     ] = None,
-    bootstrap_server: Annotated[
-        str | None,
-        typer.Option("--bootstrap-server", metavar="HOST:PORT", help="instead of --log-dir: a Kafka-backed log"),
-    ] = None,
-    command_config: Annotated[
-        Path | None,
-        typer.Option(
-            "--command-config",
-            metavar="FILE",
-            help="with --bootstrap-server: Kafka client properties (security.protocol, sasl.*, ...)",
-        ),
-    ] = None,
-    metadata_topic: Annotated[
-        str | None,
-        typer.Option(
-            "--metadata-topic", metavar="TOPIC", help="with --bootstrap-server: the log's topic (kraft-acl-metadata)"
-        ),
-    ] = None,
+    bootstrap_server: BootstrapServer = None,
+    command_config: CommandConfig = None,
+    metadata_topic: MetadataTopic = None,
     at_offset: Annotated[int | None, typer.Option("--at-offset", metavar="N", help="the state at offset N")] = None,
     out: Annotated[
         Path | None,
