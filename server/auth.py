@@ -1,10 +1,9 @@
 """Who is calling serve (bearer token, client certificate, or anonymous on listeners that allow it) and what
 that caller may do: brokers ask on behalf of anyone, everyone else is authorized by the ACLs themselves.
 
-`Authenticator` is immutable after construction; the token file is read once at start-up.
-Token comparison is constant-time (`hmac.compare_digest` over every known token of equal length
-would leak nothing useful; a dict lookup on the SHA-256 of the token is used instead, so the time
-does not depend on how many characters of a real token were guessed).
+`Authenticator` is immutable after construction; the token file is read once at start-up. Tokens
+are looked up by their SHA-256, so the time a lookup takes does not depend on how many characters a
+guess shares with a real token.
 """
 
 from __future__ import annotations

@@ -236,9 +236,9 @@ def _tls(r: _Reader, prefix: str, fallback: TlsConfig | None, listener: str) -> 
     if cert is None or key is None:
         raise r.error(prefix + "ssl.certfile", "", f"an SSL listener ({listener}) needs ssl.certfile and ssl.keyfile")
     default_auth = "required" if ca is not None else "none"
-    client_auth = r.choice(
-        auth_key, base.client_auth if base and r.text(auth_key) is None else default_auth, CLIENT_AUTH
-    )
+    # an explicit ssl.client.auth (the listener's, else the global one) wins; else a CA means "required"
+    explicit = r.text(auth_key) or r.text("ssl.client.auth")
+    client_auth = r.choice(auth_key, explicit or default_auth, CLIENT_AUTH)
     if client_auth != "none" and ca is None:
         raise r.error(auth_key, client_auth, "client certificates need ssl.cafile")
     return TlsConfig(cert, key, ca, client_auth)
