@@ -252,12 +252,12 @@ print_env() {
 
 # Sets JAVA_ARGS: the java command line up to (not including) the main class.
 set_java_args() {
-  local dir="$1"
+  local dir="$1" cp="$LIB/*"
+  if [[ -f "$dir/classpath" ]]; then cp+=":$(cat "$dir/classpath")"; fi
   # shellcheck disable=SC2206  # HEAP_OPTS / JIT_GC_OPTS / KAFKA_JVM_OPTS are lists of flags
   JAVA_ARGS=(java $HEAP_OPTS $JIT_GC_OPTS -XX:+ExitOnOutOfMemoryError
     -Djava.awt.headless=true ${KAFKA_JVM_OPTS:-}
-    "-Dlog4j2.configurationFile=$LOG4J2_CONFIG" "-Dkafka.logs.dir=$dir/logs"
-    -cp "$LIB/*$([[ -f "$dir/classpath" ]] && echo ":$(cat "$dir/classpath")")")
+    "-Dlog4j2.configurationFile=$LOG4J2_CONFIG" "-Dkafka.logs.dir=$dir/logs" -cp "$cp")
 }
 
 start_watchdog() {
@@ -313,7 +313,7 @@ cmd_start() {
     rm -rf "${dir:?}/data" "$dir/logs" "$dir/server.properties" "$dir/ports.env" "$dir/broker.env" "$dir/broker.pid" \
       "$dir/classpath"
   fi
-  [[ -n "$classpath" ]] && echo "$classpath" >"$dir/classpath"
+  if [[ -n "$classpath" ]]; then echo "$classpath" >"$dir/classpath"; fi
   set_java_args "$dir"
   mkdir -p "$dir/logs"
   if [[ ! -f "$dir/data/meta.properties" || ! -f "$dir/server.properties" || ! -f "$dir/ports.env" ]]; then

@@ -260,6 +260,18 @@ class KafkaBroker:
             raise KafkaBrokerError("broker was never started")
         return self._bootstrap
 
+    def wait_for_ports(self, timeout: float = 60.0) -> None:
+        """Learn the ports from DIR/ports.env while `start()` still waits (in another thread) for the broker."""
+        path = self.data_dir / "ports.env"
+        deadline = time.monotonic() + timeout
+        while not path.is_file():
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"no {path} within {timeout:.0f}s")
+            time.sleep(0.1)
+        ports = _parse_env(path.read_text())
+        self._bootstrap = f"127.0.0.1:{ports['PORT']}"
+        self._listener_bootstrap = {k[5:]: f"127.0.0.1:{v}" for k, v in ports.items() if k.startswith("PORT_")}
+
     def listener_bootstrap(self, name: str) -> str:
         """``127.0.0.1:<port>`` of an extra listener (``listeners``)."""
         if name not in self._listener_bootstrap:

@@ -11,7 +11,16 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from shell.bench.serve_process import ServeProcess
 from tests.kafka_broker import KafkaBroker
@@ -54,7 +63,7 @@ def revoke(serve: ServeProcess, *acls: dict[str, str]) -> None:
     assert status == 200 and all(len(r["acls"]) == 1 for r in body["results"]), body
 
 
-def _conf(broker: KafkaBroker, user: str, listener: str | None, **extra: str | int | bool) -> dict[str, object]:
+def client_conf(broker: KafkaBroker, user: str, listener: str | None, **extra: str | int | bool) -> dict[str, object]:
     conf: dict[str, object] = dict(broker.client_config(user, listener=listener))
     conf.update({"logger": _QUIET, **extra})
     return conf
@@ -72,7 +81,7 @@ def produce(
 ) -> KafkaError | None:
     """Produce one record (in a committed transaction with `transactional_id`): None, or Kafka's error."""
     errors: list[KafkaError] = []
-    conf = _conf(
+    conf = client_conf(
         broker, user, listener, **{"message.timeout.ms": int(timeout * 1000), "enable.idempotence": idempotent}
     )
     if transactional_id is not None:
@@ -102,7 +111,7 @@ def consume(
     """Read the topic from the start as a member of `group`: the values read, or the first error."""
     errors: list[KafkaError] = []
     consumer = Consumer(
-        _conf(
+        client_conf(
             broker,
             user,
             None,
@@ -133,17 +142,57 @@ def consume(
 
 def visible_topics(broker: KafkaBroker, user: str, listener: str | None = None) -> set[str]:
     """The topics a Metadata request for all topics returns to `user` (Kafka drops the ones not DESCRIBE-able)."""
-    admin = AdminClient(_conf(broker, user, listener))
+    admin = AdminClient(client_conf(broker, user, listener))
     return set(admin.list_topics(timeout=15).topics)
 
 
-def create_topics(broker: KafkaBroker, *names: str) -> None:
+def create_topics(broker: KafkaBroker, *names: str, listener: str | None = None) -> None:
     """Create topics as the super user (1 partition each) and wait for every one."""
-    admin = AdminClient(_conf(broker, "admin", None))
-    for future in admin.create_topics([NewTopic(n, 1, 1) for n in names]).values():
+    for future in admin(broker, listener).create_topics([NewTopic(n, 1, 1) for n in names]).values():
         future.result(30)
 
 
 def unique(prefix: str) -> str:
     """A topic or group name no other test uses."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+_ADMINS: dict[tuple[str, str | None], AdminClient] = {}
+
+
+def admin(broker: KafkaBroker, listener: str | None = None) -> AdminClient:
+    """The super user's AdminClient, one per broker listener, kept alive (a collected client fails its pending
+    futures with _DESTROY)."""
+    key = (broker.bootstrap_servers, listener)
+    if key not in _ADMINS:
+        _ADMINS[key] = AdminClient(client_conf(broker, "admin", listener))
+    return _ADMINS[key]
+
+
+def by_principal(principal: str) -> AclBindingFilter:
+    """Every ACL of one principal."""
+    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None, AclOperation.ANY,
+                            AclPermissionType.ANY)  # fmt: skip
+
+
+def create(broker: KafkaBroker, bindings: list[AclBinding]) -> list[int]:
+    """CreateAcls through the broker: per binding, 0 or Kafka's error code."""
+    futures = admin(broker).create_acls(bindings, request_timeout=30)
+    codes = []
+    for binding in bindings:
+        try:
+            futures[binding].result()
+            codes.append(0)
+        except KafkaException as exc:
+            codes.append(exc.args[0].code())
+    return codes
+
+
+def describe(broker: KafkaBroker, acl_filter: AclBindingFilter) -> list[AclBinding]:
+    """DescribeAcls through the broker (sorted: Kafka groups them by resource in a hash map)."""
+    return sorted(admin(broker).describe_acls(acl_filter, request_timeout=30).result(), key=str)
+
+
+def delete(broker: KafkaBroker, acl_filter: AclBindingFilter) -> list[AclBinding]:
+    """DeleteAcls of one filter through the broker: the ACLs it removed, sorted."""
+    return sorted(admin(broker).delete_acls([acl_filter], request_timeout=30)[acl_filter].result(), key=str)

@@ -160,13 +160,19 @@ final class AclAdmin implements AutoCloseable {
     }
 
     /**
-     * serve's error code as Kafka's exception when Kafka has that error (NOT_CONTROLLER, INVALID_REQUEST, ...), else
-     * UNKNOWN_SERVER_ERROR with serve's message (Kafka has no code for AUTHORIZER_NOT_READY either).
+     * serve's error code as Kafka's exception when Kafka has that error (INVALID_REQUEST, ...), else
+     * UNKNOWN_SERVER_ERROR with serve's message (Kafka has no code for AUTHORIZER_NOT_READY either). NOT_CONTROLLER
+     * (every serve that answered has the broker role) is UNKNOWN_SERVER_ERROR too: in a CreateAcls or DeleteAcls
+     * response Kafka's broker takes NOT_CONTROLLER to mean that its own controller moved, and resends the request
+     * until the client gives up, so the client would see a timeout instead of the reason.
      */
     static ApiException exception(ServeClient.Reply reply, String path) {
         WireJson.ErrorBody error = WireJson.error(reply.body());
         String message = "kraft-acl serve " + reply.server() + " answered " + path + " with HTTP " + reply.status()
                 + (error.code().isEmpty() ? "" : " " + error.code()) + ": " + error.message();
+        if (error.code().equals("NOT_CONTROLLER")) {
+            return new UnknownServerException(message);
+        }
         try {
             ApiException known = Errors.valueOf(error.code()).exception(message);
             if (known != null) {
