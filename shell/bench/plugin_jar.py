@@ -39,7 +39,7 @@ def ensure_built(timeout: float = 900.0) -> Path:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise PluginBuildError(f"no mvn on PATH to build {PLUGIN_JAR} (make setup builds it)")
-    cmd = [mvn, "-B", "-q", "-f", str(PLUGIN_DIR / "pom.xml"), "package", "-DskipTests"]
+    cmd = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(PLUGIN_DIR / "pom.xml"), "package", "-DskipTests"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0 or not PLUGIN_JAR.is_file():
         raise PluginBuildError(f"`{' '.join(cmd)}` failed:\n{(proc.stdout + proc.stderr)[-4000:]}")

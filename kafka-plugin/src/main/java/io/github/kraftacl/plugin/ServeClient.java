@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.MalformedURLException;
-import java.net.Proxy;
 import java.net.URI;
 import java.net.URL;
 import java.util.ArrayList;
@@ -111,7 +110,7 @@ final class ServeClient {
     }
 
     private Reply exchange(URI server, String path, byte[] body, int timeoutMs, boolean once) throws IOException {
-        HttpURLConnection c = (HttpURLConnection) url(server, path).openConnection(Proxy.NO_PROXY);
+        HttpURLConnection c = (HttpURLConnection) url(server, path).openConnection();
         if (c instanceof HttpsURLConnection https) {
             https.setSSLSocketFactory(sockets);
             if (!verifyHostname) {
