@@ -18,6 +18,7 @@ class Suite(StrEnum):
 
     authorizer = "authorizer"
     log = "log"
+    plugin = "plugin"  # the Kafka broker plugin on real brokers (not part of `all`: needs Java, takes minutes)
     all = "all"
 
 
@@ -60,6 +61,10 @@ def bench_command(
         from shell.bench import log_suite
 
         result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
+    if suite is Suite.plugin:
+        from shell.bench import plugin_suite
+
+        result["plugin"] = plugin_suite.run(quick=quick)
     if suite is not Suite.all:
         result = {"machine": result["machine"], **result[suite.value]}
     typer.echo(json.dumps(result))
