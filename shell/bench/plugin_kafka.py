@@ -106,13 +106,18 @@ class Broker:
         }
 
 
-def create_topics(broker: Broker, names: Sequence[str]) -> None:
-    """Create 1-partition topics as the super user, 100 per request."""
+def create_topics(broker: Broker, names: Sequence[str], timeout: float = 120.0) -> None:
+    """Create 1-partition topics as the super user, 100 per request, and wait until Metadata lists them all."""
     admin = AdminClient(broker.conf("admin"))
     for start in range(0, len(names), 100):
         futures = admin.create_topics([NewTopic(n, 1, 1) for n in names[start : start + 100]], request_timeout=120)
         for future in futures.values():
             future.result()
+    deadline = time.monotonic() + timeout
+    while not set(names) <= set(admin.list_topics(timeout=60).topics):
+        if time.monotonic() > deadline:
+            raise BrokerError(f"the broker's metadata lacks some of the {len(names)} new topics after {timeout:.0f}s")
+        time.sleep(0.5)
 
 
 def binding(acl: Acl) -> AclBinding:
