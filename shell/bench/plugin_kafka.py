@@ -8,7 +8,6 @@ Not thread-safe; one benchmark drives these. Brokers run in their own process gr
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import time
@@ -34,8 +33,6 @@ SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
 # Kafka's own launch defaults (kafka-server-start.sh, kafka-run-class.sh), not the test script's fast-start ones:
 # C2 compiles StandardAuthorizer's loops as in production.
 JVM_ENV = {"KAFKA_HEAP_OPTS": "-Xms1g -Xmx1g", "KAFKA_JIT_GC_OPTS": "-XX:+UseG1GC -XX:MaxGCPauseMillis=20"}
-_QUIET = logging.getLogger("kraft_acl.bench.rdkafka")
-_QUIET.setLevel(logging.CRITICAL)
 
 
 class BrokerError(RuntimeError):
@@ -101,7 +98,7 @@ class Broker:
             "sasl.mechanism": "PLAIN",
             "sasl.username": user,
             "sasl.password": f"{user}-secret",
-            "logger": _QUIET,
+            "log_level": 0,  # no librdkafka lines on stderr (a Python logger outlives a client badly)
             **extra,
         }
 

@@ -6,7 +6,6 @@ Every call makes fresh clients (librdkafka remembers authorization errors per to
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 
@@ -26,8 +25,6 @@ from shell.bench.serve_process import ServeProcess
 from tests.kafka_broker import KafkaBroker
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
-_QUIET = logging.getLogger("tests.rdkafka")  # librdkafka's own log lines go here instead of stderr
-_QUIET.setLevel(logging.CRITICAL)
 
 
 def acl(
@@ -65,7 +62,7 @@ def revoke(serve: ServeProcess, *acls: dict[str, str]) -> None:
 
 def client_conf(broker: KafkaBroker, user: str, listener: str | None, **extra: str | int | bool) -> dict[str, object]:
     conf: dict[str, object] = dict(broker.client_config(user, listener=listener))
-    conf.update({"logger": _QUIET, **extra})
+    conf.update({"log_level": 0, **extra})  # no librdkafka lines on stderr
     return conf
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from shell.bench.plugin_jar import AUTHORIZER_CLASS, PluginBuildError, ensure_built
 from shell.bench.serve_process import ServeProcess, ServeProcessError, free_port
-from tests.integration.conftest import _unavailable
+from tests.integration.conftest import _unavailable, start_or_fail
 from tests.integration.plugin.clients import ADMIN_TOKEN
 from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem
 
@@ -78,16 +78,6 @@ def plugin_jar() -> Path:
         pytest.fail(f"KAFKA PLUGIN COULD NOT BE BUILT: {exc}", pytrace=False)
 
 
-def start_broker(broker: KafkaBroker) -> None:
-    """Start, failing with the broker's log tail."""
-    try:
-        broker.start()
-    except KafkaBrokerError as exc:
-        tail = broker.log_tail()
-        broker.stop()
-        pytest.fail(f"KAFKA BROKER DID NOT START: {exc}\n{tail}", pytrace=False)
-
-
 def start_serve(serve: ServeProcess, wait_ready: bool = True) -> None:
     """Start, failing with serve's output."""
     try:
@@ -113,7 +103,7 @@ def plugin_setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PluginSet
     props["auto.create.topics.enable"] = "true"
     broker = KafkaBroker(root / "broker", authorizer=True, extra_props=props, classpath=str(jar), sasl_users=SASL_USERS)
     try:
-        start_broker(broker)
+        start_or_fail(broker)
         yield PluginSetup(broker, serves, log_dir)
     finally:
         broker.stop()

@@ -16,8 +16,9 @@ from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord
 from shell.bench.serve_process import ServeProcess
+from tests.integration.conftest import start_or_fail
 from tests.integration.plugin.clients import ADMIN_TOKEN, create_topics, produce, visible_topics
-from tests.integration.plugin.conftest import plugin_jar, plugin_props, serve_props, start_broker
+from tests.integration.plugin.conftest import plugin_jar, plugin_props, serve_props
 from tests.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(600)]
@@ -72,7 +73,7 @@ def test_listeners_open_when_serve_has_loaded(tmp_path: Path) -> None:
     broker = KafkaBroker(
         tmp_path / "broker", authorizer=True, extra_props=props, classpath=str(jar), listeners=["EARLY:SASL_PLAINTEXT"]
     )
-    started = threading.Thread(target=start_broker, args=(broker,), daemon=True)
+    started = threading.Thread(target=start_or_fail, args=(broker,), daemon=True)
     try:
         started.start()  # returns at "Kafka Server started": only once serve is ready
         broker.wait_for_ports()

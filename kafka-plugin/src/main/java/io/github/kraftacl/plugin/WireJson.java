@@ -97,18 +97,9 @@ final class WireJson {
     static List<AuthorizationResult> results(byte[] body, int expected) throws IOException {
         List<AuthorizationResult> out = new ArrayList<>(expected);
         try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                if (!name.equals("results")) {
-                    p.skipChildren();
-                    continue;
-                }
-                expect(value, JsonToken.START_ARRAY, "results to be an array");
-                while (p.nextToken() == JsonToken.VALUE_STRING) {
-                    out.add(result(p.getText()));
-                }
+            expect(seek(p, "results"), JsonToken.START_ARRAY, "results to be an array");
+            while (p.nextToken() == JsonToken.VALUE_STRING) {
+                out.add(result(p.getText()));
             }
         }
         if (out.size() != expected) {
@@ -131,16 +122,9 @@ final class WireJson {
     /** The "result" of an authorize-by-resource-type answer. */
     static AuthorizationResult result(byte[] body) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                if (p.nextToken() == JsonToken.VALUE_STRING && name.equals("result")) {
-                    return result(p.getText());
-                }
-                p.skipChildren();
-            }
+            expect(seek(p, "result"), JsonToken.VALUE_STRING, "a result");
+            return result(p.getText());
         }
-        throw new IOException("no result in the answer");
     }
 
     private static AuthorizationResult result(String text) throws IOException {
@@ -214,18 +198,9 @@ final class WireJson {
     static List<Outcome> outcomes(byte[] body) throws IOException {
         List<Outcome> out = new ArrayList<>();
         try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                if (!name.equals("results")) {
-                    p.skipChildren();
-                    continue;
-                }
-                expect(value, JsonToken.START_ARRAY, "results to be an array");
-                while (p.nextToken() == JsonToken.START_OBJECT) {
-                    out.add(outcome(p));
-                }
+            expect(seek(p, "results"), JsonToken.START_ARRAY, "results to be an array");
+            while (p.nextToken() == JsonToken.START_OBJECT) {
+                out.add(outcome(p));
             }
         }
         return out;
@@ -254,17 +229,9 @@ final class WireJson {
     /** The "acls" of a describe answer. */
     static List<AclBinding> describedAcls(byte[] body) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                p.nextToken();
-                if (name.equals("acls")) {
-                    return bindings(p);
-                }
-                p.skipChildren();
-            }
+            seek(p, "acls");
+            return bindings(p);
         }
-        throw new IOException("no acls in the answer");
     }
 
     /** An array of AclOut objects (the parser is on its START_ARRAY). */
@@ -324,16 +291,9 @@ final class WireJson {
     /** GET /v1/acls/count. */
     static int count(byte[] body) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                if (p.nextToken() == JsonToken.VALUE_NUMBER_INT && name.equals("count")) {
-                    return p.getIntValue();
-                }
-                p.skipChildren();
-            }
+            expect(seek(p, "count"), JsonToken.VALUE_NUMBER_INT, "a count");
+            return p.getIntValue();
         }
-        throw new IOException("no count in the answer");
     }
 
     /** The error of a 4xx/5xx answer; a body that is not serve's error JSON becomes its text. */
@@ -370,6 +330,20 @@ final class WireJson {
             }
         }
         return new ErrorBody(code, message);
+    }
+
+    /** Into a top-level object, up to the value of {@code field}: its first token, or null when it is absent. */
+    private static JsonToken seek(JsonParser p, String field) throws IOException {
+        expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
+            String name = p.currentName();
+            JsonToken value = p.nextToken();
+            if (name.equals(field)) {
+                return value;
+            }
+            p.skipChildren();
+        }
+        return null;
     }
 
     private static void expect(JsonToken got, JsonToken wanted, String what) throws IOException {
