@@ -64,28 +64,6 @@ def action_of(a: ActionIn, field: str) -> Action:
     )
 
 
-# Converted actions by their exact JSON value: a broker's plugin sends the same actions again and again (every
-# Metadata request lists every topic), and building an Action (a frozen dataclass) costs about 3 us. The values
-# on both sides are immutable, so a hit is exactly what a conversion would give. Used on the event loop only.
-_ACTIONS: dict[ActionIn, Action] = {}
-_ACTIONS_MAX = 100_000
-
-
-def actions_of(actions: list[ActionIn]) -> list[Action]:
-    """`action_of` for each action, through the conversion cache (cleared when it reaches _ACTIONS_MAX)."""
-    out: list[Action] = []
-    cache = _ACTIONS
-    for i, a in enumerate(actions):
-        action = cache.get(a)
-        if action is None:
-            action = action_of(a, f"$.actions[{i}]")
-            if len(cache) >= _ACTIONS_MAX:
-                cache.clear()
-            cache[a] = action
-        out.append(action)
-    return out
-
-
 def acl_of(a: AclIn, field: str) -> StandardAcl:
     """One ACL to create; unknown enum names become UNKNOWN, which the controller refuses per entry (KIP-140)."""
     return StandardAcl(

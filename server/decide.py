@@ -18,7 +18,7 @@ from authorizer.operations import SUPPORTED_OPERATIONS
 from authorizer.standard import Action, RequestContext
 from server.auth import Caller
 from server.context import ServeState
-from server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, actions_of, check_bytes, enum_of
+from server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
 from server.errors import BadRequest, Forbidden, NotReady
 from server.http import Request, Response
 from server.wire import (
@@ -63,7 +63,7 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Response:
     if len(body.actions) > state.config.request_max_actions:
         raise BadRequest(f"more than request.max.actions ({state.config.request_max_actions}) actions", "$.actions")
     ctx = _context(body.principal, body.client_address, body.listener, body.request)
-    actions = actions_of(body.actions)
+    actions = [action_of(a, f"$.actions[{i}]") for i, a in enumerate(body.actions)]
     return Response(200, _ENCODE.encode(decide(state, ctx, actions, body.explain)))
 
 
