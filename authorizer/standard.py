@@ -198,6 +198,24 @@ class StandardAuthorizer:
             codes.append(code)
         return results, codes, rules
 
+    def decide_codes(
+        self, index: AclIndex, ctx: RequestContext, ops: Sequence[int], rtypes: Sequence[int], names: Sequence[str]
+    ) -> list[int]:
+        """The BY_* codes of many LITERAL actions against one index, with no audit logging (the caller
+        audits with `maybe_audit`); AuthorizerNotReadyError before the initial load, super users excepted."""
+        if ctx.principal in self._super_users:
+            return [BY_SUPER_USER] * len(ops)
+        if not self._loaded:
+            raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
+        decide, principal, host = self._decide_code, ctx.principal, ctx.host
+        return [
+            decide(index, principal, host, op, rtype, name) for op, rtype, name in zip(ops, rtypes, names, strict=True)
+        ]
+
+    def maybe_audit(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> None:
+        """Kafka's audit line for one decided action, at its level (`authorize` does this for every action)."""
+        self._maybe_audit(index, ctx, action, result, ctx.principal in self._super_users)
+
     def authorize_one(
         self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> AuthorizationResult:

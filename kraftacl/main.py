@@ -5,6 +5,7 @@ Stateless; every invocation is its own process.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ import typer
 
 from shell.cli import app
 from shell.errors import EXIT_FAILED, fail
+from shell.root import PROG
 
 
 def serve_command(
@@ -19,13 +21,19 @@ def serve_command(
         Path,
         typer.Option(
             "--config",
-            help="Kafka-style properties file: listeners, early.start.listeners, super.users, metadata.log.dir, ...",
+            metavar="FILE",
+            help="Kafka-style properties file: listeners, early.start.listeners, super.users, metadata.log.dir, "
+            "auth.token.file, broker.principals, ... (README: serve configuration)",
         ),
     ],
 ) -> None:
-    """Run the authorizer process a Kafka broker asks (KIP-801 start-up; HTTP API on every listener).
+    """Run the authorizer process Kafka brokers, scripts and the CLI ask: KIP-801 start-up (early-start
+    listeners answer super users first, the others open once the ACLs are loaded), then tail the log and
+    answer the HTTP API on every listener until SIGTERM or SIGINT.
 
-    Example: kraft-acl serve --config examples/serve/server.properties
+    \b
+    Example:
+      kraft-acl serve --config examples/serve/server.properties
     """
     from authorizer.errors import ConfigError
     from server.config import load
@@ -37,8 +45,6 @@ def serve_command(
         fail(str(exc))
     setup_logging(settings)
     for warning in settings.warnings:
-        import logging
-
         logging.getLogger("kraft_acl.serve").warning(warning)
     try:
         serve(settings)
@@ -53,4 +59,4 @@ app.command("serve")(serve_command)
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app(prog_name=PROG)

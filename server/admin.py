@@ -17,10 +17,11 @@ from authorizer.controller import CreateResult, DeleteResult
 from authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
 from authorizer.model import CLUSTER_NAME, AclOperation, AuthorizationResult, ResourceType, StandardAcl, kafka_order
 from authorizer.standard import Action, RequestContext
+from metadata_log.errors import LogError
 from server.auth import Caller
 from server.context import ServeState
 from server.convert import acl_of, acl_out, filter_of
-from server.errors import BadRequest, Forbidden, NotController, NotReady
+from server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
 from server.http import Request, Response
 from server.wire import (
     CountOut,
@@ -69,9 +70,7 @@ def describe(state: ServeState, request: Request, caller: Caller) -> Response:
     body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
     _require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
-    acl_filter = filter_of(body.filter)
-    if acl_filter.is_unknown():
-        raise BadRequest("the filter has an UNKNOWN field", "$.filter")
+    acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     index, offset = state.authorizer.state()
     try:
         found = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
@@ -118,7 +117,13 @@ def _require_writable(state: ServeState) -> None:
 
 
 async def _on_writer(state: ServeState, work: Callable[[], T]) -> T:
-    return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
+    try:
+        return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+    except LogError as exc:
+        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka, imported only with Kafka
+            raise NotController(f"another controller took over the metadata log: {exc}") from exc
+        raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
 
 
 def _create_out(r: CreateResult) -> CreateResultOut:

@@ -72,16 +72,19 @@ def failure(exc: ApiFailure) -> Response:
     return Response(exc.status, _ENCODE.encode(ErrorOut(ErrorBody(exc.code, exc.message, exc.field))), headers=headers)
 
 
-def validation_failure(exc: msgspec.ValidationError | msgspec.DecodeError) -> Response:
-    """msgspec's message names the path (`... - at `$.actions[0].operation``); split it into message and field."""
+def validation_failure(exc: msgspec.DecodeError) -> Response:
+    """msgspec names the path (`... - at `$.actions[0].operation``; the root when none); split message and field.
+
+    A ValidationError (a subclass of DecodeError) is well-formed JSON with a wrong field; anything
+    else is malformed JSON.
+    """
     text = str(exc)
     message, sep, where = text.rpartition(" - at `")
     if not sep:
-        message, where = text, ""
-    field = where.rstrip("`") or None
-    if isinstance(exc, msgspec.DecodeError):
-        message = f"malformed JSON: {message}"
-    return Response(400, _ENCODE.encode(ErrorOut(ErrorBody("INVALID_REQUEST", message, field))))
+        message, where = text, "$`"
+    if not isinstance(exc, msgspec.ValidationError):
+        return Response(400, _ENCODE.encode(ErrorOut(ErrorBody("INVALID_REQUEST", f"malformed JSON: {message}"))))
+    return Response(400, _ENCODE.encode(ErrorOut(ErrorBody("INVALID_REQUEST", message, where.rstrip("`")))))
 
 
 class Api:
@@ -105,7 +108,7 @@ class Api:
             outcome = route.handler(self.state, request, caller)
         except ApiFailure as exc:
             return self._count(route.endpoint, failure(exc))
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except msgspec.DecodeError as exc:
             return self._count(route.endpoint, validation_failure(exc))
         if isinstance(outcome, Response):
             return self._count(route.endpoint, outcome)
@@ -116,7 +119,7 @@ class Api:
             response = await outcome
         except ApiFailure as exc:
             response = failure(exc)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except msgspec.DecodeError as exc:
             response = validation_failure(exc)
         return self._count(endpoint, response)
 

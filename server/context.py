@@ -25,7 +25,7 @@ class ServeState:
     node: AclNode
     metrics: ServeMetrics
     decision_log: DecisionLog | None
-    acl_ids: AclIds | None
+    acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users

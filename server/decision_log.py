@@ -9,8 +9,9 @@ loader change listener, which runs on the publishing thread and swaps one map re
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
@@ -42,11 +43,15 @@ class DecisionLine(msgspec.Struct, frozen=True):
 
 
 class AclIds:
-    """The id of each stored ACL by its content (ACL content is unique in a state), maintained incrementally
-    in a persistent map so that one batch costs O(changes x log n) and readers always see one whole state."""
+    """The id of each stored ACL by its content (ACL content is unique in a state), for explanations and the
+    decision log. Built from the image on first use (serve's memory does not pay for it until someone asks),
+    then kept up to date by the loader's change listener in a persistent map, so that one batch costs
+    O(changes x log n) and a reader always sees one whole map."""
 
-    def __init__(self) -> None:
-        self.by_content: immutables.Map[StandardAcl, str] = immutables.Map()
+    def __init__(self, image: Callable[[], AclsImage]) -> None:
+        self.image = image
+        self.by_content: immutables.Map[StandardAcl, str] | None = None
+        self._lock = threading.Lock()
 
     def on_change(
         self,
@@ -56,21 +61,38 @@ class AclIds:
         added: list[tuple[str, StandardAcl]] | None,
     ) -> None:
         """Loader change listener: a full rebuild for a replaced state, else the net changes."""
-        if removed is None or added is None:
-            self.by_content = immutables.Map((acl, acl_id) for acl_id, acl in after.acls.items())
-            return
-        with self.by_content.mutate() as fresh:
-            for acl_id in removed:
-                acl = before.acls.get(acl_id)
-                if acl is not None:
-                    fresh.pop(acl, None)
-            for acl_id, acl in added:
-                fresh[acl] = acl_id
-            self.by_content = fresh.finish()
+        with self._lock:
+            if self.by_content is None:
+                return
+            if removed is None or added is None:
+                self.by_content = _by_content(after)
+                return
+            with self.by_content.mutate() as fresh:
+                for acl_id in removed:
+                    acl = before.acls.get(acl_id)
+                    if acl is not None:
+                        fresh.pop(acl, None)
+                for acl_id, acl in added:
+                    fresh[acl] = acl_id
+                self.by_content = fresh.finish()
+
+    def enable(self) -> immutables.Map[StandardAcl, str]:
+        """Build the map now (start-up with a decision log, or the first explanation)."""
+        with self._lock:
+            if self.by_content is None:
+                self.by_content = _by_content(self.image())
+            return self.by_content
 
     def id_of(self, rule: Rule) -> str | None:
         """The deciding ACL's id, when the rule names one."""
-        return None if rule.acl is None else self.by_content.get(rule.acl)
+        if rule.acl is None:
+            return None
+        ids = self.by_content if self.by_content is not None else self.enable()
+        return ids.get(rule.acl)
+
+
+def _by_content(image: AclsImage) -> immutables.Map[StandardAcl, str]:
+    return immutables.Map((acl, acl_id) for acl_id, acl in image.acls.items())
 
 
 class DecisionLog:

@@ -6,7 +6,8 @@ Tree:
     ├── Unauthenticated     401: no or unknown credentials
     ├── Forbidden           403: the caller may not do this (the ACLs, or not a broker principal)
     ├── NotController       421: an ACL write sent to a broker-role node
-    └── NotReady            503: AUTHORIZER_NOT_READY (KIP-801), before the initial load completes
+    ├── NotReady            503: AUTHORIZER_NOT_READY (KIP-801), before the initial load completes
+    └── LogUnavailable      503: an ACL write could not reach the metadata log (nothing was written)
 """
 
 from __future__ import annotations
@@ -59,3 +60,10 @@ class NotReady(ApiFailure):
 
     status = 503
     code = "AUTHORIZER_NOT_READY"
+
+
+class LogUnavailable(ApiFailure):
+    """503: the log could not be read or written; the request changed nothing."""
+
+    status = 503
+    code = "LOG_UNAVAILABLE"

@@ -118,3 +118,9 @@ def openapi_document() -> dict[str, Any]:
         },
         "paths": paths,
     }
+
+
+if __name__ == "__main__":  # python -m server.openapi > server/openapi.json
+    import sys
+
+    sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(openapi_document()), indent=2) + b"\n")

@@ -126,10 +126,11 @@ def build_state(config: ServeConfig) -> ServeState:
         ready=lambda: 1.0 if node.authorizer.ready else 0.0,
         log_error=lambda: _log_error(holder[0]),
     )
-    ids = AclIds() if config.decision_log is not None else None
+    ids = AclIds(lambda: node.loader.image)
+    node.loader.change_listeners.append(ids.on_change)
     decision_log = None
-    if ids is not None and config.decision_log is not None:
-        node.loader.change_listeners.append(ids.on_change)
+    if config.decision_log is not None:
+        ids.enable()  # maintained from the first publish on
         decision_log = DecisionLog(config.decision_log, config.decision_log_max_bytes, config.decision_log_backups, ids)
     state = ServeState(
         config,

@@ -212,8 +212,8 @@ class CountOut(_Out, frozen=True):
     offset: int
 
 
-class StatusOut(_Out, frozen=True):
-    """GET /v1/status: readiness and replay progress."""
+class StatusOut(msgspec.Struct, frozen=True):
+    """GET /v1/status: readiness and replay progress (every field always present; null when unknown)."""
 
     ready: bool
     node_id: int
