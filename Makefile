@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo test lint typecheck unit kafka-jars clean
+.PHONY: setup run demo test lint typecheck unit kafka-jars plugin clean
 
 # codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
 $(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_rows.py
@@ -13,7 +13,24 @@ $(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_row
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) plugin
+
+## plugin: the Kafka broker plugin jar (kafka-plugin/, Maven; its JUnit tests run in the build). Without
+## mvn it is skipped with a note, except in CI.
+PLUGIN_JAR := kafka-plugin/target/kraft-acl-kafka-plugin-0.1.0.jar
+PLUGIN_SOURCES := kafka-plugin/pom.xml $(shell find kafka-plugin/src -name '*.java' 2>/dev/null)
+plugin:
+	@if command -v mvn >/dev/null 2>&1; then \
+	  $(MAKE) -s --no-print-directory $(PLUGIN_JAR) && echo "kraft-acl: Kafka broker plugin: $(PLUGIN_JAR)"; \
+	elif [ "$$CI" = "true" ]; then echo "kraft-acl: mvn is needed to build kafka-plugin/" >&2; exit 1; \
+	else echo "kraft-acl: no mvn on PATH: the Kafka broker plugin (kafka-plugin/) is not built" >&2; fi
+
+$(PLUGIN_JAR): $(PLUGIN_SOURCES)
+	@mkdir -p kafka-plugin/target
+	@echo "kraft-acl: building the Kafka broker plugin (mvn package, with its unit tests)"
+	@mvn -B -q -f kafka-plugin/pom.xml package >kafka-plugin/target/build.log 2>&1 \
+	  || { cat kafka-plugin/target/build.log; exit 1; }
+	@touch $@ kafka-plugin/target/test-classes
 
 ## run: set up, then run the main job: `kraft-acl serve` on the embedded log with a demo config and demo ACLs
 DEMO_LOG := data/serve-demo
@@ -52,4 +69,5 @@ test: setup lint typecheck
 	$(BIN)/pytest -q
 
 clean:
+	rm -rf kafka-plugin/target
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so

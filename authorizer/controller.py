@@ -128,6 +128,11 @@ def validate_new_acl(acl: StandardAcl, api_checks: bool) -> ApiError | None:
         return invalid_request(f"Invalid permissionType {acl.permission_type.name}")
     if not acl.resource_name:
         return invalid_request("Resource name should not be empty")
+    if ":" not in acl.principal:  # added to validateNewAcl after the spec was written; Kafka 4.3.1 has it
+        return invalid_request(
+            f"Could not parse principal from `{acl.principal}` "
+            "(no colon is present separating the principal type from the principal name)"
+        )
     return None
 
 

@@ -23,6 +23,7 @@ class Suite(StrEnum):
     log = "log"
     serve = "serve"
     import_ = "import"
+    plugin = "plugin"  # the Kafka broker plugin on real brokers (not part of `all`: needs Java, takes minutes)
     all = "all"
 
 
@@ -45,7 +46,7 @@ def _machine() -> dict[str, Any]:
 
 def bench_command(
     suite: Annotated[
-        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|all", help="which suite to run")
+        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|plugin|all", help="which suite to run")
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
@@ -86,6 +87,10 @@ def bench_command(
             from shell.bench import import_suite
 
             result["import"] = import_suite.run(quick=quick)
+        if suite is Suite.plugin:
+            from shell.bench import plugin_suite
+
+            result["plugin"] = plugin_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line
         fail(str(exc), EXIT_FAILED)
     progress("done")

@@ -55,13 +55,18 @@ def _start_broker(
     except KafkaBrokerError as exc:
         pytest.fail(f"KAFKA BROKER JARS COULD NOT BE FETCHED: {exc}", pytrace=False)
     broker = KafkaBroker(tmp_path_factory.mktemp(name), authorizer=authorizer, extra_props=extra_props)
+    start_or_fail(broker)
+    return broker
+
+
+def start_or_fail(broker: KafkaBroker) -> None:
+    """Start the broker; a broker that does not start is a failure, with its log tail."""
     try:
         broker.start()
     except KafkaBrokerError as exc:
         tail = broker.log_tail()
         broker.stop()
         pytest.fail(f"KAFKA BROKER DID NOT START: {exc}\n{tail}", pytrace=False)
-    return broker
 
 
 @pytest.fixture(scope="session")
