@@ -10,6 +10,7 @@ import typer
 from shell.acls_cmd import acls_command
 from shell.bench_cmd import bench_command
 from shell.log_cmds import diff_command, log_app, replay_command
+from shell.metashell.command import CONTEXT, shell_command
 from shell.snapshot_cmd import snapshot_app
 from shell.whatif_cmd import authorize_command
 
@@ -27,6 +28,7 @@ app.add_typer(snapshot_app, name="snapshot")
 app.add_typer(log_app, name="log")
 app.command("replay")(replay_command)
 app.command("diff")(diff_command)
+app.command("shell", context_settings=CONTEXT)(shell_command)
 
 
 @app.callback()

@@ -1,0 +1,90 @@
+"""The `shell` benchmark suite: `kraft-acl shell` answering on a 1M-ACL snapshot, each command a fresh process.
+
+The snapshot is written once into a temporary directory (removed afterwards); every timed run is
+the real command line (`kraft-acl shell --snapshot FILE COMMAND`, output to /dev/null), so a figure
+includes interpreter start-up, imports and loading the snapshot, as an operator waits for it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from authorizer.image import AclsImage, Provenance
+from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from authorizer.overlay import OverlayMap
+from metadata_log.codec import new_uuid
+from shell.bench.timing import at_reference, cpu_probe_us
+from snapshots.format import SnapshotHeader
+from snapshots.store import SnapshotStore
+
+PROBE_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # a fixed id the snapshot holds, for `cat`
+
+
+def write_snapshot(directory: Path, count: int, seed: int = 11) -> Path:
+    """A snapshot of `count` distinct ACLs (TOPIC/GROUP, literal and prefixed, 5,000 principals, 5% DENY)."""
+    rng = random.Random(seed)
+    acls: dict[str, StandardAcl] = {PROBE_ID: _acl(0, rng)}
+    while len(acls) < count:
+        acls[new_uuid()] = _acl(len(acls), rng)
+    image = AclsImage(OverlayMap(acls), Provenance(count - 1, 1, 1_700_000_000_000))
+    return SnapshotStore(directory).write_chunks(SnapshotHeader(count, 1, 1_700_000_000_000), image.chunks())
+
+
+def _acl(n: int, rng: random.Random) -> StandardAcl:
+    return StandardAcl(
+        ResourceType.TOPIC if n % 4 else ResourceType.GROUP,
+        f"svc{n % 997}.events-{n}",
+        PatternType.PREFIXED if n % 7 == 0 else PatternType.LITERAL,
+        f"User:u{rng.randrange(5000)}",
+        "*",
+        rng.choice((AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.ALL)),
+        AclPermissionType.DENY if n % 20 == 0 else AclPermissionType.ALLOW,
+    )
+
+
+def timed_command(snapshot: Path, words: list[str]) -> dict[str, Any]:
+    """Seconds for one `kraft-acl shell --snapshot FILE WORDS...` process, with the probe read around it."""
+    argv = [sys.executable, "-c", "from shell.cli import main; main()", "shell", "--snapshot", str(snapshot), *words]
+    before = cpu_probe_us(2000)
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    seconds = time.perf_counter() - start
+    probe = (before + cpu_probe_us(2000)) / 2
+    if done.returncode != 0:
+        raise RuntimeError(f"kraft-acl shell {' '.join(words)} exited {done.returncode}: {done.stderr.strip()}")
+    return {
+        "seconds": round(seconds, 2),
+        "probe_us": round(probe, 2),
+        "seconds_at_reference": round(at_reference(seconds, probe), 2),
+    }
+
+
+COMMANDS = {
+    "ls_acl_id": ["ls", "/acl/id"],
+    "cat_one_acl": ["cat", f"/acl/id/{PROBE_ID}"],
+    "who_can": ["who-can", "READ", "TOPIC:svc0.events-4"],
+    "ls_by_principal": ["ls", "/acl/by-principal/User:u1"],
+}
+
+
+def run(quick: bool = False, runs: int = 3) -> dict[str, Any]:
+    """Each command `runs` times on a 1M-ACL snapshot (100k with --quick): the median run and every run's seconds."""
+    count = 100_000 if quick else 1_000_000
+    out: dict[str, Any] = {"acls": count, "cpu_probe_us": round(cpu_probe_us(), 2)}
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = write_snapshot(Path(tmp), count)
+        out["snapshot_bytes"] = snapshot.stat().st_size
+        os.sync()
+        for name, words in COMMANDS.items():
+            results = sorted((timed_command(snapshot, words) for _ in range(runs)), key=lambda r: float(r["seconds"]))
+            median = dict(results[len(results) // 2])
+            median["runs_seconds"] = [r["seconds"] for r in results]
+            out[name] = median
+    return out
