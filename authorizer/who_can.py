@@ -10,8 +10,8 @@ principals worth naming are those of the candidate ACLs (plus the super users), 
 naming are the candidates' specific hosts, and every other principal (or host) decides exactly
 like a principal (or host) that no ACL names. Each (principal, host) is then asked of
 `StandardAuthorizer.explain` (with such a "nobody" principal or host for "everyone else"), so the
-rule printed is the one Kafka's audit log would name. A host row is kept only where its decision
-differs from the principal's "any other host" row. Candidate ACLs no request can ever match are
+rule printed is the one Kafka's audit log would name. A host row is kept only where its decision or
+the ACLs that apply there differ from the principal's "any other host" row. Candidate ACLs no request can ever match are
 listed apart: a principal without a colon (README divergences) and a host that is not an IP
 address in Java's `getHostAddress()` form (`::1`, host names: spec §5.3.2).
 """
@@ -110,12 +110,13 @@ class _Asker:
         self.no_host = _fresh("who-can-no-host", taken_hosts)
 
     def rows(self, principal: str | None, asked_as: str) -> list[WhoCanEntry]:
-        """Specific-host rows that differ from the "any other host" row, then that row."""
+        """Specific-host rows whose decision or applying ACLs differ from the "any other host" row, then that row."""
         mine = (asked_as, WILDCARD_PRINCIPAL)
         hosts = sorted({acl.host for acl in self.reachable if acl.principal in mine and acl.host != WILDCARD_HOST})
         other = self._entry(principal, None, asked_as, self.no_host)
         specific = [self._entry(principal, host, asked_as, host) for host in hosts]
-        return [entry for entry in specific if entry.decision != other.decision] + [other]
+        differ = [e for e in specific if e.decision != other.decision or set(e.acls) != set(other.acls)]
+        return [*differ, other]
 
     def _entry(self, principal: str | None, host: str | None, asked_as: str, asked_from: str) -> WhoCanEntry:
         decision = self.authorizer.explain(RequestContext(asked_as, asked_from), self.action)

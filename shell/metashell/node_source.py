@@ -20,7 +20,7 @@ from authorizer.node import AclNode
 from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
 from metadata_log.errors import LogError
-from shell.metashell.source import AclSource, SourceError, SourceStatus, View
+from shell.metashell.source import AclSource, OffsetError, SourceError, SourceStatus, View
 from snapshots.errors import SnapshotError
 
 FOLLOW_INTERVAL_S = 0.5
@@ -127,15 +127,15 @@ class NodeSource(AclSource):
         try:
             hwm = self._backend.high_watermark()
             if offset < 0:
-                raise SourceError(f"offset {offset} is negative")
+                raise OffsetError(f"offset {offset} is negative")
             if offset > hwm:
-                raise SourceError(
+                raise OffsetError(
                     f"offset {offset} is beyond the high-water mark {hwm} (the log holds offsets below {hwm})"
                 )
             if self._backend.log_start_offset() < offset < hwm:
                 holding = next(iter(self._backend.read(offset - 1)))
                 if holding.next_offset != offset:
-                    raise SourceError(
+                    raise OffsetError(
                         f"offset {offset} is inside the batch at offsets {holding.base_offset}..{holding.last_offset}:"
                         f" its records apply together, so no state exists between them; use {holding.base_offset}"
                         f" or {holding.next_offset}"

@@ -15,8 +15,9 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
 from shell.metashell.snapshot_source import SnapshotSource
-from shell.metashell.source import AclSource, SourceError
+from shell.metashell.source import AclSource, OffsetError, SourceError
 from shell.targets import LogTarget
+from snapshots.errors import CorruptSnapshotError
 
 ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE and --bootstrap-server HOST:PORT"
 
@@ -45,6 +46,13 @@ def open_source(options: SourceOptions) -> AclSource:
         if options.log_dir is not None:
             return _log_dir(options.log_dir, options)
         return _kafka(options)
+    except OffsetError as exc:
+        raise SourceError(f"--at-offset: {exc}") from exc
+    except CorruptSnapshotError as exc:
+        if exc.position == 0 and "bad magic" in exc.reason:  # not ours at all: say what it is not
+            kafka = "Apache Kafka's own .checkpoint files are not read yet"
+            raise SourceError(f"{options.snapshot} is not a kraft-acl snapshot ({kafka})") from exc
+        raise SourceError(str(exc)) from exc
     except (*SOURCE_ERRORS, ConfigError) as exc:
         raise SourceError(str(exc)) from exc
 

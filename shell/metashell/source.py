@@ -35,6 +35,10 @@ class SourceError(Exception):
     """A source cannot do what was asked (a bad offset, an unreachable log, no history): one line, for the user."""
 
 
+class OffsetError(SourceError):
+    """An offset outside the log, or inside a batch."""
+
+
 class View:
     """One state of the ACLs: every ACL by id, where in the log it stands, and an authorizer deciding against it."""
 
