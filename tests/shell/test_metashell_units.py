@@ -1,0 +1,95 @@
+"""The metadata shell's pieces in-process: Kafka's glob and `ls` column vectors (from its shell tests), path
+splitting, the escaping of names into path components, id forms, and command-line parsing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shell.metashell.commands import TABLE
+from shell.metashell.parse import ParseError, parse
+from shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
+from shell.metashell.render import column_layout, columns
+
+
+def test_glob_components_as_kafka_reads_them() -> None:
+    for literal in ("abc", "", "foobar_123", "$blah+", "does not need a regex, actually"):
+        glob = GlobComponent.of(literal)
+        assert glob.literal == literal and glob.matches(literal) and not glob.matches(literal + "foo")
+    star, question, group = GlobComponent.of("*"), GlobComponent.of("b?b"), GlobComponent.of("foo{bar,baz}")
+    assert star.literal is None and star.matches("") and star.matches("anything")
+    assert question.matches("bob") and question.matches("bib") and not question.matches("bic")
+    assert not question.matches("")
+    assert group.matches("foobar") and group.matches("foobaz")
+    assert not any(group.matches(name) for name in ("foobah", "foo", "baz"))
+    assert GlobComponent.of("$blah*").matches("$blahblah") and not GlobComponent.of("$blah*").matches("blah")
+    assert GlobComponent.of(r"\*").literal == "*"  # escaped: the literal name `*` (Kafka would look up `\*`)
+    assert GlobComponent.of("{a,{b}}").literal == "{a,{b}}"  # a nested group is malformed: literal, as in Kafka
+
+
+def test_ls_columns_as_kafka_lays_them_out() -> None:
+    assert column_layout(["abc", "def", "ghi"], None) == (3, [0])
+    assert column_layout(["abc", "def"], 0) == (2, [0])
+    assert column_layout(["a", "abcdef", "beta"], 80) == (1, [3, 8, 6])
+    assert column_layout(["alphabet", "beta", "gamma", "theta", "zeta"], 18) == (3, [10, 7])
+    # Every column but the last is padded, even on a line where nothing follows (Kafka's test trims its output).
+    assert columns(["alphabet", "beta", "gamma", "theta", "zeta"], 18) == [
+        "alphabet  theta",
+        "beta      zeta",
+        "gamma     ",
+    ]
+    assert columns(["foo", "foobarbaz", "quux"], 18) == ["foo        quux", "foobarbaz  "]
+
+
+def test_paths() -> None:
+    assert absolute("..", "/acl/id") == ["acl"]
+    assert absolute("../../../x/./y//", "/acl/id") == ["x", "y"]
+    assert absolute("/image", "/acl") == ["image"]
+    assert strip_dots([".", "..", "a", "..", "b"]) == ["b"]
+
+
+@given(st.text())
+def test_any_name_is_one_path_component(name: str) -> None:
+    component = encode_name(name)
+    assert decode_name(component) == name
+    assert "/" not in component and component not in ("", ".", "..")
+    assert not any(c < " " for c in component)
+
+
+def test_escaped_names() -> None:
+    assert [encode_name(n) for n in ("", ".", "..", "tx/1", "50%", "a\nb", "orders")] == [
+        "%",
+        "%2E",
+        "%2E%2E",
+        "tx%2F1",
+        "50%25",
+        "a%0Ab",
+        "orders",
+    ]
+
+
+def test_ids_in_both_forms() -> None:
+    assert acl_id_of("EREREREREREREREREREREQ") == "EREREREREREREREREREREQ"
+    assert acl_id_of("11111111-1111-1111-1111-111111111111") == "EREREREREREREREREREREQ"
+    assert acl_id_of("EREREREREREREREREREREE") is None  # not canonical: padding bits set
+    assert acl_id_of("orders") is None and acl_id_of("1111111x-1111-1111-1111-111111111111") is None
+
+
+def test_parsing() -> None:
+    assert parse(["", ""], TABLE) is None  # an empty line does nothing
+    parsed = parse(["authorize", "User:a", "READ", "TOPIC:x"], TABLE)
+    assert parsed is not None and parsed.values == {
+        "principal": ["User:a"],
+        "host": [],
+        "operation": ["READ"],
+        "resource": ["TOPIC:x"],
+    }
+    parsed = parse(["authorize", "User:a", "10.0.0.1", "READ", "TOPIC:x", ""], TABLE)  # trailing empties dropped
+    assert parsed is not None and parsed.one("host") == "10.0.0.1"
+    parsed = parse(["at", "-1"], TABLE)  # a negative number is an argument, not an option
+    assert parsed is not None and parsed.one("offset") == "-1"
+    parsed = parse(["ls", "--", "-x"], TABLE)
+    assert parsed is not None and parsed.values["targets"] == ["-x"]
+    with pytest.raises(ParseError, match=r"^unrecognized arguments: 'a b'$"):
+        parse(["man", "x", "a", "b"], TABLE)
