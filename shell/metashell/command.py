@@ -114,6 +114,7 @@ def _run(source: AclSource, words: list[str], interactive: bool, history_file: P
             shell.error(f"cannot read the line '{line}': {exc}", EXIT_USAGE)
             continue
         shell.run_line(line, parsed)
+        sys.stdout.flush()  # a program feeding the commands one by one reads each answer before its next command
         if shell.done:
             break
     return shell.status
