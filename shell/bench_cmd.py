@@ -18,6 +18,7 @@ class Suite(StrEnum):
 
     authorizer = "authorizer"
     log = "log"
+    shell = "shell"
     all = "all"
 
 
@@ -60,6 +61,10 @@ def bench_command(
         from shell.bench import log_suite
 
         result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
+    if suite in (Suite.shell, Suite.all):
+        from shell.bench import shell_suite
+
+        result["shell"] = shell_suite.run(quick=quick)
     if suite is not Suite.all:
         result = {"machine": result["machine"], **result[suite.value]}
     typer.echo(json.dumps(result))
