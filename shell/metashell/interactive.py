@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,9 +148,17 @@ def run_interactive(source: AclSource, history: History) -> None:
             shell.run(words)
         except KeyboardInterrupt:
             buffer.clear()
-            buffer.append("^C\n")
+            buffer.append("\n" if _terminal_echoes_ctrl_c() else "^C\n")
         _show("".join(buffer))
         buffer.clear()
+
+
+def _terminal_echoes_ctrl_c() -> bool:
+    """True when the terminal itself showed `^C` (ECHOCTL: while a command runs the line is not in raw mode)."""
+    try:
+        return bool(termios.tcgetattr(sys.stdin.fileno())[3] & termios.ECHOCTL)
+    except (termios.error, OSError, ValueError):
+        return False
 
 
 def _show(text: str) -> None:

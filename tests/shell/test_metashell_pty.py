@@ -5,6 +5,7 @@ completion, globbing, errors, Ctrl-C and Ctrl-D, history across sessions, the pr
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.records import record_from_acl
 from metadata_log.backends.file import FileLog
+from shell.bench.shell_suite import write_snapshot
 from tests.shell.metashell_log import build_log
 from tests.shell.terminal import Terminal
 
@@ -175,3 +177,16 @@ def test_long_output_goes_through_the_pager(open_shell: type[Terminal], fixed_lo
     term.wait(lambda text: text.endswith(PROMPT))
     term.send("pwd\r")  # a short answer is printed straight
     term.wait_lines(f"{PROMPT} pwd", "/", PROMPT)
+
+
+def test_ctrl_c_stops_a_running_command(open_shell: type[Terminal], tmp_path: Path) -> None:
+    snapshot = write_snapshot(tmp_path / "big", 300_000)  # `find /` walks every ACL under four views: seconds
+    term = open_shell(["--snapshot", str(snapshot)])  # type: ignore[call-arg]
+    term.wait_lines("[offset 300000] >>")
+    term.send("find /\r")
+    term.wait_lines("[offset 300000] >> find /")
+    time.sleep(0.5)
+    term.send("\x03")
+    term.wait_lines("[offset 300000] >> find /", "^C", "[offset 300000] >>", timeout=60)  # nothing of its output
+    term.send("cat /acl/id/AAAAAAAAAAAAAAAAAAAAAA\r")  # the shell goes on
+    term.wait(lambda text: text.endswith('  "permissionType" : 2\n}\n[offset 300000] >>'))  # ACL 0 is a DENY
