@@ -27,28 +27,42 @@ CONTEXT: dict[str, Any] = {"allow_interspersed_args": False, "ignore_unknown_opt
 DEFAULT_HISTORY = Path.home() / ".kraft_acl_shell_history"
 EXIT_INTERRUPTED = 130
 
-Words = Annotated[list[str] | None, typer.Argument(metavar="[COMMAND [ARG]...]", help="run this one command and exit")]
-LogDir = Annotated[Path | None, typer.Option("--log-dir", help="an embedded metadata log directory (followed live)")]
-Snapshot = Annotated[Path | None, typer.Option("--snapshot", help="a kraft-acl .checkpoint snapshot file")]
+Words = Annotated[
+    list[str] | None, typer.Argument(metavar="COMMAND", help="run this one command (its words: `ls /acl`) and exit")
+]
+LogDir = Annotated[
+    Path | None, typer.Option("--log-dir", metavar="DIR", help="an embedded metadata log directory (followed live)")
+]
+Snapshot = Annotated[
+    Path | None, typer.Option("--snapshot", metavar="FILE", help="a kraft-acl .checkpoint snapshot file")
+]
 Bootstrap = Annotated[
-    str | None, typer.Option("--bootstrap-server", help="the metadata log is a Kafka topic on this cluster (followed)")
+    str | None,
+    typer.Option(
+        "--bootstrap-server", metavar="HOST:PORT", help="the metadata log is a Kafka topic on this cluster (followed)"
+    ),
 ]
 CommandConfig = Annotated[
-    Path | None, typer.Option("--command-config", help="Kafka client properties (security.protocol, sasl.*)")
+    Path | None,
+    typer.Option("--command-config", metavar="FILE", help="Kafka client properties (security.protocol, sasl.*)"),
 ]
 Topic = Annotated[
-    str | None, typer.Option("--metadata-topic", help="Kafka topic of the log (default kraft-acl-metadata)")
+    str | None,
+    typer.Option("--metadata-topic", metavar="TOPIC", help="Kafka topic of the log (default kraft-acl-metadata)"),
 ]
 AtOffset = Annotated[
     int | None, typer.Option("--at-offset", metavar="N", help="start at the state at offset N (every record below N)")
 ]
 Config = Annotated[
-    Path | None, typer.Option("--config", help="server.properties: super.users, allow.everyone.if.no.acl.found")
+    Path | None,
+    typer.Option("--config", metavar="FILE", help="server.properties: super.users, allow.everyone.if.no.acl.found"),
 ]
 HistoryFile = Annotated[
     Path | None,
     typer.Option(
-        "--history-file", help="interactive history, kept across sessions (default ~/.kraft_acl_shell_history)"
+        "--history-file",
+        metavar="FILE",
+        help="interactive history, kept across sessions (default ~/.kraft_acl_shell_history)",
     ),
 ]
 
@@ -67,7 +81,13 @@ def shell_command(
     """The metadata shell: Kafka's kafka-metadata-shell commands over the ACLs, plus authorize, who-can, history, at.
 
     With no COMMAND and a terminal it is interactive; with no COMMAND and no terminal it reads one
-    command per line from standard input.
+    command per line from standard input. `help` lists the commands, `man COMMAND` describes one.
+
+    \b
+    Example:
+      kraft-acl shell --log-dir data/meta
+      kraft-acl shell --log-dir data/meta who-can READ TOPIC:orders
+      echo 'ls /acl/by-principal' | kraft-acl shell --snapshot data/meta/00000000000000000012-0000000003.checkpoint
     """
     try:
         cfg = load_config(config) if config is not None else AuthorizerConfig()
