@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from functools import partial
+from functools import cached_property, partial
 from importlib import metadata
 
 from authorizer.image import Provenance
@@ -104,9 +104,14 @@ class AclIds(Node):
     def sorted_names(self) -> Sequence[str]:
         return self.view.sorted_ids if self.ids is None else self.ids  # groups keep their ids sorted
 
+    @cached_property
+    def members(self) -> frozenset[str] | None:
+        """The group's ids as a set (a glob over a large group asks for each of them)."""
+        return None if self.ids is None else frozenset(self.ids)
+
     def child(self, name: str) -> Node | None:
         acl_id = acl_id_of(name)
-        if acl_id is None or (self.ids is not None and acl_id not in self.ids):
+        if acl_id is None or (self.members is not None and acl_id not in self.members):
             return None
         acl = self.view.acl(acl_id)
         if acl is None:
