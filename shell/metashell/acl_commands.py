@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from authorizer.acl_history import AclEvent
 from authorizer.errors import AuthorizerError
-from authorizer.model import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType, StandardAcl
+from authorizer.model import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
 from authorizer.standard import Action, RequestContext
 from authorizer.who_can import WhoCan, WhoCanEntry
 from authorizer.who_can import who_can as library_who_can
@@ -181,9 +181,8 @@ def acl_history(shell: Shell, words: list[str]) -> None:
 
 
 def _event(event: AclEvent) -> list[str]:
-    what = "added" if event.acl is not None else "removed"
-    acl: StandardAcl | None = event.acl
-    return [f"offset {event.offset}", f"epoch {event.epoch}", iso_time(event.timestamp_ms), what, str(acl or "")]
+    what, acl = ("added", str(event.acl)) if event.acl is not None else ("removed", "")
+    return [f"offset {event.offset}", f"epoch {event.epoch}", iso_time(event.timestamp_ms), what, acl]
 
 
 def _ids_under(match: Match) -> list[str]:

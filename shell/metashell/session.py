@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shell.metashell.commands import TABLE, WELCOME, Handler, handlers
+from shell.metashell.commands import TABLE, Handler, handlers
 from shell.metashell.parse import EXIT_ERROR, EXIT_USAGE, ParseError, parse
 from shell.metashell.paths import GlobComponent, absolute
 from shell.metashell.source import AclSource, View
@@ -138,6 +138,3 @@ def _walk(node: Node, components: list[str], path: list[str], found: list[Match]
             child = node.child(name)
             if child is not None:
                 _walk(child, components, [*path, name], found)
-
-
-__all__ = ["EXIT_ERROR", "EXIT_USAGE", "WELCOME", "Match", "Shell"]

@@ -3,14 +3,20 @@ splitting, the escaping of names into path components, id forms, and command-lin
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from shell.metashell.commands import TABLE
+from shell.metashell.interactive import complete_path
+from shell.metashell.open_source import SourceOptions, open_source
 from shell.metashell.parse import ParseError, parse
 from shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
 from shell.metashell.render import column_layout, columns
+from shell.metashell.session import Shell
+from tests.shell.metashell_log import build_log
 
 
 def test_glob_components_as_kafka_reads_them() -> None:
@@ -93,3 +99,27 @@ def test_parsing() -> None:
     assert parsed is not None and parsed.values["targets"] == ["-x"]
     with pytest.raises(ParseError, match=r"^unrecognized arguments: 'a b'$"):
         parse(["man", "x", "a", "b"], TABLE)
+
+
+def test_path_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    build_log(tmp_path / "log")
+    source = open_source(SourceOptions(log_dir=tmp_path / "log"))
+    try:
+        shell = Shell(source, lambda text: None, lambda text: None)
+
+        def complete(prefix: str) -> list[str]:
+            return [c.text for c in complete_path(shell, prefix)]
+
+        assert complete("/acl/by-p") == ["/acl/by-principal/"]  # a directory: its slash, and no space after
+        assert complete("/acl/id/Z") == ["/acl/id/ZmZmZmZmZmZmZmZmZmZmZg"]  # a file
+        assert complete("/image/") == ["/image/acls/", "/image/provenance"]
+        assert complete("/nope/x") == []
+        shell.cwd = "/acl"
+        assert complete("") == ["by-principal/", "by-resource/", "id/"]  # relative to the working directory
+        assert complete("../im") == ["../image/"]
+        monkeypatch.setattr("shell.metashell.interactive.MAX_LISTED", 2)  # too many: only their common prefix
+        assert complete("/acl/by-principal/U") == ["/acl/by-principal/User:"]
+        assert complete("/acl/by-principal/User:") == []  # nothing in common beyond what is typed
+        assert complete("/acl/by-r") == ["/acl/by-resource/"]  # one candidate is still completed
+    finally:
+        source.close()
