@@ -3,10 +3,11 @@ splitting, the escaping of names into path components, id forms, and command-lin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shell.metashell.commands import TABLE
@@ -16,7 +17,17 @@ from shell.metashell.parse import ParseError, parse
 from shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
 from shell.metashell.render import column_layout, columns
 from shell.metashell.session import Shell
+from shell.metashell.source import AclSource
 from tests.shell.metashell_log import build_log
+
+
+@pytest.fixture(scope="module")
+def fixed_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclSource]:
+    directory = tmp_path_factory.mktemp("units") / "log"
+    build_log(directory)
+    source = open_source(SourceOptions(log_dir=directory))
+    yield source
+    source.close()
 
 
 def test_glob_components_as_kafka_reads_them() -> None:
@@ -123,3 +134,53 @@ def test_path_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         assert complete("/acl/by-r") == ["/acl/by-resource/"]  # one candidate is still completed
     finally:
         source.close()
+
+
+WORDS = [
+    *TABLE,
+    "/",
+    ".",
+    "..",
+    "/acl",
+    "/acl/id/*",
+    "/acl/by-principal/User:*/*",
+    "/image/acls/{I,Z}*",
+    "%",
+    "%2",
+    "\\",
+    "{",
+    "{a,{b}}",
+    "*",
+    "-x",
+    "--",
+    "3",
+    "-1",
+    "99",
+    "latest",
+    "READ",
+    "read",
+    "User:alice",
+    "alice",
+    "TOPIC:orders",
+    "GROUP:",
+    "CLUSTER",
+    "10.0.0.1",
+    "::1",
+    "not-an-ip",
+    "EREREREREREREREREREREQ",
+    "11111111-1111-1111-1111-111111111111",
+    "",
+    "\x00",
+    "é",
+    "/provenance/*",
+]
+
+
+@given(lines=st.lists(st.lists(st.one_of(st.sampled_from(WORDS), st.text(max_size=6)), max_size=6), max_size=8))
+@settings(max_examples=150, deadline=None)
+def test_any_command_line_is_answered_without_an_exception(fixed_source: AclSource, lines: list[list[str]]) -> None:
+    out: list[str] = []
+    shell = Shell(fixed_source, out.append, out.append)
+    for words in lines:
+        shell.run_line(" ".join(words), words)  # every problem is a message and an exit status, never a raise
+    assert shell.status in (0, 1, 2)
