@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 from bisect import bisect_left
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ from shell.metashell.source import AclSource
 from shell.metashell.tree import root
 
 MAX_LISTED = 1000  # more candidates than this: complete their common prefix only, list none
-REFRESH_S = 0.5  # how often a live prompt redraws its offset
+REFRESH_S = 0.5  # how often a live prompt checks whether the offset it shows has moved
 
 
 class ShellCompleter(Completer):
@@ -124,13 +125,30 @@ def run_interactive(source: AclSource, history: History) -> None:
         history=lambda: list(history.load_history_strings())[::-1],
     )
     session: PromptSession[str] = PromptSession(
-        history=history,
-        completer=ShellCompleter(shell),
-        complete_style=CompleteStyle.READLINE_LIKE,
-        refresh_interval=REFRESH_S if source.live else 0,
+        history=history, completer=ShellCompleter(shell), complete_style=CompleteStyle.READLINE_LIKE
     )
     print(f"[ kraft-acl metadata shell: {source.status().description} ]")
     source.follow()
+    stop = threading.Event()
+    if source.live:
+        threading.Thread(target=_redraw_on_change, args=(session, shell, stop), daemon=True).start()
+    try:
+        _loop(shell, session, buffer)
+    finally:
+        stop.set()
+
+
+def _redraw_on_change(session: PromptSession[str], shell: Shell, stop: threading.Event) -> None:
+    """Redraw the prompt when the offset it shows has moved (a following source applied new records)."""
+    shown = shell.prompt()
+    while not stop.wait(REFRESH_S):
+        prompt = shell.prompt()
+        if prompt != shown and session.app.is_running:
+            session.app.invalidate()  # thread-safe: schedules a redraw on the prompt's event loop
+            shown = prompt
+
+
+def _loop(shell: Shell, session: PromptSession[str], buffer: list[str]) -> None:
     while not shell.done:
         try:
             line = session.prompt(shell.prompt)
