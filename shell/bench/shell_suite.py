@@ -22,7 +22,7 @@ from authorizer.image import AclsImage, Provenance
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.overlay import OverlayMap
 from metadata_log.codec import new_uuid
-from shell.bench.timing import at_reference, cpu_probe_us
+from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
 from snapshots.format import SnapshotHeader
 from snapshots.store import SnapshotStore
 
@@ -58,8 +58,19 @@ def _acl(n: int, rng: random.Random) -> StandardAcl:
 
 
 def timed_command(snapshot: Path, words: list[str]) -> dict[str, Any]:
-    """Seconds for one `kraft-acl shell --snapshot FILE WORDS...` process, with the probe read around it."""
-    argv = [sys.executable, "-c", "from shell.cli import main; main()", "shell", "--snapshot", str(snapshot), *words]
+    """Seconds for one `kraft-acl shell --snapshot FILE WORDS...` process, with the probe read around it.
+
+    The process gets this one's `sys.path` and must use the same compiled loops (as `timing.in_child`).
+    """
+    path = [entry or os.getcwd() for entry in sys.path]
+    code = (
+        f"import sys\nsys.path[:] = {path!r}\n"
+        f"from shell.bench.timing import compiled_loops\nif compiled_loops() != {compiled_loops()!r}:\n"
+        "    raise SystemExit('the compiled loops differ from those of the parent: run make setup')\n"
+        "from shell.cli import main\nmain()"
+    )
+    argv = [sys.executable, "-c", code, "shell", "--snapshot", str(snapshot), *words]
+    progress(f"shell {' '.join(words)} (new process)")
     before = cpu_probe_us(2000)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, timeout=600)
@@ -88,7 +99,9 @@ def run(quick: bool = False) -> dict[str, Any]:
     """Each command 3 times on a 1M-ACL snapshot (once on 100k with --quick): the median run, every run's seconds."""
     count, runs = (100_000, 1) if quick else (1_000_000, 3)
     out: dict[str, Any] = {"suite": "shell", "cpu_probe_us": round(cpu_probe_us(), 2), "acls": count}
+    out.update(compiled_loops())
     with tempfile.TemporaryDirectory() as tmp:
+        progress(f"shell: writing a snapshot of {count} ACLs")
         snapshot = write_snapshot(Path(tmp), count)
         out["snapshot_bytes"] = snapshot.stat().st_size
         os.sync()
