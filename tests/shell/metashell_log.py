@@ -22,6 +22,33 @@ from metadata_log.codec import uuid_to_text
 from metadata_log.records import RemoveAccessControlEntryRecord
 
 T0 = 1_700_000_000_000
+# The ids as the shell lists them, and the ACLs as Kafka's StandardAcl text, written out for exact comparisons.
+A = "EREREREREREREREREREREQ"  # removed at offset 5
+B = "IiIiIiIiIiIiIiIiIiIiIg"
+C = "MzMzMzMzMzMzMzMzMzMzMw"
+D = "RERERERERERERERERERERA"
+E = "VVVVVVVVVVVVVVVVVVVVVQ"
+F = "ZmZmZmZmZmZmZmZmZmZmZg"
+ACL_B = (
+    "StandardAcl(resourceType=TOPIC, resourceName=ord, patternType=PREFIXED, principal=User:*, host=*, "
+    "operation=DESCRIBE, permissionType=ALLOW)"
+)
+ACL_C = (
+    "StandardAcl(resourceType=TOPIC, resourceName=*, patternType=LITERAL, principal=User:mallory, host=*, "
+    "operation=ALL, permissionType=DENY)"
+)
+ACL_D = (
+    "StandardAcl(resourceType=GROUP, resourceName=, patternType=LITERAL, principal=User:bob, host=10.0.0.1, "
+    "operation=READ, permissionType=ALLOW)"
+)
+ACL_E = (
+    "StandardAcl(resourceType=TRANSACTIONAL_ID, resourceName=tx/1, patternType=LITERAL, principal=User:svc, host=*, "
+    "operation=WRITE, permissionType=ALLOW)"
+)
+ACL_F = (
+    "StandardAcl(resourceType=TOPIC, resourceName=orders, patternType=LITERAL, principal=User:alice, host=*, "
+    "operation=READ, permissionType=ALLOW)"
+)
 IDS = {
     name: uuid_to_text(bytes([byte] * 16))
     for name, byte in zip("ABCDEF", (0x11, 0x22, 0x33, 0x44, 0x55, 0x66), strict=True)

@@ -9,34 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.shell.metashell_log import build_log
+from tests.shell.metashell_log import ACL_B, ACL_C, ACL_D, ACL_E, ACL_F, A, B, C, D, E, F, build_log
 
-A = "EREREREREREREREREREREQ"  # removed at offset 5
-B = "IiIiIiIiIiIiIiIiIiIiIg"
-C = "MzMzMzMzMzMzMzMzMzMzMw"
-D = "RERERERERERERERERERERA"
-E = "VVVVVVVVVVVVVVVVVVVVVQ"
-F = "ZmZmZmZmZmZmZmZmZmZmZg"
-ACL_B = (
-    "StandardAcl(resourceType=TOPIC, resourceName=ord, patternType=PREFIXED, principal=User:*, host=*, "
-    "operation=DESCRIBE, permissionType=ALLOW)"
-)
-ACL_C = (
-    "StandardAcl(resourceType=TOPIC, resourceName=*, patternType=LITERAL, principal=User:mallory, host=*, "
-    "operation=ALL, permissionType=DENY)"
-)
-ACL_D = (
-    "StandardAcl(resourceType=GROUP, resourceName=, patternType=LITERAL, principal=User:bob, host=10.0.0.1, "
-    "operation=READ, permissionType=ALLOW)"
-)
-ACL_E = (
-    "StandardAcl(resourceType=TRANSACTIONAL_ID, resourceName=tx/1, patternType=LITERAL, principal=User:svc, host=*, "
-    "operation=WRITE, permissionType=ALLOW)"
-)
-ACL_F = (
-    "StandardAcl(resourceType=TOPIC, resourceName=orders, patternType=LITERAL, principal=User:alice, host=*, "
-    "operation=READ, permissionType=ALLOW)"
-)
 IDS = "\n".join([B, C, D, E, F]) + "\n"
 INVALID = (
     "invalid choice: '{}' (choose from 'at', 'authorize', 'cat', 'cd', 'exit', 'find', 'help', 'history', 'ls', "

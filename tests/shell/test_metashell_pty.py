@@ -15,26 +15,11 @@ from authorizer.model import AclOperation, AclPermissionType, PatternType, Resou
 from authorizer.records import record_from_acl
 from metadata_log.backends.file import FileLog
 from shell.bench.shell_suite import write_snapshot
-from tests.shell.metashell_log import build_log
+from tests.shell.metashell_log import ACL_B, ACL_C, B, C, D, E, F, build_log
 from tests.shell.terminal import Terminal
 
 PROMPT = "[offset 7] >>"
-B, C, D, E, F = (
-    "IiIiIiIiIiIiIiIiIiIiIg",
-    "MzMzMzMzMzMzMzMzMzMzMw",
-    "RERERERERERERERERERERA",
-    "VVVVVVVVVVVVVVVVVVVVVQ",
-    "ZmZmZmZmZmZmZmZmZmZmZg",
-)
 IDS_LINE = "  ".join([B, C, D, E, F])
-ACL_B = (
-    "StandardAcl(resourceType=TOPIC, resourceName=ord, patternType=PREFIXED, principal=User:*, host=*, "
-    "operation=DESCRIBE, permissionType=ALLOW)"
-)
-ACL_C = (
-    "StandardAcl(resourceType=TOPIC, resourceName=*, patternType=LITERAL, principal=User:mallory, host=*, "
-    "operation=ALL, permissionType=DENY)"
-)
 NEW = StandardAcl(
     ResourceType.TOPIC, "payments", PatternType.LITERAL, "User:dave", "*", AclOperation.WRITE, AclPermissionType.ALLOW
 )
