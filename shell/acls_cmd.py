@@ -52,10 +52,11 @@ from shell.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from shell.log_state import acl_json
 from shell.output import Output
-from shell.targets import LogTarget
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from shell.targets import AclService, LogTarget, NodeService
 from snapshots.errors import SnapshotError
 
 
@@ -90,6 +91,12 @@ def acls_command(
     bootstrap_server: BootstrapServer = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
     add: Add = False,
     remove: Remove = False,
     list_: ListFlag = False,
@@ -113,7 +120,8 @@ def acls_command(
     output: OutputOpt = Output.table,
 ) -> None:
     """Add, remove or list ACLs with kafka-acls' options and messages; every change is one atomic batch on
-    the log (an embedded --log-dir, or a Kafka topic with --bootstrap-server).
+    the log (an embedded --log-dir, a Kafka topic with --bootstrap-server, or through a running serve
+    with --server).
 
     \b
     Example:
@@ -121,11 +129,18 @@ def acls_command(
       kraft-acl acls --log-dir data/meta --add --producer --topic orders --allow-principal User:svc
       kraft-acl acls --log-dir data/meta --list --topic orders --resource-pattern-type match
       kraft-acl acls --log-dir data/meta --remove --topic orders --force
+      kraft-acl acls --server http://127.0.0.1:9191 --token-file admin.token --list --topic orders
     """
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
-    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
-    target.check()
+    target: LogTarget | ServerTarget
+    if server is not None:
+        if log_dir is not None or bootstrap_server is not None:
+            fail("give one of --log-dir, --bootstrap-server and --server")
+        target = ServerTarget(server, token, token_file, cert, key, cacert)
+    else:
+        target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+        target.check()
     try:
         opts = AclOptions(
             topic or [],
@@ -153,17 +168,26 @@ def acls_command(
             _list(target, filters_for(opts, "list"), opts.principals, output)
     except OptionError as exc:
         fail(str(exc))
+    except ServerError as exc:
+        fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc), EXIT_FAILED)
 
 
-def _add(target: LogTarget, acls: list[StandardAcl], output: Output) -> None:
+def _open(target: LogTarget | ServerTarget, write: bool) -> AclService:
+    """The log's node, or a client of serve."""
+    if isinstance(target, ServerTarget):
+        return target.connect()
+    return NodeService(target.open_node(write=write))
+
+
+def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: Output) -> None:
     """Create `acls` in one atomic batch; print like kafka-acls 4.x (duplicates first, then what was added)."""
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.create_acls(acls)
+        results = service.create_acls(acls)
     finally:
-        node.close()
+        service.close()
     outcomes = list(zip(acls, results, strict=True))
     if output.is_json:
         typer.echo(
@@ -219,17 +243,17 @@ def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBind
     return chosen
 
 
-def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: Output) -> None:
+def _remove(target: LogTarget | ServerTarget, filters: list[AclBindingFilter], force: bool, output: Output) -> None:
     """Delete the ACLs matching `filters` (those confirmed, unless --force) in one atomic batch."""
     if not force:
         filters = _confirmed(filters, to_stderr=output.is_json)
         if not filters:
             return
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.delete_acls(filters)
+        results = service.delete_acls(filters)
     finally:
-        node.close()
+        service.close()
     if output.is_json:
         payload: list[dict[str, Any]] = [
             {
@@ -249,15 +273,17 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: Output) -> None:
+def _list(
+    target: LogTarget | ServerTarget, filters: list[AclBindingFilter], principals: list[str], output: Output
+) -> None:
     """Print the ACLs matching any of `filters` (of `principals` only, when given), like kafka-acls --list."""
-    node = target.open_node(write=False)
+    service = _open(target, write=False)
     try:
         found: dict[str, StandardAcl] = {}
         for acl_filter in filters:
-            found.update(node.authorizer.acls_with_ids(acl_filter))
+            found.update(service.describe(acl_filter))
     finally:
-        node.close()
+        service.close()
     if principals:
         found = {i: a for i, a in found.items() if a.principal in principals}
     if output.is_json:

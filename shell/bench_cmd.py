@@ -21,6 +21,7 @@ class Suite(StrEnum):
 
     authorizer = "authorizer"
     log = "log"
+    serve = "serve"
     shell = "shell"
     all = "all"
 
@@ -44,7 +45,7 @@ def _machine() -> dict[str, Any]:
 
 def bench_command(
     suite: Annotated[
-        Suite, typer.Option("--suite", metavar="authorizer|log|shell|all", help="which suite to run")
+        Suite, typer.Option("--suite", metavar="authorizer|log|serve|shell|all", help="which suite to run")
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
@@ -77,6 +78,10 @@ def bench_command(
             from shell.bench import log_suite
 
             result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
+        if suite in (Suite.serve, Suite.all):
+            from shell.bench import serve_suite
+
+            result["serve"] = serve_suite.run(quick=quick)
         if suite in (Suite.shell, Suite.all):
             from shell.bench import shell_suite
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,10 +21,13 @@ from authorizer.standard import StandardAuthorizer
 from authorizer.whatif import evaluate, read_input
 from shell.acls_options import AclOptions as ResourceFlags
 from shell.acls_options import OptionError, check_principal, parse_operation, resources
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from shell.log_state import STATE_AT_HELP, replayed
 from shell.output import Output, output_option, print_table
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
 from shell.whatif_view import answers_table
+
+Evaluator = Callable[[Request, bool], dict[str, Any]]
 
 STDIN = "-"
 
@@ -108,11 +112,18 @@ def authorize_command(
     transactional_id: TransactionalId = None,
     delegation_token: DelegationToken = None,
     user_principal: UserPrincipal = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
 ) -> None:
-    """Decide requests against ACLs exactly as Kafka's StandardAuthorizer would, with no running service.
+    """Decide requests against ACLs exactly as Kafka's StandardAuthorizer would.
 
-    The ACLs come from an acls.json file (--acls) or a metadata log at an offset (--log-dir,
-    --at-offset); the questions from a requests.jsonl file (--requests), or one question given with
+    The ACLs come from an acls.json file (--acls), a metadata log at an offset (--log-dir,
+    --at-offset), or a running serve (--server, which decides with its own state and
+    configuration); the questions from a requests.jsonl file (--requests), or one question given with
     --principal, --host, --operation and one resource (--topic, --group, --cluster, ...). A request
     Kafka itself refuses is answered with an error on its line, and the command exits 1.
 
@@ -121,11 +132,14 @@ def authorize_command(
       kraft-acl authorize --acls acls.json --principal User:alice --host 10.0.0.1 --operation Read --topic orders
       kraft-acl authorize --acls acls.json --requests requests.jsonl --explain -o table
       cat requests.jsonl | kraft-acl authorize --log-dir data/meta --at-offset 120 --requests -
+      kraft-acl authorize --server http://127.0.0.1:9191 --token-file broker.token --requests requests.jsonl
     """
-    if (acls is None) == (log_dir is None):
-        fail("give exactly one of --acls FILE and --log-dir DIR")
+    if [acls is None, log_dir is None, server is None].count(False) != 1:
+        fail("give exactly one of --acls FILE, --log-dir DIR and --server URL")
     if at_offset is not None and log_dir is None:
         fail("--at-offset needs --log-dir")
+    if config is not None and server is not None:
+        fail("--config does not apply to --server (serve decides with its own super.users and defaults)")
     if acls is not None and requests is not None and str(acls) == str(requests) == STDIN:
         fail("--acls and --requests cannot both read standard input")
     flags = ResourceFlags(
@@ -141,9 +155,18 @@ def authorize_command(
         parsed, source = _questions(requests, principal, host, operation, flags)
     except (InputError, ConfigError, OptionError) as exc:
         fail(str(exc))
+    if server is not None:
+        client = ServerTarget(server, token, token_file, cert, key, cacert).connect()
+        try:
+            _answer(client.evaluate, parsed, source, explain, output)
+        except ServerError as exc:
+            fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+        finally:
+            client.close()
+        return
     if log_dir is not None:
         with replayed(log_dir, at_offset, option="--at-offset", config=cfg) as node:
-            _answer(node.authorizer, parsed, source, explain, output)
+            _answer(_local(node.authorizer), parsed, source, explain, output)
         return
     assert acls is not None
     try:
@@ -152,7 +175,7 @@ def authorize_command(
         fail(str(exc))
     except ImageError as exc:
         fail(f"{acls}: {exc}")
-    _answer(authorizer, parsed, source, explain, output)
+    _answer(_local(authorizer), parsed, source, explain, output)
 
 
 def _questions(
@@ -186,8 +209,12 @@ def _questions(
         raise OptionError(f"--{exc.field}: {exc.reason}") from None
 
 
+def _local(authorizer: StandardAuthorizer) -> Evaluator:
+    return lambda request, explain: evaluate(authorizer, request, explain=explain)
+
+
 def _answer(
-    authorizer: StandardAuthorizer,
+    evaluator: Evaluator,
     parsed: list[tuple[int, Request]],
     source: str,
     explain: bool,
@@ -198,7 +225,11 @@ def _answer(
     failed = False
     for number, request in parsed:
         try:
-            answer = evaluate(authorizer, request, explain=explain)
+            answer = evaluator(request, explain)
+        except ServerError as exc:
+            if exc.status == 0 or exc.status in (401, 403, 503):
+                raise  # serve unreachable, or this caller may not ask: every line would fail alike
+            answer, failed = {"error": f"{source}: line {number}: {exc}"}, True
         except AuthorizerError as exc:
             answer, failed = {"error": f"{source}: line {number}: {exc}"}, True
         answers.append((request, answer))
