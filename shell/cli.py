@@ -33,6 +33,7 @@ from shell.acls_cmd import acls_command
 from shell.bench_cmd import bench_command
 from shell.import_cmd import export_command, import_command
 from shell.log_cmds import diff_command, log_app, replay_command
+from shell.metashell.command import CONTEXT, shell_command
 from shell.root import PROG, KraftGroup, print_version
 from shell.snapshot_cmd import snapshot_app
 from shell.whatif_cmd import authorize_command
@@ -53,6 +54,7 @@ app.command("replay")(replay_command)
 app.command("diff")(diff_command)
 app.command("import")(import_command)
 app.command("export")(export_command)
+app.command("shell", context_settings=CONTEXT)(shell_command)
 
 
 @app.callback()
