@@ -4,16 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo test lint typecheck unit kafka-jars clean
+.PHONY: setup run demo test lint typecheck unit kafka-jars spark-jars clean
 
 # codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
 $(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_rows.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 setup: $(STAMP)
+	@if command -v mvn >/dev/null 2>&1; then bash scripts/spark-jars.sh fetch; fi
 
 ## run: set up, then run the main job (the what-if demo until `kraft-acl serve` lands)
 run: setup
@@ -32,6 +33,10 @@ typecheck: setup
 kafka-jars:
 	bash scripts/kafka-broker.sh fetch
 
+## spark-jars: fetch Spark's Kafka connector (at pyspark's version) from Maven Central into .spark/jars
+spark-jars:
+	bash scripts/spark-jars.sh fetch
+
 ## test: set up, lint, type-check, then run every test (Kafka tests included: the broker jars come from
 ## Maven Central; in CI they are fetched first so the download never counts against a test's timeout)
 test: setup lint typecheck
@@ -39,4 +44,4 @@ test: setup lint typecheck
 	$(BIN)/pytest -q
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so
+	rm -rf $(VENV) .spark .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so
