@@ -39,13 +39,12 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.backends.file_format import encode_frame
-from metadata_log.backends.kafka_message import SCHEMA_HEADER, decode_message
+from metadata_log.backends.kafka_message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
 from metadata_log.backends.memory import check_records
 from metadata_log.codec import DEFAULT_CODEC, Codec
 from metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
 from metadata_log.records import MetadataRecord, RecordBatch
 
-DEFAULT_TOPIC = "kraft-acl-metadata"
 KAFKA_LOGGER = logging.getLogger("kraft_acl.kafka")
 
 

@@ -12,6 +12,7 @@ from metadata_log.codec import BatchSchema, Codec
 from metadata_log.errors import LogError
 from metadata_log.records import RecordBatch
 
+DEFAULT_TOPIC = "kraft-acl-metadata"  # a real broker refuses __cluster_metadata (see kafka.py)
 SCHEMA_HEADER = "kraft-acl-schema"
 
 
