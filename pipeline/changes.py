@@ -34,7 +34,9 @@ def changes(events: DataFrame, from_offset: int, to_offset: int) -> DataFrame:
     removed = per_id.filter(live_a & ~F.col("b.add")).select(
         F.lit("removed").alias("change"),
         "id",
-        F.struct(*(F.col(f"b.{name}") for name in ("offset", "base", "epoch", "ts")), *(F.col(f"a.{n}") for n in ACL_FIELDS)).alias("b"),
+        F.struct(
+            *(F.col(f"b.{name}") for name in ("offset", "base", "epoch", "ts")), *(F.col(f"a.{n}") for n in ACL_FIELDS)
+        ).alias("b"),
     )
     both = added.unionByName(removed)
     return both.select(

@@ -63,6 +63,8 @@ class _Columns:
     def add(self, batch: RecordBatch, below: int) -> None:
         ids, rows = _rows(batch)
         keep = max(0, min(len(rows), below - batch.base_offset))
+        if keep <= 0:
+            return
         ids, rows = ids[:keep], rows[:keep]
         offset, base, epoch, ts, add, id_, *acl = self.cols
         offset.extend(range(batch.base_offset, batch.base_offset + keep))
@@ -71,7 +73,8 @@ class _Columns:
         ts.extend(repeat(batch.timestamp_ms, keep))
         add.extend([row is not None for row in rows])
         id_.extend(ids)
-        for column, values in zip(acl, zip(*[_NO_ACL if row is None else row for row in rows]), strict=False):
+        filled = [_NO_ACL if row is None else row for row in rows]
+        for column, values in zip(acl, zip(*filled, strict=True), strict=True):
             column.extend(values)
 
     def take(self) -> pa.RecordBatch:

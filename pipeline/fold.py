@@ -54,7 +54,9 @@ def check_replayable(events: DataFrame, offset: int) -> None:
         raise PipelineError(
             f"offset {bad['offset']}: AccessControlEntryRecord adds ACL {bad['id']}, which already exists"
         )
-    raise PipelineError(f"offset {bad['offset']}: RemoveAccessControlEntryRecord names ACL {bad['id']}, which does not exist")
+    raise PipelineError(
+        f"offset {bad['offset']}: RemoveAccessControlEntryRecord names ACL {bad['id']}, which does not exist"
+    )
 
 
 def check_distinct(acls: DataFrame) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from shell.acls_cmd import acls_command
+from shell.audit_cmd import audit_app
 from shell.bench_cmd import bench_command
 from shell.log_cmds import diff_command, log_app, replay_command
 from shell.snapshot_cmd import snapshot_app
@@ -27,6 +28,7 @@ app.add_typer(snapshot_app, name="snapshot")
 app.add_typer(log_app, name="log")
 app.command("replay")(replay_command)
 app.command("diff")(diff_command)
+app.add_typer(audit_app, name="audit")
 
 
 @app.callback()
