@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pipeline.events import ACL_FIELDS
 
 CHANGE_COLUMNS = ("change", "id", *ACL_FIELDS, "offset", "batch", "epoch", "ts")
+_MADE = (("offset", "offset"), ("base", "batch"), ("epoch", "epoch"), ("ts", "ts"))  # of the record that made it
 
 
 def changes(events: DataFrame, from_offset: int, to_offset: int) -> DataFrame:
@@ -30,21 +31,11 @@ def changes(events: DataFrame, from_offset: int, to_offset: int) -> DataFrame:
         )
     )
     live_a = F.coalesce(F.col("a.add"), F.lit(False))
-    added = per_id.filter(F.col("b.add") & ~live_a).select(F.lit("added").alias("change"), "id", "b")
+    made = [F.col(f"b.{name}").alias(alias) for name, alias in _MADE]
+    added = per_id.filter(F.col("b.add") & ~live_a).select(
+        F.lit("added").alias("change"), "id", *(F.col(f"b.{name}") for name in ACL_FIELDS), *made
+    )
     removed = per_id.filter(live_a & ~F.col("b.add")).select(
-        F.lit("removed").alias("change"),
-        "id",
-        F.struct(
-            *(F.col(f"b.{name}") for name in ("offset", "base", "epoch", "ts")), *(F.col(f"a.{n}") for n in ACL_FIELDS)
-        ).alias("b"),
+        F.lit("removed").alias("change"), "id", *(F.col(f"a.{name}") for name in ACL_FIELDS), *made
     )
-    both = added.unionByName(removed)
-    return both.select(
-        "change",
-        "id",
-        *(F.col(f"b.{name}").alias(name) for name in ACL_FIELDS),
-        F.col("b.offset").alias("offset"),
-        F.col("b.base").alias("batch"),
-        F.col("b.epoch").alias("epoch"),
-        F.col("b.ts").alias("ts"),
-    )
+    return added.unionByName(removed)
