@@ -50,7 +50,7 @@ def candidates(acls: DataFrame, resources: DataFrame) -> DataFrame:
     """(resource_type, resource_name) of each catalog resource joined with every ACL that is a candidate for it."""
     acl = acls.select(
         "id",
-        "resource_type",
+        F.col("resource_type").alias("acl_type"),
         F.col("resource_name").alias("acl_name"),
         "pattern_type",
         F.col("principal").alias("acl_principal"),
@@ -58,21 +58,19 @@ def candidates(acls: DataFrame, resources: DataFrame) -> DataFrame:
         "operation",
         "permission_type",
     )
+    same_type = F.col("resource_type") == F.col("acl_type")
     literal = F.col("pattern_type") == LITERAL
     exact = acl.filter(literal & (F.col("acl_name") != WILDCARD_RESOURCE))
-    by_name = resources.join(
-        exact, (resources.resource_type == exact.resource_type) & (resources.resource_name == exact.acl_name)
-    ).drop(exact.resource_type)
+    by_name = resources.join(exact, same_type & (F.col("resource_name") == F.col("acl_name")))
     star = acl.filter(literal & (F.col("acl_name") == WILDCARD_RESOURCE))
-    by_star = resources.join(F.broadcast(star), "resource_type")
+    by_star = resources.join(F.broadcast(star), same_type)
     prefixed = acl.filter(~literal)  # PREFIXED, and hand-made patterns that act as PREFIXED (spec §5.2)
-    lengths = prefixed.select("resource_type", F.length("acl_name").alias("length")).distinct()
-    probes = resources.join(F.broadcast(lengths), "resource_type").filter(F.col("length") <= F.length("resource_name"))
+    lengths = prefixed.select(F.col("acl_type").alias("resource_type"), F.length("acl_name").alias("length"))
+    probes = resources.join(F.broadcast(lengths.distinct()), "resource_type")
+    probes = probes.filter(F.col("length") <= F.length("resource_name"))
     probes = probes.withColumn("prefix", F.expr("substring(resource_name, 1, length)")).drop("length")
-    by_prefix = probes.join(
-        prefixed, (probes.resource_type == prefixed.resource_type) & (probes.prefix == prefixed.acl_name)
-    ).drop(prefixed.resource_type, "prefix")
-    return by_name.unionByName(by_star).unionByName(by_prefix)
+    by_prefix = probes.join(prefixed, same_type & (F.col("prefix") == F.col("acl_name"))).drop("prefix")
+    return by_name.unionByName(by_star).unionByName(by_prefix).drop("acl_type")
 
 
 def applying(cands: DataFrame, principals: DataFrame) -> DataFrame:
@@ -92,7 +90,9 @@ def _operations(spark: SparkSession) -> DataFrame:
 def report(
     spark: SparkSession, acls: DataFrame, resources: DataFrame, principals: list[str], config: AuthorizerConfig
 ) -> Report:
-    """The permissions report of `principals` over `resources` (codes: resource_type int, resource_name)."""
+    """The permissions report of `principals` over `resources` (codes: resource_type int, resource_name; a resource
+    listed twice counts once)."""
+    resources = resources.select("resource_type", "resource_name").distinct()
     supers = sorted(set(principals) & config.super_users)
     plain = spark.createDataFrame([(p,) for p in principals if p not in config.super_users], "principal string")
     cands = candidates(acls, resources)

@@ -1,12 +1,14 @@
 """fold and changes against the single-process replay, on randomized logs, in real PySpark (local mode).
 
 fold at several offsets must write the snapshot a node writes at that offset (the same ACLs with the same
-ids, the same header) and that file must verify; changes must list exactly what `kraft-acl diff` lists, with the offsets of the records.
+ids, the same header) and that file must verify; changes must list exactly what `kraft-acl diff` lists, with
+the offsets of the records.
 """
 
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -84,7 +86,7 @@ def test_the_state_at_a_time_is_after_the_last_batch_written_by_then(
 def test_changes_lists_what_diff_lists_with_the_records_offsets(generated: GeneratedLog, events: LogEvents) -> None:
     offsets = _offsets(generated, 2)
     located = generated.record_offsets()
-    for start, end in zip(offsets, offsets[1:], strict=False):
+    for start, end in pairwise(offsets):
         nodes = [replayed_node(generated.directory, o) for o in (start, end)]
         try:
             before, after = (dict(n.image.acls.items()) for n in nodes)
