@@ -52,10 +52,11 @@ def read_decisions(spark: SparkSession, files: list[Path], from_ms: int | None, 
         incomplete = incomplete | F.col(name).isNull()
     bad = raw.filter(F.col("_corrupt").isNotNull() | incomplete).select("file", "_corrupt", *REQUIRED).first()
     if bad is not None:
-        missing = [name for name in REQUIRED if bad[name] is None]
-        what = "not a JSON object" if bad["_corrupt"] is not None and not missing else f"no {', '.join(missing)}"
-        line = (bad["_corrupt"] or "").strip()[:120]
-        raise PipelineError(f"decision log {bad['file'].removeprefix('file:')}: a line has {what}: {line}")
+        where = f"decision log {bad['file'].removeprefix('file://')}"
+        if bad["_corrupt"] is not None:
+            raise PipelineError(f"{where}: a line is not a JSON object: {bad['_corrupt'].strip()[:120]}")
+        missing = ", ".join(name for name in REQUIRED if bad[name] is None)
+        raise PipelineError(f"{where}: a decision has no {missing}")
     decisions = raw.drop("_corrupt", "file")
     if from_ms is not None:
         decisions = decisions.filter(F.col("ts_ms") >= from_ms)
