@@ -119,7 +119,9 @@ def test_a_line_that_is_not_a_decision_is_refused_naming_its_file(spark: SparkSe
         json.dumps({**good, "resource_name": "t", "result": "DENIED", "rule": "DefaultDeny"}) + "\n"
     )
     (tmp_path / "d.log.1").write_text(json.dumps(good) + "\n")
-    with pytest.raises(PipelineError, match=r"decision log /\S+/d\.log\.1: a decision has no resource_name, result, rule$"):
+    with pytest.raises(
+        PipelineError, match=r"decision log /\S+/d\.log\.1: a decision has no resource_name, result, rule$"
+    ):
         read_decisions(spark, decision_files(tmp_path / "d.log"), None, None)
     (tmp_path / "d.log.1").write_text("not json\n")
     with pytest.raises(PipelineError, match=r"decision log /\S+/d\.log\.1: a line is not a JSON object: not json$"):
