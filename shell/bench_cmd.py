@@ -18,6 +18,7 @@ class Suite(StrEnum):
 
     authorizer = "authorizer"
     log = "log"
+    pipeline = "pipeline"
     all = "all"
 
 
@@ -60,6 +61,10 @@ def bench_command(
         from shell.bench import log_suite
 
         result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
+    if suite is Suite.pipeline:  # not in `all`: about half an hour on 2 cores at full size
+        from shell.bench import pipeline_suite
+
+        result["pipeline"] = pipeline_suite.run(quick=quick)
     if suite is not Suite.all:
         result = {"machine": result["machine"], **result[suite.value]}
     typer.echo(json.dumps(result))
