@@ -18,9 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from authorizer.config import AuthorizerConfig
-from authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType
+from authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
 from authorizer.operations import SUPPORTED_OPERATIONS
 from pipeline.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
+from pipeline.names import name_of
 
 LITERAL = int(PatternType.LITERAL)
 
@@ -87,6 +88,23 @@ def _operations(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, "resource_type int, operation string")
 
 
+def _super_user_rows(spark: SparkSession, resources: DataFrame, supers: list[str]) -> DataFrame:
+    """Every supported operation on every resource ALLOWED to each super user (spec §5.1), from any host."""
+    su = spark.createDataFrame([(p,) for p in supers], "principal string")
+    everything = resources.join(_operations(spark), "resource_type").crossJoin(su)
+    return everything.select(
+        "principal",
+        F.lit("*").alias("host"),
+        name_of("resource_type", ResourceType).alias("resource_type"),
+        "resource_name",
+        "operation",
+        F.lit("ALLOWED").alias("result"),
+        F.lit("SuperUser").alias("rule"),
+        F.lit(None).cast("string").alias("acl_id"),
+        F.lit(None).cast("string").alias("acl"),
+    )
+
+
 def report(
     spark: SparkSession, acls: DataFrame, resources: DataFrame, principals: list[str], config: AuthorizerConfig
 ) -> Report:
@@ -98,32 +116,14 @@ def report(
     cands = candidates(acls, resources)
     grouped = applying(cands, plain).repartition("principal", "resource_type", "resource_name")
     rows = grouped.sortWithinPartitions("principal", "resource_type", "resource_name").mapInArrow(decide_rows, ROW_DDL)
-    type_names = spark.createDataFrame(
-        [(int(t), t.name) for t in SUPPORTED_OPERATIONS], "resource_type int, type_name string"
-    )
     if supers:
-        su = spark.createDataFrame([(p,) for p in supers], "principal string")
-        everything = resources.join(_operations(spark), "resource_type").join(type_names, "resource_type").crossJoin(su)
-        rows = rows.unionByName(
-            everything.select(
-                "principal",
-                F.lit("*").alias("host"),
-                F.col("type_name").alias("resource_type"),
-                "resource_name",
-                "operation",
-                F.lit("ALLOWED").alias("result"),
-                F.lit("SuperUser").alias("rule"),
-                F.lit(None).cast("string").alias("acl_id"),
-                F.lit(None).cast("string").alias("acl"),
-            )
-        )
+        rows = rows.unionByName(_super_user_rows(spark, resources, supers))
     covered = cands.select("resource_type", "resource_name").distinct().withColumn("has_acls", F.lit(True))
     allow_everyone = config.allow_everyone_if_no_acl_found
     summary = (
         resources.join(covered, ["resource_type", "resource_name"], "left")
-        .join(type_names, "resource_type")
         .select(
-            F.col("type_name").alias("resource_type"),
+            name_of("resource_type", ResourceType).alias("resource_type"),
             "resource_name",
             F.coalesce("has_acls", F.lit(False)).alias("has_acls"),
         )
