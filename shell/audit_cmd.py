@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -20,30 +21,20 @@ audit_app = typer.Typer(
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
-def _run(job: str, ctx: typer.Context) -> None:
-    code = subprocess.call([sys.executable, "-m", "pipeline", job, *ctx.args])
-    raise typer.Exit(code)
+_JOBS = {
+    "fold": "The ACL state at an offset or time, written as a snapshot file (`snapshot verify` accepts it).",
+    "permissions": "Who can do what on which resource: decisions and deciding rules (CSV, Parquet) and summaries.",
+    "changes": "The ACLs added and removed between two offsets or times, with their offsets, batches and times.",
+    "usage": "From serve's decision log: hits per ACL, unused ACLs, most denied requests, ACLs broader than needed.",
+}
 
 
-@audit_app.command("fold", context_settings=_PASS_THROUGH)
-def fold_command(ctx: typer.Context) -> None:
-    """The ACL state at an offset or time, written as a snapshot file (`snapshot verify` accepts it)."""
-    _run("fold", ctx)
+def _job_command(job: str) -> Callable[[typer.Context], None]:
+    def run(ctx: typer.Context) -> None:
+        raise typer.Exit(subprocess.call([sys.executable, "-m", "pipeline", job, *ctx.args]))
+
+    return run
 
 
-@audit_app.command("permissions", context_settings=_PASS_THROUGH)
-def permissions_command(ctx: typer.Context) -> None:
-    """Who can do what on which resource: decisions and deciding rules, as CSV and Parquet, with summaries."""
-    _run("permissions", ctx)
-
-
-@audit_app.command("changes", context_settings=_PASS_THROUGH)
-def changes_command(ctx: typer.Context) -> None:
-    """The ACLs added and removed between two offsets or times, with their offsets, batches and times."""
-    _run("changes", ctx)
-
-
-@audit_app.command("usage", context_settings=_PASS_THROUGH)
-def usage_command(ctx: typer.Context) -> None:
-    """From serve's decision log: hits per ACL, unused ACLs, most denied requests, ACLs broader than needed."""
-    _run("usage", ctx)
+for _job, _summary in _JOBS.items():
+    audit_app.command(_job, help=_summary, context_settings=_PASS_THROUGH)(_job_command(_job))

@@ -45,7 +45,7 @@ def spark() -> Iterator[SparkSession]:
     except ImportError as exc:
         _unavailable(f"pyspark is not installed ({exc}); run `make setup`")
     try:
-        session = build_session("kraft-acl tests", "local[2]", kafka=True, conf={"spark.sql.shuffle.partitions": "4"})
+        session = build_session("kraft-acl tests", "local[2]", kafka=True, conf={"spark.sql.shuffle.partitions": "2"})
     except PipelineError as exc:
         _unavailable(str(exc))
     try:

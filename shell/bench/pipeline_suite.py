@@ -48,14 +48,20 @@ def _child(*args: str) -> dict[str, Any]:
 
 
 def write_log(directory: Path, records: int, removes: float, seed: int = 11) -> None:
-    """`records` records in batches of 1000: adds of distinct ACLs and removes of live ones, written as they go."""
+    """`records` records in batches of 1000: adds of distinct ACLs and removes of live ones, written as they go.
+
+    Unlike `log_suite._records` (which builds every batch first), the batches stream to the log and a
+    removal swaps the chosen id with the last one: a 10M-record log needs both.
+    """
     rng = random.Random(seed)
     live: list[str] = []
     with FileLog(directory) as log:
         batch: list[MetadataRecord] = []
         for n in range(records):
             if live and rng.random() < removes:
-                batch.append(RemoveAccessControlEntryRecord(live.pop(rng.randrange(len(live)))))
+                chosen = rng.randrange(len(live))
+                live[chosen], live[-1] = live[-1], live[chosen]
+                batch.append(RemoveAccessControlEntryRecord(live.pop()))
             else:
                 acl_id = new_uuid()
                 live.append(acl_id)

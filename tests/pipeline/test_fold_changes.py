@@ -21,6 +21,7 @@ from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from pipeline.changes import changes
 from pipeline.errors import PipelineError
+from pipeline.events import ACL_FIELDS
 from pipeline.fold import fold, state_at
 from pipeline.source import LogEvents, LogSource, load_events
 from snapshots.format import SnapshotReader
@@ -100,21 +101,7 @@ def test_changes_lists_what_diff_lists_with_the_records_offsets(generated: Gener
         }
         assert got.keys() == expected, f"{start} -> {end}"
         for (change, acl_id), row in got.items():
-            record = AccessControlEntryRecord(
-                acl_id,
-                *(
-                    row[f]
-                    for f in (
-                        "resource_type",
-                        "resource_name",
-                        "pattern_type",
-                        "principal",
-                        "host",
-                        "operation",
-                        "permission_type",
-                    )
-                ),
-            )
+            record = AccessControlEntryRecord(acl_id, *(row[field] for field in ACL_FIELDS))
             assert acl_from_record(record) == (after if change == "added" else before)[acl_id]
             wanted = AccessControlEntryRecord if change == "added" else RemoveAccessControlEntryRecord
             offset, _, base, epoch, ts = max(
