@@ -27,8 +27,9 @@ def name_of(column: str, enum: type[IntEnum]) -> Column:
 
 
 def with_names(df: DataFrame) -> DataFrame:
-    """`df` with each code column it has replaced by the names."""
+    """`df` with each code column it has (an integer column of that name) replaced by the names."""
+    types = dict(df.dtypes)
     for column, enum in CODE_COLUMNS.items():
-        if column in df.columns:
+        if types.get(column) in ("int", "bigint"):
             df = df.withColumn(column, name_of(column, enum))
     return df

@@ -20,6 +20,7 @@ from authorizer.operations import SUPPORTED_OPERATIONS
 from authorizer.standard import Action, RequestContext
 from pipeline.errors import PipelineError
 from pipeline.fold import state_at
+from pipeline.names import with_names
 from pipeline.source import LogSource, load_events
 from pipeline.usage import decision_files, read_decisions, usage
 from tests.pipeline.logs import NAMES, PRINCIPALS, random_log
@@ -99,6 +100,10 @@ def test_usage_reports_equal_counts_worked_out_in_python(spark: SparkSession, tm
     expected_top = sorted(triples.items(), key=lambda item: (-item[1], item[0]))[:5]
     got_top = [((r[0], r[1], r[2], r[3]), r["denied"]) for r in found.top_denied.collect()]
     assert got_top == expected_top
+    # The reports as written: code columns named, the decision log's names left as they are.
+    assert [tuple(r) for r in with_names(found.top_denied).collect()] == [tuple(r) for r in found.top_denied.collect()]
+    named = {r["resource_type"] for r in with_names(found.unused).collect()}
+    assert named <= {"TOPIC", "GROUP", "TRANSACTIONAL_ID", "CLUSTER"} and named
 
     names: dict[str, set[str]] = {}
     for d in period:
