@@ -16,14 +16,27 @@ $(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_row
 setup: $(STAMP)
 	@if command -v mvn >/dev/null 2>&1; then bash scripts/spark-jars.sh fetch; fi
 
-## run: set up, then run the main job (the what-if demo until `kraft-acl serve` lands)
+## run: set up, then run the main job: `kraft-acl serve` on the embedded log with a demo config and demo ACLs
+DEMO_LOG := data/serve-demo
 run: setup
+	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --allow-principal User:alice --operation Read --operation Describe \
+	  --topic orders --resource-pattern-type PREFIXED > /dev/null
+	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --deny-principal User:alice --operation Read --topic orders-internal > /dev/null
+	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --producer --topic payments --allow-principal User:bob > /dev/null
+	@echo "Demo ACLs are in $(DEMO_LOG). Try, once serve says ready:"
+	@echo "  curl -s -H 'Authorization: Bearer broker-demo-token-0123456789' http://127.0.0.1:9191/v1/authorize \\"
+	@echo "    -d '{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.1\",\"explain\":true,\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"orders-eu\"}]}'"
+	@echo "  curl -s http://127.0.0.1:9191/v1/status"
+	$(BIN)/kraft-acl serve --config examples/serve/server.properties
+
+## demo: the what-if demo (decisions without a running service)
+demo: setup
 	$(BIN)/kraft-acl authorize --acls examples/demo/acls.json --requests examples/demo/requests.jsonl \
 	  --config examples/demo/server.properties --explain --output table
 
 lint: setup
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check metadata_log authorizer snapshots shell pipeline schemas
+	$(BIN)/ruff format --check metadata_log authorizer snapshots shell server kraftacl pipeline schemas
 	$(BIN)/lint-imports
 
 typecheck: setup

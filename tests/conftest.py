@@ -24,7 +24,7 @@ def kraft_acl_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("kraft-acl")
-    return [found] if found else [sys.executable, "-c", "from shell.cli import main; main()"]
+    return [found] if found else [sys.executable, "-c", "from kraftacl.main import main; main()"]
 
 
 @pytest.fixture(scope="session")
