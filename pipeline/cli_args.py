@@ -9,7 +9,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from metadata_log.backends.kafka_message import DEFAULT_TOPIC
 from pipeline.errors import PipelineError
@@ -61,14 +61,27 @@ def _state(sub: argparse.ArgumentParser, required: bool = False) -> None:
     )
 
 
+def _example(command: str) -> dict[str, Any]:
+    """A job's help ends with an example, its lines kept as written."""
+    return {"epilog": f"Example:\n  {command}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def parser() -> argparse.ArgumentParser:
     """`JOB [options]` for the four jobs."""
     top = _Parser(prog="kraft-acl audit", description="Spark jobs over the metadata log (local[*] by default).")
     jobs = top.add_subparsers(dest="job", required=True, parser_class=_Parser)
-    fold = jobs.add_parser("fold", help="the ACL state at an offset or time, as a snapshot file")
+    fold = jobs.add_parser(
+        "fold",
+        help="the ACL state at an offset or time, as a snapshot file",
+        **_example("kraft-acl audit fold --log-dir data/meta --to-offset 1200 --out state-1200.checkpoint"),
+    )
     _state(fold)
     fold.add_argument("--out", required=True, type=Path, metavar="FILE.checkpoint", help="the snapshot file to write")
-    perms = jobs.add_parser("permissions", help="who can do what on which resource")
+    perms = jobs.add_parser(
+        "permissions",
+        help="who can do what on which resource",
+        **_example("kraft-acl audit permissions --log-dir data/meta --config server.properties --out report/"),
+    )
     _state(perms)
     perms.add_argument(
         "--resources",
@@ -89,7 +102,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="permissions.csv, permissions.parquet, resources.csv, principal_summary.csv, resource_summary.csv",
     )
-    changes = jobs.add_parser("changes", help="ACLs added and removed between two offsets or times")
+    changes = jobs.add_parser(
+        "changes",
+        help="ACLs added and removed between two offsets or times",
+        **_example(
+            "kraft-acl audit changes --log-dir data/meta --from-time 2026-11-01T00:00Z --to-time 2026-11-25T00:00Z"
+        ),
+    )
     start = changes.add_mutually_exclusive_group(required=True)
     start.add_argument("--from-offset", type=int, metavar="A")
     start.add_argument("--from-time", metavar="TIME")
@@ -97,7 +116,13 @@ def parser() -> argparse.ArgumentParser:
     end.add_argument("--to-offset", type=int, metavar="B", help="default: the high-water mark")
     end.add_argument("--to-time", metavar="TIME")
     changes.add_argument("--out", metavar="DIR", help="write changes.csv and changes.parquet there (else print them)")
-    usage = jobs.add_parser("usage", help="ACL hits, unused ACLs, most denied requests, ACLs broader than needed")
+    usage = jobs.add_parser(
+        "usage",
+        help="ACL hits, unused ACLs, most denied requests, ACLs broader than needed",
+        **_example(
+            "kraft-acl audit usage --log-dir data/meta --decision-log decisions.log --from-time 2026-11-01 --out usage/"
+        ),
+    )
     _state(usage)
     usage.add_argument(
         "--decision-log",

@@ -31,7 +31,13 @@ _JOBS = {
 
 def _job_command(job: str) -> Callable[[typer.Context], None]:
     def run(ctx: typer.Context) -> None:
-        raise typer.Exit(subprocess.call([sys.executable, "-m", "pipeline", job, *ctx.args]))
+        argv = [sys.executable, "-m", "pipeline", job, *ctx.args]
+        if "--help" in ctx.args or "-h" in ctx.args:  # the driver's help, through this process's output
+            shown = subprocess.run(argv, capture_output=True, text=True, check=False)
+            typer.echo(shown.stdout, nl=False)
+            typer.echo(shown.stderr, nl=False, err=True)
+            raise typer.Exit(shown.returncode)
+        raise typer.Exit(subprocess.call(argv))
 
     return run
 
