@@ -25,7 +25,7 @@ from authorizer.standard import RequestContext
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.log_suite import replay_rate
+from shell.bench.log_suite import bench_acl, replay_rate
 from shell.bench.timing import cpu_probe_us
 
 MASTERS = ("local[1]", "local[2]")
@@ -65,18 +65,7 @@ def write_log(directory: Path, records: int, removes: float, seed: int = 11) -> 
             else:
                 acl_id = new_uuid()
                 live.append(acl_id)
-                batch.append(
-                    AccessControlEntryRecord(
-                        acl_id,
-                        2 + n % 3,
-                        f"svc{n % 997}.events-{n}",
-                        3 + (n % 7 == 0),
-                        f"User:u{n % 5000}",
-                        "*",
-                        3 + n % 6,
-                        3 - (n % 20 == 0),
-                    )
-                )
+                batch.append(bench_acl(acl_id, n))
             if len(batch) == 1000:
                 log.append(batch)
                 batch = []
