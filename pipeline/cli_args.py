@@ -160,11 +160,6 @@ class Args:
     conf: dict[str, str]
     options: argparse.Namespace = field(repr=False)
 
-    @property
-    def bootstrap_server(self) -> str | None:
-        """The Kafka bootstrap servers, when the log is a topic."""
-        return self.source.bootstrap
-
     @staticmethod
     def parse(ns: argparse.Namespace) -> Args:
         """Check what argparse cannot: one log, well-formed settings, principals and times."""

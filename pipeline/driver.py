@@ -48,7 +48,7 @@ def _session(args: Args) -> Iterator[SparkSession]:
     spark = build_session(
         f"kraft-acl audit {args.job}",
         args.master,
-        kafka=args.bootstrap_server is not None,
+        kafka=args.source.bootstrap is not None,
         progress=args.progress,
         conf=args.conf,
     )

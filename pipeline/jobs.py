@@ -42,7 +42,7 @@ def _load(spark: SparkSession, args: Args) -> LogEvents:
     return log
 
 
-def _offset(log: LogEvents, args: Args, offset: int | None, at_time: int | None) -> int:
+def _offset(log: LogEvents, offset: int | None, at_time: int | None) -> int:
     """The offset an option pair names: an offset, the state at a time, or the high-water mark."""
     if at_time is not None:
         return log.offset_at_time(at_time)
@@ -57,7 +57,7 @@ def fold_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     """fold: the state at an offset or time, written as a snapshot file."""
     o = args.options
     log = _load(spark, args)
-    offset = _offset(log, args, o.to_offset, o.at_time)
+    offset = _offset(log, o.to_offset, o.at_time)
     _say(args, f"folding to offset {offset}")
     result = fold(log, offset, o.out)
     h = result.header
@@ -85,7 +85,7 @@ def permissions_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     o = args.options
     config = _config(args)
     log = _load(spark, args)
-    offset = _offset(log, args, o.to_offset, o.at_time)
+    offset = _offset(log, o.to_offset, o.at_time)
     acls = state_at(log, offset).cache()
     resources = read_resources(spark, o.resources) if o.resources is not None else default_resources(acls)
     named = [*(read_principals(o.principals) if o.principals is not None else []), *o.principal]
@@ -123,8 +123,8 @@ def changes_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     """changes: ACLs added and removed between two offsets or times."""
     o = args.options
     log = _load(spark, args)
-    start = _offset(log, args, o.from_offset, o.from_time)
-    end = _offset(log, args, o.to_offset, o.to_time)
+    start = _offset(log, o.from_offset, o.from_time)
+    end = _offset(log, o.to_offset, o.to_time)
     if start > end:
         raise PipelineError(f"the earlier state (offset {start}) is after the later one (offset {end})")
     log.check_offset("--from-offset", start)
@@ -165,7 +165,7 @@ def usage_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     o = args.options
     files = decision_files(o.decision_log)
     log = _load(spark, args)
-    offset = _offset(log, args, o.to_offset, o.at_time)
+    offset = _offset(log, o.to_offset, o.at_time)
     acls = state_at(log, offset).drop("offset")
     _say(args, f"reading {len(files)} decision log file(s)")
     decisions = read_decisions(spark, files, o.from_time, o.until_time).cache()

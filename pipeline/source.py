@@ -79,9 +79,7 @@ class LogEvents:
 
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:
     """Decode the whole committed log inside Spark tasks; the result is cached for the job's several passes."""
-    loaded = _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)
-    loaded.events.persist(StorageLevel.MEMORY_AND_DISK)
-    return loaded
+    return _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)
 
 
 def _file_events(spark: SparkSession, log_dir: Path) -> LogEvents:
@@ -95,7 +93,7 @@ def _file_events(spark: SparkSession, log_dir: Path) -> LogEvents:
         raise PipelineError(str(exc)) from exc
     rows = [(str(s.path), s.schema.json_text, s.start, s.base_offset, s.end) for s in plan]
     spans = spark.createDataFrame(rows, SPAN_DDL).repartition(max(len(rows), 1))
-    events = spans.mapInArrow(partial(span_rows, below=hwm), EVENT_DDL)
+    events = spans.mapInArrow(partial(span_rows, below=hwm), EVENT_DDL).persist(StorageLevel.MEMORY_AND_DISK)
     return LogEvents(events, hwm, start)
 
 
@@ -115,7 +113,7 @@ def _kafka_events(spark: SparkSession, source: LogSource) -> LogEvents:
         reader = reader.option(f"kafka.{key}", value)
     messages = reader.load().select("value", "headers", "offset")
     events = messages.mapInArrow(partial(kafka_rows, topic=source.topic, below=_NO_LIMIT), EVENT_DDL)
-    events.persist(StorageLevel.MEMORY_AND_DISK)
+    events = events.persist(StorageLevel.MEMORY_AND_DISK)  # its extent is read first, then the job's passes
     loaded = LogEvents(events, 0, 0)
     extent = events.agg(F.min("base"), F.max("offset"), F.count("offset")).first()
     if extent is None or extent[0] is None:
