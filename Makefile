@@ -4,16 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run demo test lint typecheck unit kafka-jars plugin clean
+.PHONY: setup run demo test lint typecheck unit kafka-jars plugin spark-jars clean
 
 # codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
 $(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_rows.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 setup: $(STAMP) plugin
+	@if command -v mvn >/dev/null 2>&1; then bash scripts/spark-jars.sh fetch; fi
 
 ## plugin: the Kafka broker plugin jar (kafka-plugin/, Maven; its JUnit tests run in the build). Without
 ## mvn it is skipped with a note, except in CI.
@@ -62,6 +63,10 @@ typecheck: setup
 kafka-jars:
 	bash scripts/kafka-broker.sh fetch
 
+## spark-jars: fetch Spark's Kafka connector (at pyspark's version) from Maven Central into .spark/jars
+spark-jars:
+	bash scripts/spark-jars.sh fetch
+
 ## test: set up, lint, type-check, then run every test (Kafka tests included: the broker jars come from
 ## Maven Central; in CI they are fetched first so the download never counts against a test's timeout)
 test: setup lint typecheck
@@ -70,4 +75,4 @@ test: setup lint typecheck
 
 clean:
 	rm -rf kafka-plugin/target
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so
+	rm -rf $(VENV) .spark .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so

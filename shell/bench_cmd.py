@@ -25,6 +25,7 @@ class Suite(StrEnum):
     import_ = "import"
     plugin = "plugin"  # the Kafka broker plugin on real brokers (not part of `all`: needs Java, takes minutes)
     shell = "shell"
+    pipeline = "pipeline"
     all = "all"
 
 
@@ -47,7 +48,7 @@ def _machine() -> dict[str, Any]:
 
 def bench_command(
     suite: Annotated[
-        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|plugin|shell|all", help="which suite to run")
+        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|plugin|shell|pipeline|all", help="which suite to run")
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
@@ -96,6 +97,10 @@ def bench_command(
             from shell.bench import shell_suite
 
             result["shell"] = shell_suite.run(quick=quick)
+        if suite is Suite.pipeline:  # not in `all`: a full-size run takes an hour or more on 2 cores
+            from shell.bench import pipeline_suite
+
+            result["pipeline"] = pipeline_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line
         fail(str(exc), EXIT_FAILED)
     progress("done")

@@ -30,6 +30,7 @@ from typing import Annotated
 import typer
 
 from shell.acls_cmd import acls_command
+from shell.audit_cmd import audit_app
 from shell.bench_cmd import bench_command
 from shell.import_cmd import export_command, import_command
 from shell.log_cmds import diff_command, log_app, replay_command
@@ -55,6 +56,7 @@ app.command("diff")(diff_command)
 app.command("import")(import_command)
 app.command("export")(export_command)
 app.command("shell", context_settings=CONTEXT)(shell_command)
+app.add_typer(audit_app, name="audit")
 
 
 @app.callback()

@@ -15,6 +15,7 @@ settings.register_profile("kraft-acl", deadline=None, print_blob=True)
 settings.load_profile("kraft-acl")
 
 REPO = Path(__file__).resolve().parent.parent
+pytest_plugins = ("tests.spark_session",)  # the session-scoped `spark` fixture of the spark-marked tests
 
 
 def kraft_acl_command() -> list[str]:

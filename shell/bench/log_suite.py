@@ -23,6 +23,20 @@ from metadata_log.records import AccessControlEntryRecord, MetadataRecord, Remov
 from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed, progress
 
 
+def bench_acl(acl_id: str, n: int, prefix: str = "svc") -> AccessControlEntryRecord:
+    """The ACL the n-th record of a bench log adds: three types, every 7th PREFIXED, every 20th a DENY."""
+    return AccessControlEntryRecord(
+        acl_id,
+        2 + n % 3,
+        f"{prefix}{n % 997}.events-{n}",
+        3 + (n % 7 == 0),
+        f"User:u{n % 5000}",
+        "*",
+        3 + n % 6,
+        3 - (n % 20 == 0),
+    )
+
+
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
     """`count` records in batches of 1000: adds of distinct ACLs, and removes of earlier ones."""
     rng = random.Random(seed)
@@ -35,18 +49,7 @@ def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> 
         else:
             acl_id = new_uuid()
             live.append(acl_id)
-            batch.append(
-                AccessControlEntryRecord(
-                    acl_id,
-                    2 + n % 3,
-                    f"{prefix}{n % 997}.events-{n}",
-                    3 + (n % 7 == 0),
-                    f"User:u{n % 5000}",
-                    "*",
-                    3 + n % 6,
-                    3 - (n % 20 == 0),
-                )
-            )
+            batch.append(bench_acl(acl_id, n, prefix))
         if len(batch) == 1000:
             batches.append(batch)
             batch = []
