@@ -48,7 +48,10 @@ def _machine() -> dict[str, Any]:
 
 def bench_command(
     suite: Annotated[
-        Suite, typer.Option("--suite", metavar="authorizer|log|serve|import|plugin|shell|pipeline|all", help="which suite to run")
+        Suite,
+        typer.Option(
+            "--suite", metavar="authorizer|log|serve|import|plugin|shell|pipeline|all", help="which suite to run"
+        ),
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
     quick: Annotated[bool, typer.Option("--quick", help="10x smaller sizes, for a smoke run")] = False,
