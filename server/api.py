@@ -44,6 +44,7 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/v1/acls/create"): Route(admin.create, "create_acls"),
     ("POST", "/v1/acls/delete"): Route(admin.delete, "delete_acls"),
     ("GET", "/v1/acls/count"): Route(admin.count, "acl_count"),
+    ("GET", "/v1/acls/image"): Route(admin.image, "acl_image"),
     ("GET", "/v1/status"): Route(admin.status, "status", "status"),
     ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics"),
     ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always"),

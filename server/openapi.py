@@ -12,7 +12,7 @@ import msgspec
 
 from server import wire
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -65,6 +65,14 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         wire.DeleteOut,
     ),
     ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
+    (
+        "get",
+        "/v1/acls/image",
+        "Every ACL with its id at one offset, with super.users and allow.everyone.if.no.acl.found (DESCRIBE on "
+        "the cluster; since 1.1.0)",
+        None,
+        wire.ImageOut,
+    ),
     ("get", "/v1/status", "Readiness and replay progress (503 until the initial load completes)", None, wire.StatusOut),
     (
         "post",

@@ -227,6 +227,18 @@ class StatusOut(msgspec.Struct, frozen=True):
     snapshot: str | None = None
 
 
+class ImageOut(msgspec.Struct, frozen=True):
+    """GET /v1/acls/image: every ACL with its id at one offset, and the settings decisions on them use (the
+    metadata shell's `--server` source). Every field always present."""
+
+    acls: list[AclOut]
+    offset: int  # the last log offset applied (-1: none)
+    epoch: int  # the epoch of that offset's batch (-1: none)
+    timestamp_ms: int  # that batch's append time (-1: none)
+    super_users: list[str]
+    allow_everyone_if_no_acl_found: bool
+
+
 class ErrorBody(_Out, frozen=True):
     """What went wrong: a code (Kafka's error name where one exists), the field at fault, a message."""
 

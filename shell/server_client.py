@@ -175,6 +175,16 @@ class ServerClient:
             out["rule"] = answer["rules"][0]["text"]
         return out
 
+    def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], dict[str, Any]]:
+        """GET /v1/acls/image: every ACL with its id at one offset, and the rest of the answer (offset, epoch,
+        timestamp_ms, super_users, allow_everyone_if_no_acl_found)."""
+        answer = self.call("GET", "/v1/acls/image")
+        return [_acl(a) for a in answer.pop("acls")], answer
+
+    def status(self) -> dict[str, Any]:
+        """GET /v1/status (ServerError with status 503 while serve is still loading)."""
+        return self.call("GET", "/v1/status")
+
     def close(self) -> None:
         """Close the connection."""
         self.http.close()

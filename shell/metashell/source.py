@@ -1,11 +1,11 @@
-"""What the metadata shell reads: an `AclSource` (log directory, snapshot file, Kafka topic; later a running
-`kraft-acl serve`) hands out `View`s, each one consistent state of the ACLs.
+"""What the metadata shell reads: an `AclSource` (log directory, snapshot file, Kafka topic, Apache Kafka's own
+metadata files, a running `kraft-acl serve`) hands out `View`s, each one consistent state of the ACLs.
 
 A `View` is immutable once made (its lazily built parts are computed from immutable data, so two
 threads building one at once get equal results); a source is driven by the shell's one thread,
 except that a following source's background tailer swaps in new views.
 
-What a new kind of source implements (the `--server` source will be one more):
+What a kind of source implements:
   * `view()`: the current View, made from an `AclsImage` (id -> ACL plus Provenance), the
     `AuthorizerConfig` the decisions use (super users, allow.everyone.if.no.acl.found), and
     optionally the `AclIndex` already built for that image (otherwise built on the first decision);
@@ -92,6 +92,7 @@ class SourceStatus:
     following: bool  # new records are applied as they arrive
     pinned: int | None  # the offset `at` (or --at-offset) fixed the state at
     error: str | None  # the last error reaching the log, while following
+    notes: tuple[str, ...] = ()  # what a reader should know about the state (partial input, an open transaction)
 
 
 class AclSource(abc.ABC):

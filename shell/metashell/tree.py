@@ -174,6 +174,8 @@ def _provenance(view: View, status: SourceStatus) -> Node:
     }
     if status.error is not None:
         fields["error"] = status.error
+    if status.notes:
+        fields["notes"] = "\n".join(status.notes)
     return Fixed({name: partial(Leaf, text) for name, text in fields.items()})
 
 
