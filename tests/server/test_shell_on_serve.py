@@ -97,10 +97,29 @@ def test_tree_cat_who_can_and_authorize(kraft_acl: list[str], serve: ServeProces
     assert out == f"kraft-acl serve at {serve.listener_url('CLIENT')}\ntrue\n{int(offset)}\n"
 
 
-def test_a_script_sees_each_new_acl_and_history_and_at_say_why_not(
-    kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]
-) -> None:
-    code, out, err = shell(kraft_acl, serve, "history", ids["User:alice"])
+def test_a_script_sees_each_new_acl(kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]) -> None:
+    argv = [*kraft_acl, "shell", "--server", serve.listener_url("CLIENT"), "--token", ADMIN_TOKEN]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(argv, text=True, stdin=pipe, stdout=pipe, stderr=pipe) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write("ls /acl/by-principal/User:erin\n")
+        proc.stdin.flush()
+        assert proc.stderr.readline() == "ls: /acl/by-principal/User:erin: no such file or directory.\n"
+        acls(kraft_acl, serve, "--add", "--allow-principal", "User:erin", "--operation", "READ", "--group", "g")
+        proc.stdin.write("ls /acl/by-principal/User:erin\n")  # polled before the command: erin's ACL is there
+        proc.stdin.close()
+        out = proc.stdout.read()
+        assert proc.wait() == 1  # the first ls found no such path
+    with serve.client() as admin:
+        listed = admin.post("/v1/acls/describe", json={"filter": {"principal": "User:erin"}}).json()["acls"]
+    assert out == f"{listed[0]['id']}\n"
+    acls(
+        kraft_acl, serve, "--remove", "--force", "--allow-principal", "User:erin", "--operation", "READ", "--group", "g"
+    )
+
+
+def test_history_and_at_say_why_not(kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]) -> None:
+    code, _, err = shell(kraft_acl, serve, "history", ids["User:alice"])
     assert code == 1 and err == (
         "history: kraft-acl serve answers with its current state only; the history of an ACL needs the log itself: "
         "open serve's metadata.log.dir with --log-dir (or its Kafka topic with --bootstrap-server)\n"
