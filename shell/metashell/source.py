@@ -43,13 +43,22 @@ class View:
     """One state of the ACLs: every ACL by id, where in the log it stands, and an authorizer deciding against it."""
 
     def __init__(self, image: AclsImage, config: AuthorizerConfig, index: AclIndex | None = None) -> None:
-        self.image = image
+        self._image = image
         self.config = config
         self._index = index
+
+    @property
+    def image(self) -> AclsImage:
+        """Every ACL by id, and the provenance."""
+        return self._image
 
     def acl(self, acl_id: str) -> StandardAcl | None:
         """The ACL with this id, or None."""
         return self.image.acls.get(acl_id)
+
+    def ids(self) -> Iterable[str]:
+        """Every id, in no particular order."""
+        return self.image.acls
 
     @property
     def provenance(self) -> Provenance:
@@ -73,7 +82,7 @@ class View:
     @cached_property
     def sorted_ids(self) -> list[str]:
         """Every id, sorted (listing a million ids sorts once per state)."""
-        return sorted(self.image.acls)
+        return sorted(self.ids())
 
     @cached_property
     def groups(self) -> AclGroups:
