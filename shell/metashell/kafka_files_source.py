@@ -14,6 +14,7 @@ from pathlib import Path
 from authorizer.acl_history import AclHistory
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import AuthorizerError
+from authorizer.kafka_history import kafka_acl_history
 from authorizer.kafka_state import KafkaAclReplay
 from authorizer.metadata_source import MetadataState, SourceFormat, detect_format, read_state
 from metadata_log.errors import LogError
@@ -96,10 +97,22 @@ class KafkaFilesSource(AclSource):
         self.pinned = offset
 
     def history(self, acl_ids: Iterable[str]) -> AclHistory:
-        raise SourceError(
-            f"the history of an ACL is not read from {self._state.format}s yet; `at N` shows the state at any "
-            "batch boundary"
-        )
+        if not self.live:
+            raise SourceError(
+                f"a snapshot file keeps no history (it holds the state at offset {self._view.offset}); "
+                "the history of an ACL needs the log (--log-dir of the metadata.log.dir)"
+            )
+        following = self._poller is not None
+        self.stop_following()
+        try:
+            _, files = detect_format(self.path)
+            assert files is not None  # a Kafka log stays one while it is read
+            return kafka_acl_history(files, acl_ids)
+        except READ_ERRORS as exc:
+            raise SourceError(str(exc)) from exc
+        finally:
+            if following:
+                self.follow()
 
     def close(self) -> None:
         self.stop_following()

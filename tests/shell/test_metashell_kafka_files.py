@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from authorizer.records import acl_from_record
 from metadata_log.kafka_format.files import PARTITION_DIR
 from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
@@ -93,6 +94,27 @@ def test_a_kafka_metadata_dir_in_kafkas_offsets(kraft_acl: list[str], kafka_dir:
         "offset 13 (high-water mark 13; the newest state)\nUser:b\nUser:d\n",
     )
     assert done.stderr == "at: offset 3 is inside the batch at offsets 2..4: its records apply together; use 2 or 5\n"
+
+
+def test_history_in_kafkas_log_honours_its_transactions(kraft_acl: list[str], kafka_dir: Path) -> None:
+    time, a, b = "2023-11-14T22:13:20.000+00:00", _text(A), _text(B)
+    assert shell(kraft_acl, ["--log-dir", str(kafka_dir)], "history", A.id, B.id, C.id) == (
+        0,
+        f"{A.id}\n  offset 1  epoch 1  {time}  added    {a}\n  offset 9  epoch 2  {time}  removed\n"
+        f"{B.id}\n  offset 3  epoch 1  {time}  added  {b}\n"  # in the transaction committed at 5
+        f"{C.id}\n  no record at offsets 0..12 names this id\n",  # aborted at 8; never ended after 11
+        "",
+    )
+    code, _, err = shell(kraft_acl, ["--snapshot", str(GOLDEN)], "history", "QZDDv-R7SyaPgetDPGd0Mw")
+    assert (code, err) == (
+        1,
+        "history: a snapshot file keeps no history (it holds the state at offset 4); the history of an ACL needs "
+        "the log (--log-dir of the metadata.log.dir)\n",
+    )
+
+
+def _text(record: AccessControlEntryRecord) -> str:
+    return str(acl_from_record(record))
 
 
 def test_a_snapshot_plus_tail_and_the_prompt_following_a_growing_log(
