@@ -73,6 +73,13 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         None,
         wire.ImageOut,
     ),
+    (
+        "post",
+        "/v1/acls/history",
+        "When each ACL id was added and removed, read from the metadata log (DESCRIBE on the cluster; since 1.1.0)",
+        wire.HistoryIn,
+        wire.HistoryOut,
+    ),
     ("get", "/v1/status", "Readiness and replay progress (503 until the initial load completes)", None, wire.StatusOut),
     (
         "post",

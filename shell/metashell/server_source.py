@@ -1,5 +1,6 @@
 """The shell's source over a running `kraft-acl serve` (`--server URL`): the ACL image with ids from
-`GET /v1/acls/image`, fetched again whenever `GET /v1/status` shows serve has applied new records.
+`GET /v1/acls/image`, fetched again whenever `GET /v1/status` shows serve has applied new records, and
+`history` from `POST /v1/acls/history`.
 
 Driven by the shell's thread; while following, a `Poller` thread fetches new images and swaps in each
 new View as one reference. The one HTTP client is shared by both threads under a lock.
@@ -21,7 +22,7 @@ from shell.server_client import ServerClient, ServerError, ServerTarget
 
 FOLLOW_INTERVAL_S = 0.5
 CURRENT_ONLY = (
-    "kraft-acl serve answers with its current state only; {what} needs the log itself: open serve's "
+    "kraft-acl serve answers with its current state only; moving in time (at) needs the log itself: open serve's "
     "metadata.log.dir with --log-dir (or its Kafka topic with --bootstrap-server)"
 )
 
@@ -106,10 +107,12 @@ class ServerSource(AclSource):
         if offset is None:
             self.poll()
             return
-        raise SourceError(CURRENT_ONLY.format(what="moving in time (at)"))
+        raise SourceError(CURRENT_ONLY)
 
     def history(self, acl_ids: Iterable[str]) -> AclHistory:
-        raise SourceError(CURRENT_ONLY.format(what="the history of an ACL"))
+        ids = list(acl_ids)
+        history: AclHistory = self._call(lambda client: client.acl_history(ids))
+        return history
 
     def close(self) -> None:
         self.stop_following()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -118,14 +119,29 @@ def test_a_script_sees_each_new_acl(kraft_acl: list[str], serve: ServeProcess, i
     )
 
 
-def test_history_and_at_say_why_not(kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]) -> None:
-    code, _, err = shell(kraft_acl, serve, "history", ids["User:alice"])
-    assert code == 1 and err == (
-        "history: kraft-acl serve answers with its current state only; the history of an ACL needs the log itself: "
-        "open serve's metadata.log.dir with --log-dir (or its Kafka topic with --bootstrap-server)\n"
+def test_history_from_serves_log_and_at_says_why_not(
+    kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]
+) -> None:
+    alice = ids["User:alice"]
+    with serve.client() as admin, serve.client(token=ALICE_TOKEN) as other:
+        answer = admin.post("/v1/acls/history", json={"ids": [alice, "bm90LWFuLWlkLWF0LWFsbA"]}).json()
+        assert other.post("/v1/acls/history", json={"ids": [alice]}).status_code == 403
+        bad = admin.post("/v1/acls/history", json={"ids": "x"}).json()["error"]
+    assert bad == {"code": "INVALID_REQUEST", "message": "Expected `array`, got `str`", "field": "$.ids"}
+    [event] = answer["events"]
+    assert (answer["log_start"], event["id"], event["offset"]) == (0, alice, 0)  # the fixture's first record
+    assert event["acl"]["principal"] == "User:alice" and event["timestamp_ms"] > 0
+    time = datetime.fromtimestamp(event["timestamp_ms"] / 1000, UTC).isoformat(timespec="milliseconds")
+    assert shell(kraft_acl, serve, "history", f"/acl/by-principal/User:alice/{alice}") == (
+        0,
+        f"{alice}\n  offset 0  epoch {event['epoch']}  {time}  added  {ALICE_READ}\n",
+        "",
     )
     code, _, err = shell(kraft_acl, serve, "at", "1")
-    assert code == 1 and err.startswith("at: kraft-acl serve answers with its current state only;")
+    assert code == 1 and err == (
+        "at: kraft-acl serve answers with its current state only; moving in time (at) needs the log itself: "
+        "open serve's metadata.log.dir with --log-dir (or its Kafka topic with --bootstrap-server)\n"
+    )
 
 
 @pytest.fixture
