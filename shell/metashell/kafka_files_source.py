@@ -56,7 +56,7 @@ class KafkaFilesSource(AclSource):
             s.high_watermark,
             None if s.snapshot is None else str(s.snapshot),
             True,
-            self._poller is not None,
+            self.following,
             self.pinned,
             self._error,
             s.notes,
@@ -76,6 +76,10 @@ class KafkaFilesSource(AclSource):
 
     def _load(self, state: MetadataState) -> None:
         self._state, self._view = state, View(state.image, self._config)
+
+    @property
+    def following(self) -> bool:
+        return self._poller is not None
 
     def follow(self) -> None:
         if self.live and self.pinned is None and self._poller is None:
@@ -102,17 +106,13 @@ class KafkaFilesSource(AclSource):
                 f"a snapshot file keeps no history (it holds the state at offset {self._view.offset}); "
                 "the history of an ACL needs the log (--log-dir of the metadata.log.dir)"
             )
-        following = self._poller is not None
-        self.stop_following()
         try:
-            _, files = detect_format(self.path)
-            assert files is not None  # a Kafka log stays one while it is read
-            return kafka_acl_history(files, acl_ids)
+            with self.paused():
+                _, files = detect_format(self.path)
+                assert files is not None  # a Kafka log stays one while it is read
+                return kafka_acl_history(files, acl_ids)
         except READ_ERRORS as exc:
             raise SourceError(str(exc)) from exc
-        finally:
-            if following:
-                self.follow()
 
     def close(self) -> None:
         self.stop_following()

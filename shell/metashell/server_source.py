@@ -79,7 +79,7 @@ class ServerSource(AclSource):
             serve.get("high_watermark"),
             serve.get("snapshot"),
             bool(serve.get("ready")),
-            self._poller is not None,
+            self.following,
             None,
             self._error or serve.get("last_error"),
         )
@@ -93,6 +93,10 @@ class ServerSource(AclSource):
             self._error = None
         except SourceError as exc:  # keep the last state; /provenance shows the error
             self._error = str(exc)
+
+    @property
+    def following(self) -> bool:
+        return self._poller is not None
 
     def follow(self) -> None:
         if self._poller is None:

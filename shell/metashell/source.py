@@ -18,7 +18,8 @@ What a kind of source implements:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -126,6 +127,22 @@ class AclSource(abc.ABC):
 
     def stop_following(self) -> None:  # noqa: B027
         """Stop applying new records in the background."""
+
+    @property
+    def following(self) -> bool:
+        """Whether new records are being applied in the background now."""
+        return False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop following while the shell's thread reads the log itself, then follow again if it was."""
+        was = self.following
+        self.stop_following()
+        try:
+            yield
+        finally:
+            if was:
+                self.follow()
 
     @abc.abstractmethod
     def seek(self, offset: int | None) -> None:
