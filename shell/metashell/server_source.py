@@ -9,8 +9,8 @@ new View as one reference. The one HTTP client is shared by both threads under a
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from authorizer.acl_history import AclHistory
 from authorizer.config import AuthorizerConfig
@@ -20,6 +20,7 @@ from shell.metashell.poller import Poller
 from shell.metashell.source import AclSource, SourceError, SourceStatus, View
 from shell.server_client import ServerClient, ServerError, ServerTarget
 
+T = TypeVar("T")
 FOLLOW_INTERVAL_S = 0.5
 CURRENT_ONLY = (
     "kraft-acl serve answers with its current state only; moving in time (at) needs the log itself: open serve's "
@@ -49,7 +50,7 @@ class ServerSource(AclSource):
             self._client.close()
             raise
 
-    def _call(self, work: Any) -> Any:
+    def _call(self, work: Callable[[ServerClient], T]) -> T:
         """Run `work(client)` under the lock; ServerError becomes SourceError."""
         with self._lock:
             try:
@@ -71,7 +72,7 @@ class ServerSource(AclSource):
 
     def status(self) -> SourceStatus:
         try:
-            serve: dict[str, Any] = self._call(ServerClient.status)
+            serve = self._call(ServerClient.status)
         except SourceError as exc:
             serve, self._error = {}, str(exc)
         return SourceStatus(
@@ -115,8 +116,7 @@ class ServerSource(AclSource):
 
     def history(self, acl_ids: Iterable[str]) -> AclHistory:
         ids = list(acl_ids)
-        history: AclHistory = self._call(lambda client: client.acl_history(ids))
-        return history
+        return self._call(lambda client: client.acl_history(ids))
 
     def close(self) -> None:
         self.stop_following()
