@@ -41,6 +41,7 @@ class SnapshotSource(AclSource):
             chunks = list(reader.columns())
         finally:
             gc.enable()
+        gc.freeze()  # what is loaded now lives as long as the process: later collections skip it
         self._view = ColumnsView(chunks, Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms), config)
 
     def view(self) -> View:
