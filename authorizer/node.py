@@ -32,7 +32,7 @@ from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
 from metadata_log.codec import new_uuid
 from metadata_log.errors import LogLostDataError
-from snapshots.format import SnapshotHeader
+from snapshots.format import SnapshotHeader, SnapshotReader
 from snapshots.policy import SnapshotPolicy
 from snapshots.store import SnapshotStore
 
@@ -112,15 +112,22 @@ class AclNode:
             raise LogLostDataError(self.snapshots.directory, hwm, snapshot.end_offset, evidence)
 
     def load_snapshot(self, below: int | None = None) -> None:
-        """Load the newest snapshot that validates (ending at or below `below`), all or nothing."""
+        """Load the newest snapshot that validates and belongs to this log (ending at or below `below`), all or
+        nothing; unusable ones are skipped loudly."""
         if self.snapshots is None:
             return
         hwm = self.backend.high_watermark()
         limit = hwm if below is None else min(below, hwm)
         found = self.snapshots.latest_valid(below=limit)
-        if found is None:
-            return
-        reader, count = found
+        if found is not None:
+            self._load_reader(*found)
+
+    def load_snapshot_file(self, path: Path) -> None:
+        """Load one snapshot file, whatever log it names (recovery), all or nothing."""
+        reader = SnapshotReader(path)
+        self._load_reader(reader, reader.validate())
+
+    def _load_reader(self, reader: SnapshotReader, count: int) -> None:
         h = reader.header
         self._last_published = h.end_offset - 1  # the snapshot's records are not "new" for the policy
         self.loader.load_snapshot(

@@ -72,7 +72,8 @@ class LogLostDataError(CorruptLogError):
             f"the log in {self.directory} ends at offset {end}, but {evidence} shows it held offsets up to "
             f"{acknowledged}: acknowledged batches [{end}, {acknowledged}) were lost; nothing was changed. "
             f"See `kraft-acl log check --log-dir {self.directory}`; `kraft-acl log recover --log-dir "
-            f"{self.directory}` continues the log at offset {acknowledged} (never reusing an offset)",
+            f"{self.directory}` continues the log at offset {acknowledged}, never reusing an offset (from a "
+            "snapshot holding the lost batches' state, or with --accept-loss)",
         )
         self.path = self.directory
         self.position = end

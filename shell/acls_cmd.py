@@ -16,6 +16,7 @@ import typer
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from authorizer.model import StandardAcl
+from authorizer.node import AclNode
 from authorizer.whatif import acl_to_json
 from metadata_log.errors import LogError
 from shell.acls_options import (
@@ -96,12 +97,15 @@ def acls_command(
     idempotent: Annotated[bool, typer.Option("--idempotent", help="with --producer: IDEMPOTENT_WRITE")] = False,
     force: Annotated[bool, typer.Option("--force", help="do not ask before removing")] = False,
     output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
+    lock_timeout: Annotated[
+        float, typer.Option("--lock-timeout", metavar="SECONDS", help="wait this long for another writer's lock")
+    ] = 5.0,
 ) -> None:
     """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log
     (an embedded --log-dir, or a Kafka topic with --bootstrap-server)."""
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
-    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
     target.check()
     if output not in ("text", "json"):
         fail(f"--output must be text or json, not {output!r}")
@@ -143,6 +147,7 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
         results = node.controller.create_acls(acls)
     finally:
         node.close()
+    _warn_snapshot(node)
     outcomes = list(zip(acls, results, strict=True))
     if output == "json":
         typer.echo(
@@ -174,6 +179,12 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
                 typer.echo(f"Error while adding {acl.binding()}: {result.error}", err=True)
     if any(r.error.code != 0 for r in results):
         raise typer.Exit(EXIT_FAILED)
+
+
+def _warn_snapshot(node: AclNode) -> None:
+    """The batch is durable and applied; an automatic snapshot that failed after it is only a warning."""
+    if node.snapshot_failure is not None:
+        print(f"kraft-acl: warning: {node.snapshot_failure}", file=sys.stderr)
 
 
 def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:
@@ -209,6 +220,7 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         results = node.controller.delete_acls(filters)
     finally:
         node.close()
+    _warn_snapshot(node)
     if output == "json":
         payload: list[dict[str, Any]] = [
             {

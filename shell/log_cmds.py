@@ -15,6 +15,7 @@ from rich.console import Console
 from authorizer.model import StandardAcl
 from shell.dump_cmd import dump_command
 from shell.errors import fail
+from shell.log_integrity_cmd import check_command, recover_command
 from shell.log_state import (
     STATE_AT_HELP,
     Output,
@@ -33,6 +34,8 @@ from snapshots.naming import parse_name
 
 log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
 log_app.command("dump")(dump_command)
+log_app.command("check")(check_command)
+log_app.command("recover")(recover_command)
 
 LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from metadata_log.backend import LogBackend
 from metadata_log.backends.dir_files import is_own_part, is_own_snapshot
 from metadata_log.records import AccessControlEntryRecord
-from snapshots.binding import BackendView, Problem, Unusable, unusable
+from snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
 from snapshots.columns import AclColumns
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotIOError, SnapshotNameError
 from snapshots.format import (
@@ -45,7 +45,7 @@ class SnapshotStore:
         self.retain = retain
         self.log = log
         self.last_deleted: builtins.list[SnapshotId] = []  # what the last retention removed
-        self._framing: dict[tuple[str, int, int], str | None] = {}  # (name, size, mtime_ns) -> damage
+        self._framing: dict[tuple[str, int, int], tuple[str | None, int]] = {}  # (name, size, mtime) -> damage, count
 
     def list(self) -> builtins.list[SnapshotId]:
         """Every snapshot name present, oldest first (not validated); other `*.checkpoint` names are ignored."""
@@ -78,18 +78,19 @@ class SnapshotStore:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             with part.open("wb") as fh:
-                write_snapshot_chunks(fh, header, chunks)
+                count = write_snapshot_chunks(fh, header, chunks)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(part, final)
             fsync_dir(self.directory)
+            stat = final.stat()
         except OSError as exc:
             part.unlink(missing_ok=True)
             raise SnapshotIOError(final, exc, "write") from exc
         except BaseException:
             part.unlink(missing_ok=True)
             raise
-        self._remember(final, None)
+        self._framing[(final.name, stat.st_size, stat.st_mtime_ns)] = (None, count)  # whole: just written
         self.last_deleted = self.apply_retention(keep=final)
         return final
 
@@ -113,7 +114,7 @@ class SnapshotStore:
                 continue
             try:
                 reader = self.read(snapshot)
-                problem = self._problem(snapshot, reader.header, backend)
+                problem = self._problem(snapshot, reader.header, None if backend is None else BackendView(backend))
                 if problem is not None:
                     log.warning("skipping snapshot %s: unusable: %s", snapshot.file_name(), problem.reason)
                     continue
@@ -133,20 +134,20 @@ class SnapshotStore:
         for snapshot in reversed(self.list()):
             if snapshot.end_offset <= hwm:
                 return None
-            problem = self.check(snapshot, backend)
+            problem = self.check(snapshot, BackendView(backend))
             if problem is not None and problem.problem is Problem.LOST:
                 return snapshot, problem
         return None
 
-    def check(self, snapshot: SnapshotId, backend: LogBackend | None = None) -> Unusable | None:
-        """Why this snapshot cannot be used (damage, name, identity, position), or None when it is usable.
-
-        A file without kraft-acl's magic or with a damaged header or body counts as DAMAGED.
-        """
+    def check(self, snapshot: SnapshotId, view: LogView | None = None) -> Unusable | None:
+        """Why this snapshot cannot be used on the log seen through `view` (default: the store's log): damage,
+        name, identity or position; None when it is usable. A file without kraft-acl's magic is DAMAGED."""
         path = self.path(snapshot)
+        if view is None and self.log is not None:
+            view = BackendView(self.log)
         try:
             header = read_snapshot_header(path)
-            problem = self._problem(snapshot, header, backend if backend is not None else self.log)
+            problem = self._problem(snapshot, header, view)
             if problem is not None and problem.problem is not Problem.LOST:
                 return problem
             return self._damage(path) or problem  # lost batches are only proven by a whole snapshot
@@ -155,14 +156,24 @@ class SnapshotStore:
         except OSError as exc:
             raise SnapshotIOError(path, exc, "read") from exc
 
-    def _problem(self, snapshot: SnapshotId, header: SnapshotHeader, backend: LogBackend | None) -> Unusable | None:
+    def records(self, snapshot: SnapshotId) -> int | None:
+        """The record count of a snapshot `check` found whole (None if unknown or damaged)."""
+        path = self.path(snapshot)
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        damage, count = self._framing.get((path.name, stat.st_size, stat.st_mtime_ns), ("unknown", 0))
+        return count if damage is None else None
+
+    def _problem(self, snapshot: SnapshotId, header: SnapshotHeader, view: LogView | None) -> Unusable | None:
         if (header.end_offset, header.epoch) != (snapshot.end_offset, snapshot.epoch):
             return Unusable(
                 Problem.MISNAMED,
                 f"the file name says end offset {snapshot.end_offset}, epoch {snapshot.epoch}, "
                 f"but the header says end offset {header.end_offset}, epoch {header.epoch}",
             )
-        return None if backend is None else unusable(header, BackendView(backend))
+        return None if view is None else unusable(header, view)
 
     def _damage(self, path: Path) -> Unusable | None:
         """Validate the file's framing (once per name, size and mtime)."""
@@ -170,16 +181,11 @@ class SnapshotStore:
         key = (path.name, stat.st_size, stat.st_mtime_ns)
         if key not in self._framing:
             try:
-                SnapshotReader(path).validate()
-                self._framing[key] = None
+                self._framing[key] = (None, SnapshotReader(path).validate())
             except CorruptSnapshotError as exc:
-                self._framing[key] = f"byte {exc.position}: {exc.reason}"
-        damage = self._framing[key]
+                self._framing[key] = (f"byte {exc.position}: {exc.reason}", 0)
+        damage = self._framing[key][0]
         return None if damage is None else Unusable(Problem.DAMAGED, damage)
-
-    def _remember(self, path: Path, damage: str | None) -> None:
-        stat = path.stat()
-        self._framing[(path.name, stat.st_size, stat.st_mtime_ns)] = damage
 
     def apply_retention(self, keep: Path | None = None) -> builtins.list[SnapshotId]:
         """Delete the usable snapshots beyond the newest `retain` (never `keep`), and the `.part` and `.deleted`
@@ -193,7 +199,7 @@ class SnapshotStore:
             path = self.path(snapshot)
             if path == keep or (is_own_snapshot(path) and self.check(snapshot) is None):
                 usable.append(snapshot)
-            elif is_own_snapshot(path):
+            elif is_own_snapshot(path) and self.retain > 0:
                 log.warning("retention keeps %s: unusable, it does not count toward %d", path.name, self.retain)
         doomed = [s for s in usable[self.retain :] if self.path(s) != keep] if self.retain > 0 else []
         for snapshot in doomed:

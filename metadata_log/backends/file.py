@@ -122,7 +122,8 @@ class FileLog(LogBackend):
                 self._open_writer(lock_timeout_s)
         except OSError as exc:
             self.close()
-            raise LogError(f"cannot open the log in {self.directory}: {os_reason(exc)}") from exc
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise LogError(f"cannot open the log in {self.directory}: {os_reason(exc)}{where}") from exc
         except BaseException:
             self.close()
             raise

@@ -119,13 +119,16 @@ def write_epoch(directory: Path, epoch: int) -> None:
 def replace_durably(path: Path, data: bytes) -> None:
     """Replace `path` with `data` atomically and durably: `<path>.tmp`, fsync, rename over, fsync the directory."""
     tmp = path.with_name(f"{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise LogResourceError(path, exc, "write") from exc

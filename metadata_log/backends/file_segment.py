@@ -51,6 +51,7 @@ class Segment:
     index_offsets: list[int] = field(default_factory=list)
     index_positions: list[int] = field(default_factory=list)
     log_id: bytes | None = None  # from the header; None in a format-1 segment
+    batches: int = 0  # whole frames added so far
 
     @property
     def empty(self) -> bool:
@@ -65,6 +66,7 @@ class Segment:
         self.end = frame.position + frame.size
         self.next_offset = frame.next_offset
         self.last_epoch = frame.epoch
+        self.batches += 1
 
     def locate(self, offset: int) -> tuple[int, int]:
         """(position, base offset) of the indexed frame at or before the one holding `offset`."""
@@ -208,6 +210,19 @@ def rescan_segment(segment: Segment, interval: int, limit: int | None = None, re
             return damage
         time.sleep(0.02 * (attempt + 1))
     return damage
+
+
+def frame_holding(segment: Segment, offset: int) -> Frame:
+    """The committed frame of `segment` that holds `offset` (found from the sparse index; nothing is decoded)."""
+    position, base = segment.locate(offset)
+    with _open(segment.path) as f:
+        try:
+            for frame in iter_frames(f, position, segment.end, base):
+                if frame.next_offset > offset:
+                    return frame
+        except FrameError as err:
+            raise CorruptLogError(segment.path, err.position, f"committed batch is damaged: {err.reason}") from err
+    raise CorruptLogError(segment.path, segment.end, f"no batch holds offset {offset}")
 
 
 @dataclass(frozen=True, slots=True)

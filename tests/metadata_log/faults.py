@@ -1,15 +1,20 @@
-"""Fault injection for the log and snapshot tests: a writer that died before publishing, failing syscalls.
+"""Fault injection for the log and snapshot tests: a writer that died before publishing, failing syscalls,
+a full disk.
 
 Helpers over a test's own temporary directories; not thread-safe, not collected.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from metadata_log.backends.file_meta import DurableEnd, read_meta
 
@@ -37,6 +42,25 @@ def failing(code: int, real: Callable[..., Any] | None = None, after: int = 0) -
         return real(*args, **kwargs)
 
     return fake
+
+
+@contextlib.contextmanager
+def small_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (e.g. "64k") mounted at `mount_point`: a disk that fills up. Needs root; CI runs as
+    root, so there a failed mount fails the test, elsewhere it skips."""
+    mount_point.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        message = f"cannot mount a small tmpfs (root needed): {done.stderr.strip()}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 EIO, ENOSPC, EMFILE = errno.EIO, errno.ENOSPC, errno.EMFILE
