@@ -56,6 +56,7 @@ from metadata_log.backends.memory import check_records, now_ms
 from metadata_log.codec import DEFAULT_CODEC, Codec
 from metadata_log.errors import (
     CorruptLogError,
+    DivergenceError,
     EncodeError,
     ForeignFilesError,
     LogClosedError,
@@ -295,6 +296,12 @@ class FileLog(LogBackend):
     def _refresh(self) -> None:
         """Read-only: pick up whole batches (and segments) a writer made durable since the last look."""
         limit = self._durable_end()
+        if limit is not None and limit < self._hwm:
+            raise DivergenceError(
+                f"the durable end of {self.directory} moved back to {limit}, below offset {self._hwm} this reader "
+                "served: the log no longer holds those batches",
+                limit,
+            )
         if not self._segments:
             self._load(limit)
             self._check_not_lost(limit)

@@ -31,7 +31,7 @@ from metadata_log.backends.file_format import (
     read_segment_header_full,
 )
 from metadata_log.codec import BatchSchema, Codec
-from metadata_log.errors import CorruptLogError, LogResourceError
+from metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
 from metadata_log.records import RecordBatch
 
 READ_BUFFER = 1 << 20
@@ -188,8 +188,8 @@ def scan_tail(segment: Segment, f: BinaryIO, size: int, interval: int, limit: in
 def rescan_segment(segment: Segment, interval: int, limit: int | None = None, retries: int = 3) -> Damage | None:
     """Read-only follow: add frames a live writer made durable (below `limit`) since the last scan.
 
-    A segment that shrank below what was read from it, or vanished, is corruption: a reader may have
-    served those batches. Without a durable end (a log no writer of this version opened), a frame
+    A segment that shrank below what was read from it, or vanished, is a DivergenceError: this reader
+    served batches the log no longer holds. Without a durable end (a log no writer of this version opened), a frame
     being written when we look is partial; if it completes and the writer appends more before
     `find_frame_after` runs, it looks like mid-log damage, so damage is re-read after a short pause.
     """
@@ -199,13 +199,18 @@ def rescan_segment(segment: Segment, interval: int, limit: int | None = None, re
             with _open(segment.path, missing_ok=True) as f:
                 size = os.fstat(f.fileno()).st_size
                 if size < segment.end:
-                    reason = f"the segment shrank to {size} bytes below its {segment.end} bytes already read"
-                    raise CorruptLogError(segment.path, size, reason)
+                    raise DivergenceError(
+                        f"{segment.path} shrank to {size} bytes, below the {segment.end} bytes already read: the log "
+                        f"no longer holds batches it served (up to offset {segment.next_offset})",
+                        segment.next_offset,
+                    )
                 if size == segment.end or (limit is not None and segment.next_offset >= limit):
                     return None
                 damage = scan_tail(segment, f, size, interval, limit)
         except FileNotFoundError as exc:
-            raise CorruptLogError(segment.path, 0, "the segment was removed while the log was being read") from exc
+            raise DivergenceError(
+                f"{segment.path} was removed: the log no longer holds batches it served", segment.base_offset
+            ) from exc
         if damage is None or damage.torn:
             return damage
         time.sleep(0.02 * (attempt + 1))
