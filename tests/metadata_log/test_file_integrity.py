@@ -221,7 +221,7 @@ def test_a_live_reader_that_sees_the_log_shrink_reports_it(tmp_path: Path) -> No
     with FileLog(d, read_only=True) as reader:
         assert reader.high_watermark() == 5
         os.truncate(d / SEGMENT, frame_positions(d / SEGMENT)[1])
-        with pytest.raises(DivergenceError, match="shrank.*no longer holds batches it served"):
+        with pytest.raises(DivergenceError, match=r"shrank.*no longer holds batches it served"):
             reader.high_watermark()
 
 
