@@ -237,10 +237,10 @@ class FileLog(LogBackend):
                 raise CorruptLogError(path, damage.position, _not_ours(damage))
             if segment is not None:
                 self._check_identity(segment)
-            if damage is not None:
+            if segment is not None and segment.empty:  # only ever the last: a roll cut short, its file goes
+                repairs.append((None, damage or _header_only(segment)))
+            elif damage is not None:
                 repairs.append((segment, damage))
-            elif segment is not None and segment.empty:  # only ever the last: a roll cut short
-                repairs.append((None, _header_only(segment)))
             if segment is not None and not segment.empty:
                 self._segments.append(segment)
         self._hwm = self._segments[-1].next_offset if self._segments else self._start_offset()

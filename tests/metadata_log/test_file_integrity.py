@@ -417,3 +417,20 @@ def test_the_fault_helper_fails_from_the_chosen_call(tmp_path: Path) -> None:
         fake(2)
     assert calls == [1]
     assert json.dumps(calls) == "[1]"
+
+
+def test_a_roll_torn_after_its_header_is_removed_and_the_log_goes_on(tmp_path: Path) -> None:
+    """Found by the history property test: a killed writer's roll left a header and half a frame."""
+    d = tmp_path / "log"
+    build(d, [2], segment_bytes=1)
+    with FileLog(d, segment_bytes=1) as log:
+        fill(log, [3])  # rolls to 00000000000000000002.log
+    rewind_durable_end(d, 2)  # ... but the writer died before the batch was durable
+    rolled = d / f"{2:020d}.log"
+    os.truncate(rolled, rolled.stat().st_size - 10)
+    with FileLog(d, segment_bytes=1) as log:
+        assert log.recovery is not None and log.recovery.removed_file and log.recovery.path == rolled
+        assert log.high_watermark() == 2
+        fill(log, [1])  # the roll to offset 2 happens again
+    with FileLog(d, read_only=True) as log:
+        check_batches(list(log.read()), 0)
