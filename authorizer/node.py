@@ -64,6 +64,7 @@ class AclNode:
         self._last_bytes = 0  # loader.applied_bytes at the last publish
         self.loaded_snapshot: Path | None = None
         self.snapshot_failure: str | None = None  # why the last automatic snapshot failed (None: it did not)
+        self.retention_deleted: list[str] = []  # every snapshot file retention removed after this node's snapshots
         self.tailer: Tailer | None = None
 
     @property
@@ -153,6 +154,7 @@ class AclNode:
         )
         path = self.snapshots.write_chunks(header, image.chunks())
         for gone in self.snapshots.last_deleted:
+            self.retention_deleted.append(gone.file_name())
             log.info("retention deleted snapshot %s", gone.file_name())
         if self.policy is not None:
             self.policy.reset()

@@ -182,9 +182,15 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
 
 
 def _warn_snapshot(node: AclNode) -> None:
-    """The batch is durable and applied; an automatic snapshot that failed after it is only a warning."""
+    """The batch is durable and applied; an automatic snapshot that failed after it is only a warning, and what
+    retention removed after one that succeeded is said too."""
     if node.snapshot_failure is not None:
         print(f"kraft-acl: warning: {node.snapshot_failure}", file=sys.stderr)
+    for name in node.retention_deleted:
+        print(
+            f"deleted by retention (newest {node.snapshots.retain if node.snapshots else 0} kept): {name}",
+            file=sys.stderr,
+        )
 
 
 def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:

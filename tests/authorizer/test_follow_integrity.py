@@ -252,3 +252,14 @@ def test_recover_without_a_snapshot_needs_accept_loss(tmp_path: Path) -> None:
     create(w, 9)
     assert w.image.provenance.last_offset == 3
     w.close()
+
+
+def test_what_retention_removes_after_automatic_snapshots_is_recorded(tmp_path: Path) -> None:
+    d = tmp_path / "log"
+    node = AclNode(FileLog(d), snapshot_dir=d, policy=SnapshotPolicy(max_records=1), retain_snapshots=1)
+    node.start()
+    for n in range(3):
+        create(node, n)
+    assert node.retention_deleted == [f"{1:020d}-0000000001.checkpoint", f"{2:020d}-0000000001.checkpoint"]
+    assert [p.name for p in d.glob("*.checkpoint")] == [f"{3:020d}-0000000001.checkpoint"]
+    node.close()
