@@ -7,11 +7,9 @@ through its own handles, so it never sees a partial batch. Across processes, one
 `<dir>/.lock` (waiting up to `lock_timeout_s` for it); after each fsync it publishes the durable
 end in `<dir>/durable-end`, and read-only openers (no lock, never repair) stop there, so no reader
 anywhere serves a batch before its fsync returned. Framing: `file_format`; directory layout:
-`file_dir`; identity and durable end: `file_meta`; which files are ours: `dir_files`; recovery:
-`file_segment`.
-
-The log has an identity (`log-meta`: a random id made when it is created, in every segment
-header) and a start offset; a segment of another log, or missing segments, are refused.
+`file_dir`; identity (a random id in `log-meta` and every segment header) and durable end:
+`file_meta`; what segments must be: `file_layout`; which files are ours: `dir_files`; scans and
+recovery: `file_segment`.
 
 Opening as writer refuses a directory holding files kraft-acl did not write, then scans every
 segment. A bad header or frame in the last segment that no valid batch follows, beyond the durable
@@ -32,7 +30,7 @@ from pathlib import Path
 from typing import Self
 
 from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends import file_dir
+from metadata_log.backends import file_dir, file_layout
 from metadata_log.backends.dir_files import foreign_entries
 from metadata_log.backends.file_format import (
     MAX_PAYLOAD_BYTES,
@@ -68,7 +66,6 @@ from metadata_log.errors import (
     os_reason,
 )
 from metadata_log.records import MetadataRecord, RecordBatch
-from metadata_log.uuids import new_uuid, uuid_to_text
 
 log = logging.getLogger(__name__)
 
@@ -170,10 +167,7 @@ class FileLog(LogBackend):
     @property
     def log_id(self) -> str | None:
         """This log's identity (Kafka Uuid text), None for a log no writer of this version has opened."""
-        if self.meta is not None:
-            return self.meta.log_id
-        ids = [s.log_id for s in self._segments if s.log_id is not None]
-        return uuid_to_text(ids[0]) if ids else None
+        return file_layout.log_id_of(self.meta, self._segments)
 
     @property
     def legacy(self) -> bool:
@@ -186,16 +180,11 @@ class FileLog(LogBackend):
 
     def _ensure_meta(self) -> None:
         """Writer: give a log without `log-meta` its identity (new, or that of its format-2 segments)."""
-        if self.meta is not None:
-            return
-        ids = [s.log_id for s in self._segments if s.log_id is not None]
-        log_id = uuid_to_text(ids[0]) if ids else new_uuid()
-        start = self._segments[0].base_offset if self._segments else self._hwm
-        legacy = any(s.log_id is None for s in self._segments)
-        self.meta = LogMeta(log_id, start, legacy)
-        write_meta(self.directory, self.meta)
-        if self._segments:
-            log.warning("%s had no log-meta: its identity is now %s (log start %d)", self.directory, log_id, start)
+        if self.meta is None:
+            self.meta = file_layout.new_meta(self._segments, self._hwm)
+            write_meta(self.directory, self.meta)
+            if self._segments:
+                log.warning("%s had no log-meta: its identity is now %s", self.directory, self.meta.log_id)
 
     def durable_end(self) -> int | None:
         """The durable end the writer last published (None: none yet); below it every batch is fsynced."""
@@ -204,21 +193,13 @@ class FileLog(LogBackend):
 
     def _durable_end(self) -> int | None:
         """The read limit: the published durable end (None for `recovering` or when no writer published one)."""
-        if self._recovering:
-            return None
-        found = self._durable.read()
-        if found is None:
-            return None
-        end, ident = found
-        if self.meta is not None and ident != self._log_id_bytes():
-            named = uuid_to_text(ident)
-            raise CorruptLogError(self._durable.path, 0, f"durable-end names log {named}, not {self.meta.log_id}")
-        return end
+        return None if self._recovering else self._durable.read_for(self.meta)
 
     def _check_not_lost(self, durable_end: int | None) -> None:
         if durable_end is not None and self._hwm < durable_end:
-            evidence = f"its durable-end file ({self._durable.path})"
-            raise LogLostDataError(self.directory, self._hwm, durable_end, evidence)
+            raise LogLostDataError(
+                self.directory, self._hwm, durable_end, f"its durable-end file ({self._durable.path})"
+            )
 
     # -- opening and recovery -------------------------------------------------------------------
 
@@ -228,17 +209,19 @@ class FileLog(LogBackend):
         found = file_dir.list_segments(self.directory)
         for i, (base, path) in enumerate(found):
             is_last = i == len(found) - 1
-            self._check_position(base, path)
+            file_layout.check_position(
+                path, base, self._segments[-1].next_offset if self._segments else None, self.meta
+            )
             segment, damage = open_segment(path, base, self._interval, limit)
             legacy_reader = limit is None and self.read_only and not self._recovering
             if damage is not None and not damage.torn and is_last and legacy_reader and segment is not None:
                 damage = rescan_segment(segment, self._interval)  # a live writer may be mid-append
             if damage is not None and (not is_last or not damage.torn):
-                raise CorruptLogError(path, damage.position, _not_ours(damage))
+                raise CorruptLogError(path, damage.position, file_layout.not_ours(damage))
             if segment is not None:
-                self._check_identity(segment)
+                file_layout.check_identity(segment, self.meta, self._segments)
             if segment is not None and segment.empty:  # only ever the last: a roll cut short, its file goes
-                repairs.append((None, damage or _header_only(segment)))
+                repairs.append((None, damage or file_layout.header_only(segment)))
             elif damage is not None:
                 repairs.append((segment, damage))
             if segment is not None and not segment.empty:
@@ -248,39 +231,6 @@ class FileLog(LogBackend):
 
     def _start_offset(self) -> int:
         return self.meta.log_start_offset if self.meta is not None else 0
-
-    def _check_position(self, base: int, path: Path) -> None:
-        """A segment must start where the log before it ends (or at the log start, for the first one)."""
-        if self._segments:
-            prev = self._segments[-1].next_offset
-            if base != prev:
-                raise CorruptLogError(path, 0, f"segment starts at offset {base} but the log before it ends at {prev}")
-            return
-        start = self._start_offset()
-        if self.meta is not None and base < start:
-            raise CorruptLogError(path, 0, f"segment starts at offset {base}, below the log start {start} (log-meta)")
-        if self.meta is not None and base > start:
-            raise CorruptLogError(
-                path,
-                0,
-                f"the log starts at offset {start} (log-meta) but its first segment at {base}: "
-                f"the segments holding offsets [{start}, {base}) are missing",
-            )
-
-    def _check_identity(self, segment: Segment) -> None:
-        """Every segment belongs to this log: its header's log id is the log's (format 1 only in a legacy log)."""
-        if segment.log_id is None:
-            if self.meta is not None and not self.meta.legacy:
-                raise CorruptLogError(segment.path, 0, f"a format-1 segment (no log id) in log {self.meta.log_id}")
-            return
-        expected = self.meta.log_id_bytes if self.meta is not None else None
-        if expected is None:
-            expected = next((s.log_id for s in self._segments if s.log_id is not None), segment.log_id)
-        if segment.log_id != expected:
-            mine = uuid_to_text(expected)
-            raise CorruptLogError(
-                segment.path, 0, f"the segment belongs to log {uuid_to_text(segment.log_id)}, not to this log {mine}"
-            )
 
     def _repair(self, segment: Segment | None, damage: Damage) -> None:
         """Cut a torn tail back to the last whole batch (or remove a last segment that holds no whole batch)."""
@@ -329,10 +279,10 @@ class FileLog(LogBackend):
         if segment is not None and damage is not None and not damage.torn and limit is None:
             damage = rescan_segment(segment, self._interval)
         if damage is not None and (damage.foreign or not damage.torn or limit is not None):
-            raise CorruptLogError(path, damage.position, _not_ours(damage))
+            raise CorruptLogError(path, damage.position, file_layout.not_ours(damage))
         if segment is None or segment.empty:
             return None
-        self._check_identity(segment)
+        file_layout.check_identity(segment, self.meta, self._segments)
         return segment
 
     # -- the LogBackend interface -----------------------------------------------------------------
@@ -460,16 +410,3 @@ class FileLog(LogBackend):
             raise ReadOnlyLogError(repr(self))
         if self._failed is not None:
             raise self._failed
-
-
-def _header_only(segment: Segment) -> Damage:
-    """A last segment holding nothing but its header: a roll cut short, removed by a writer (with a warning)."""
-    reason = "the segment holds only its header, no batch (a segment roll cut short)"
-    return Damage(segment.path, 0, reason, True, None, segment.data_start)
-
-
-def _not_ours(damage: Damage) -> str:
-    """The reason a segment is refused; for a file that is not kraft-acl's, that it is left alone."""
-    if damage.foreign:
-        return f"{damage.reason}; kraft-acl never reads, cuts or removes such a file (move it out of the log directory)"
-    return damage.describe()

@@ -27,7 +27,7 @@ from typing import Any
 
 from metadata_log.backends import file_dir
 from metadata_log.errors import CorruptLogError, LogResourceError
-from metadata_log.uuids import UUID_TEXT, text_to_uuid
+from metadata_log.uuids import UUID_TEXT, text_to_uuid, uuid_to_text
 
 META_FILE = "log-meta"
 DURABLE_END_FILE = "durable-end"
@@ -141,6 +141,17 @@ class DurableEnd:
                 return parsed
             # a pwrite racing this read can show a mix of two values: the CRC tells, and a retry sees one
         raise CorruptLogError(self.path, 0, f"not a durable-end record ({len(data)} bytes, bad magic or CRC)")
+
+    def read_for(self, meta: LogMeta | None) -> int | None:
+        """The published end, checked to name the log `meta` describes (None when none was published)."""
+        found = self.read()
+        if found is None:
+            return None
+        end, ident = found
+        if meta is not None and ident != meta.log_id_bytes:
+            reason = f"durable-end names log {uuid_to_text(ident)}, not {meta.log_id}"
+            raise CorruptLogError(self.path, 0, reason)
+        return end
 
     def publish(self, end_offset: int, log_id: bytes, *, sync: bool = False) -> None:
         """Writer: record that every batch below `end_offset` is durable (one pwrite; fsync when `sync`)."""
