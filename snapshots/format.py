@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from metadata_log import strict_json
 from metadata_log.backends.dir_files import SNAPSHOT_MAGIC
 from metadata_log.codec import BatchSchema, Codec
 from metadata_log.errors import DecodeError
@@ -259,14 +260,14 @@ def parse_header(data: bytes, path: Path) -> tuple[SnapshotHeader, int]:
     if len(meta) != length or zlib.crc32(meta) != crc:
         raise CorruptSnapshotError(path, _HEAD.size, "header checksum mismatch")
     try:
-        fields = json.loads(meta, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        fields = strict_json.loads(meta)
         if not isinstance(fields, dict):
             raise ValueError("the header is not a JSON object")
         header = SnapshotHeader(
             fields["end_offset"], fields["epoch"], fields["timestamp_ms"], fields["writer_schema"], fields.get("log_id")
         )
         check_header(header)
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise CorruptSnapshotError(path, _HEAD.size, f"header field: {_describe(exc)}") from exc
     return header, version
 
@@ -287,24 +288,9 @@ def check_header(header: SnapshotHeader) -> None:
         raise ValueError(f"log_id = {header.log_id!r} is not a Kafka Uuid text")
 
 
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, KeyError):
         return f"missing {exc}"
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
     return str(exc)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from metadata_log import strict_json
 from metadata_log.backends import file_dir
 from metadata_log.errors import CorruptLogError, LogResourceError
 from metadata_log.uuids import UUID_TEXT, text_to_uuid, uuid_to_text
@@ -61,8 +62,8 @@ def read_meta(directory: Path) -> LogMeta | None:
     except OSError as exc:
         raise LogResourceError(path, exc) from exc
     try:
-        fields = json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
+        fields = strict_json.loads(raw)
+    except ValueError as exc:
         raise CorruptLogError(path, 0, f"not a log-meta JSON object: {exc}") from exc
     if not isinstance(fields, dict):
         raise CorruptLogError(path, 0, "not a log-meta JSON object")
@@ -71,19 +72,6 @@ def read_meta(directory: Path) -> LogMeta | None:
         _int_field(path, fields, "log_start_offset", INT64_MAX),
         _bool_field(path, fields, "legacy"),
     )
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _log_id(path: Path, value: Any) -> str:

@@ -63,8 +63,8 @@ def cut_last_batch(directory: Path) -> None:
 # ---- divergence -------------------------------------------------------------------------------------------
 
 
-def test_a_log_shorter_than_what_was_applied_stops_the_tailer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    d = tmp_path / "log"
+def followed_log(d: Path) -> tuple[AclNode, Tailer]:
+    """A log of two batches (t1, t2) and a node that has followed it to its end."""
     w = writer_node(d)
     create(w, 1)
     create(w, 2)
@@ -72,6 +72,12 @@ def test_a_log_shorter_than_what_was_applied_stops_the_tailer(tmp_path: Path, ca
     node = reader_node(d)
     tailer = Tailer(node.loader)
     assert tailer.poll_once().following and node.image.provenance.next_offset == 2
+    return node, tailer
+
+
+def test_a_log_shorter_than_what_was_applied_stops_the_tailer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    d = tmp_path / "log"
+    node, tailer = followed_log(d)
     cut_last_batch(d)
     rewind_durable_end(d, 1)  # as if the whole history after offset 1 had been replaced
     with caplog.at_level(logging.ERROR):
@@ -90,13 +96,7 @@ def test_a_log_shorter_than_what_was_applied_stops_the_tailer(tmp_path: Path, ca
 
 def test_another_batch_at_an_applied_offset_is_a_divergence(tmp_path: Path) -> None:
     d, alt = tmp_path / "log", tmp_path / "alt"
-    w = writer_node(d)
-    create(w, 1)
-    create(w, 2)
-    w.close()
-    node = reader_node(d)
-    tailer = Tailer(node.loader)
-    assert tailer.poll_once().next_offset == 2
+    node, tailer = followed_log(d)
     shutil.copytree(d, alt)  # the same log, whose last batch an operator cut and whose evidence he removed
     cut_last_batch(alt)
     (alt / "durable-end").unlink()
