@@ -361,6 +361,8 @@ def test_snapshot_create_list_inspect_verify_subprocess(kraft_acl: list[str], lo
             "valid": True,
             "records": 3,
             "error": None,
+            "usable": True,
+            "unusable": None,
         }
     ]
 
@@ -486,6 +488,8 @@ def test_snapshot_list_shows_files_that_are_not_snapshots(log_copy: Path) -> Non
             "valid": False,
             "records": None,
             "error": "not a snapshot file name",
+            "usable": False,
+            "unusable": None,
         }
     ]
     assert cli("snapshot", "list", "--log-dir", log_copy.parent)[1] == f"no snapshots in {log_copy.parent}\n"
