@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from authorizer.node import AclNode
 from metadata_log.backends.file import FileLog
@@ -228,3 +230,15 @@ def test_a_long_string_in_a_chunk_is_refused(tmp_path: Path, monkeypatch: pytest
         path = SnapshotStore(tmp_path).write(SnapshotHeader(2, 0, 0), [long_name])
     with pytest.raises(CorruptSnapshotError, match=r"resourceNames.*32768 UTF-8 bytes"):
         list(SnapshotReader(path).records())
+
+
+@given(
+    st.lists(st.text(alphabet="aé€", max_size=40), max_size=30),
+    st.integers(0, 30),
+    st.integers(columns._SHORT - 2, 3 * columns._SHORT),
+)
+def test_the_fast_length_screen_never_misses_a_long_entry(short: list[str], at: int, length: int) -> None:
+    entries = [*short[:at], "é" * length, *short[at:]]
+    text = "\0".join(entries)
+    if length > columns._SHORT:  # it may flag shorter ones too (then every entry is checked exactly)
+        assert columns._may_hold_long(text, "\0")
