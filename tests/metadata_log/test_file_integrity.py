@@ -434,3 +434,30 @@ def test_a_roll_torn_after_its_header_is_removed_and_the_log_goes_on(tmp_path: P
         fill(log, [1])  # the roll to offset 2 happens again
     with FileLog(d, read_only=True) as log:
         check_batches(list(log.read()), 0)
+
+
+def test_a_string_over_32767_utf8_bytes_is_refused_when_written_and_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from metadata_log import codec
+    from metadata_log.errors import DecodeError, EncodeError
+    from metadata_log.records import AccessControlEntryRecord
+
+    record = records_for(0, 1)[0]
+    assert isinstance(record, AccessControlEntryRecord)
+    fits = AccessControlEntryRecord(record.id, 2, "é" * 16_383 + "a", 3, "User:a", "*", 3, 3)  # 32767 bytes
+    too_long = AccessControlEntryRecord(record.id, 2, "é" * 16_384, 3, "User:a", "*", 3, 3)  # 32768 bytes
+    d = tmp_path / "log"
+    with FileLog(d) as log:
+        log.append([fits])
+        with pytest.raises(EncodeError, match="'resource_name' is 32768 UTF-8 bytes, over Kafka's limit of 32767"):
+            log.append([too_long])
+        with monkeypatch.context() as patched:  # a file written by something that did not check
+            patched.setattr(codec, "_check_lengths", lambda index, record: None)
+            log.append([too_long])
+    with FileLog(d, read_only=True) as log:
+        first, second = log.read(0)
+        assert list(first.records) == [fits]
+        expected = r"base offset 1 .*record 0 \(AccessControlEntryRecord\) field 'resourceName' .* 32768 bytes"
+        with pytest.raises(DecodeError, match=expected):
+            list(second.records)
