@@ -1,5 +1,4 @@
-"""Fault injection for the log and snapshot tests: a writer that died before publishing, failing syscalls,
-a full disk.
+"""Fault injection for the log and snapshot tests: a writer that died before publishing its batch, a full disk.
 
 Helpers over a test's own temporary directories; not thread-safe, not collected.
 """
@@ -7,12 +6,10 @@ Helpers over a test's own temporary directories; not thread-safe, not collected.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,20 +25,6 @@ def rewind_durable_end(directory: Path, end: int) -> None:
         marker.publish(end, meta.log_id_bytes)
     finally:
         marker.close()
-
-
-def failing(code: int, real: Callable[..., Any] | None = None, after: int = 0) -> Callable[..., Any]:
-    """A stand-in for an os function that raises OSError(`code`) from its `after`+1-th call on."""
-    calls = 0
-
-    def fake(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls > after or real is None:
-            raise OSError(code, os.strerror(code))
-        return real(*args, **kwargs)
-
-    return fake
 
 
 @contextlib.contextmanager
@@ -61,6 +44,3 @@ def small_tmpfs(mount_point: Path, size: str) -> Iterator[Path]:
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-EIO, ENOSPC, EMFILE = errno.EIO, errno.ENOSPC, errno.EMFILE

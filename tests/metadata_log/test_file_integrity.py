@@ -4,7 +4,6 @@ left alone, resource errors named, input limits on every header, and a bounded w
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import struct
@@ -39,7 +38,7 @@ from metadata_log.errors import (
 )
 from tests.metadata_log.contract import check_batches, fill
 from tests.metadata_log.factories import records_for
-from tests.metadata_log.faults import failing, rewind_durable_end
+from tests.metadata_log.faults import rewind_durable_end
 
 SEGMENT = f"{0:020d}.log"
 
@@ -407,16 +406,6 @@ def test_a_second_writer_waits_for_the_lock_for_a_bounded_time(tmp_path: Path) -
     with FileLog(d, lock_timeout_s=10) as second:
         fill(second, [1])
     assert file_dir.read_epoch(d) == 2
-
-
-def test_the_fault_helper_fails_from_the_chosen_call(tmp_path: Path) -> None:
-    calls: list[int] = []
-    fake = failing(errno.ENOSPC, lambda n: calls.append(n), after=1)
-    fake(1)
-    with pytest.raises(OSError, match="No space left"):
-        fake(2)
-    assert calls == [1]
-    assert json.dumps(calls) == "[1]"
 
 
 def test_a_roll_torn_after_its_header_is_removed_and_the_log_goes_on(tmp_path: Path) -> None:
