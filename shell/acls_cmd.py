@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -19,6 +18,33 @@ from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from authorizer.whatif import acl_to_json
 from metadata_log.errors import LogError
+from shell.acls_flags import (
+    Add,
+    AllowHost,
+    AllowPrincipal,
+    BootstrapServer,
+    Cluster,
+    CommandConfig,
+    Consumer,
+    DelegationToken,
+    DenyHost,
+    DenyPrincipal,
+    Force,
+    Group,
+    Idempotent,
+    ListFlag,
+    LogDir,
+    MetadataTopic,
+    Operation,
+    OutputOpt,
+    Principal,
+    Producer,
+    Remove,
+    ResourcePatternType,
+    Topic,
+    TransactionalId,
+    UserPrincipal,
+)
 from shell.acls_options import (
     AclOptions,
     OptionError,
@@ -29,10 +55,9 @@ from shell.acls_options import (
 )
 from shell.errors import EXIT_FAILED, fail
 from shell.log_state import acl_json
+from shell.output import Output
 from shell.targets import LogTarget
 from snapshots.errors import SnapshotError
-
-Many = Annotated[list[str] | None, typer.Option()]
 
 
 def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
@@ -62,53 +87,50 @@ def _print_current(acls: list[StandardAcl]) -> None:
 
 
 def acls_command(
-    log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")
-    ] = None,
-    bootstrap_server: Annotated[
-        str | None, typer.Option("--bootstrap-server", help="the metadata log is a Kafka topic on this cluster")
-    ] = None,
-    command_config: Annotated[
-        Path | None, typer.Option("--command-config", help="Kafka client properties (security.protocol, sasl.*)")
-    ] = None,
-    metadata_topic: Annotated[
-        str | None, typer.Option("--metadata-topic", help="Kafka topic of the log (default kraft-acl-metadata)")
-    ] = None,
-    add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
-    remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
-    list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
-    topic: Many = None,
-    group: Many = None,
-    cluster: Annotated[bool, typer.Option("--cluster", help="the cluster resource kafka-cluster")] = False,
-    transactional_id: Many = None,
-    delegation_token: Many = None,
-    user_principal: Many = None,
-    resource_pattern_type: Annotated[str, typer.Option(help="ANY, MATCH, LITERAL or PREFIXED")] = "LITERAL",
-    operation: Many = None,
-    allow_principal: Many = None,
-    deny_principal: Many = None,
-    allow_host: Many = None,
-    deny_host: Many = None,
-    principal: Annotated[
-        list[str] | None, typer.Option("--principal", help="--list only: entries of this principal (repeatable)")
-    ] = None,
-    producer: Annotated[bool, typer.Option("--producer", help="WRITE, DESCRIBE, CREATE on topics")] = False,
-    consumer: Annotated[bool, typer.Option("--consumer", help="READ, DESCRIBE on topics, READ on groups")] = False,
-    idempotent: Annotated[bool, typer.Option("--idempotent", help="with --producer: IDEMPOTENT_WRITE")] = False,
-    force: Annotated[bool, typer.Option("--force", help="do not ask before removing")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
+    log_dir: LogDir = None,
+    bootstrap_server: BootstrapServer = None,
+    command_config: CommandConfig = None,
+    metadata_topic: MetadataTopic = None,
+    add: Add = False,
+    remove: Remove = False,
+    list_: ListFlag = False,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    delegation_token: DelegationToken = None,
+    user_principal: UserPrincipal = None,
+    resource_pattern_type: ResourcePatternType = "LITERAL",
+    operation: Operation = None,
+    allow_principal: AllowPrincipal = None,
+    deny_principal: DenyPrincipal = None,
+    allow_host: AllowHost = None,
+    deny_host: DenyHost = None,
+    principal: Principal = None,
+    producer: Producer = False,
+    consumer: Consumer = False,
+    idempotent: Idempotent = False,
+    force: Force = False,
+    output: OutputOpt = Output.table,
     lock_timeout: Annotated[
-        float, typer.Option("--lock-timeout", metavar="SECONDS", help="wait this long for another writer's lock")
+        float,
+        typer.Option("--lock-timeout", metavar="SECONDS", help="how long to wait for another writer's lock"),
     ] = 5.0,
 ) -> None:
-    """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log
-    (an embedded --log-dir, or a Kafka topic with --bootstrap-server)."""
+    """Add, remove or list ACLs with kafka-acls' options and messages; every change is one atomic batch on
+    the log (an embedded --log-dir, or a Kafka topic with --bootstrap-server).
+
+    \b
+    Example:
+      kraft-acl acls --log-dir data/meta --add --allow-principal User:alice --operation Read --topic orders
+      kraft-acl acls --log-dir data/meta --add --producer --topic orders --allow-principal User:svc
+      kraft-acl acls --log-dir data/meta --list --topic orders --resource-pattern-type match
+      kraft-acl acls --log-dir data/meta --remove --topic orders --force
+    """
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
     target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
     target.check()
-    if output not in ("text", "json"):
-        fail(f"--output must be text or json, not {output!r}")
     try:
         opts = AclOptions(
             topic or [],
@@ -140,7 +162,7 @@ def acls_command(
         fail(str(exc), EXIT_FAILED)
 
 
-def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
+def _add(target: LogTarget, acls: list[StandardAcl], output: Output) -> None:
     """Create `acls` in one atomic batch; print like kafka-acls 4.x (duplicates first, then what was added)."""
     node = target.open_node(write=True)
     try:
@@ -149,7 +171,7 @@ def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
         node.close()
     _warn_snapshot(node)
     outcomes = list(zip(acls, results, strict=True))
-    if output == "json":
+    if output.is_json:
         typer.echo(
             json.dumps(
                 [
@@ -186,11 +208,9 @@ def _warn_snapshot(node: AclNode) -> None:
     retention removed after one that succeeded is said too."""
     if node.snapshot_failure is not None:
         print(f"kraft-acl: warning: {node.snapshot_failure}", file=sys.stderr)
+    kept = node.snapshots.retain if node.snapshots is not None else 0
     for name in node.retention_deleted:
-        print(
-            f"deleted by retention (newest {node.snapshots.retain if node.snapshots else 0} kept): {name}",
-            file=sys.stderr,
-        )
+        print(f"deleted by retention (newest {kept} usable kept): {name}", file=sys.stderr)
 
 
 def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:
@@ -215,10 +235,10 @@ def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBind
     return chosen
 
 
-def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: Output) -> None:
     """Delete the ACLs matching `filters` (those confirmed, unless --force) in one atomic batch."""
     if not force:
-        filters = _confirmed(filters, to_stderr=output == "json")
+        filters = _confirmed(filters, to_stderr=output.is_json)
         if not filters:
             return
     node = target.open_node(write=True)
@@ -227,7 +247,7 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
     finally:
         node.close()
     _warn_snapshot(node)
-    if output == "json":
+    if output.is_json:
         payload: list[dict[str, Any]] = [
             {
                 "error": None if r.error.code == 0 else str(r.error),
@@ -246,7 +266,7 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: str) -> None:
+def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: Output) -> None:
     """Print the ACLs matching any of `filters` (of `principals` only, when given), like kafka-acls --list."""
     node = target.open_node(write=False)
     try:
@@ -257,7 +277,7 @@ def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[s
         node.close()
     if principals:
         found = {i: a for i, a in found.items() if a.principal in principals}
-    if output == "json":
+    if output.is_json:
         typer.echo(json.dumps([acl_json(i, a) for i, a in sorted(found.items())]))
     elif not principals:
         _print_current(list(found.values()))

@@ -22,7 +22,8 @@ from metadata_log.codec import DEFAULT_CODEC, BatchSchema
 from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
 from shell.errors import fail
-from shell.log_state import LIBRARY_ERRORS, Output, check_log_dir, check_offset
+from shell.log_state import LIBRARY_ERRORS, check_log_dir, check_offset
+from shell.output import Output, output_option
 
 Emit = Callable[[RecordBatch], None]
 
@@ -82,7 +83,7 @@ def _emit_json(batch: RecordBatch) -> None:
 
 
 def dump_command(
-    log_dir: Annotated[Path, typer.Option("--log-dir", help="the metadata log directory")],
+    log_dir: Annotated[Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory")],
     from_offset: Annotated[
         int | None,
         typer.Option(
@@ -92,14 +93,18 @@ def dump_command(
         ),
     ] = None,
     output: Annotated[
-        Output, typer.Option("--output", "-o", help="text, or json (one object per batch)")
-    ] = Output.text,
+        Output, output_option("table (kafka-dump-log's text; text is the same) or json (one object per batch)")
+    ] = Output.table,
 ) -> None:
     """Every committed batch and record with its offsets, as kafka-dump-log --cluster-metadata-decoder prints.
 
     Damage stops the dump: the batches before it are printed, then one error line naming the offset (exit 2).
+
+    \b
+    Example:
+      kraft-acl log dump --log-dir data/meta --from-offset 100 | less
     """
-    emit = _emit_json if output is Output.json else _emit_text
+    emit = _emit_json if output.is_json else _emit_text
     if from_offset is not None and from_offset < 0:
         fail(f"--from-offset {from_offset} is negative")
     check_log_dir(log_dir)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from authorizer.model import StandardAcl
 from shell.dump_cmd import dump_command
@@ -18,8 +17,6 @@ from shell.errors import fail
 from shell.log_integrity_cmd import check_command, recover_command
 from shell.log_state import (
     STATE_AT_HELP,
-    Output,
-    TableOutput,
     acl_json,
     acl_table,
     check_batch_boundary,
@@ -30,6 +27,7 @@ from shell.log_state import (
     replayed,
     sorted_acls,
 )
+from shell.output import Output, OutputOpt, print_table
 from snapshots.naming import parse_name
 
 log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
@@ -37,21 +35,29 @@ log_app.command("dump")(dump_command)
 log_app.command("check")(check_command)
 log_app.command("recover")(recover_command)
 
-LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+LogDir = Annotated[
+    Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")
+]
 
 
 def replay_command(
     log_dir: LogDir,
     to_offset: Annotated[int | None, typer.Option("--to-offset", metavar="N", help=STATE_AT_HELP)] = None,
-    output: Annotated[TableOutput, typer.Option("--output", "-o", help="table or json")] = TableOutput.table,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """The ACL state at an offset: the newest snapshot at or below it plus the log tail."""
+    """The ACL state at an offset: the newest snapshot at or below it plus the log tail.
+
+    \b
+    Example:
+      kraft-acl replay --log-dir data/meta --to-offset 120
+      kraft-acl replay --log-dir data/meta -o json
+    """
     with replayed(log_dir, to_offset) as node:
         with library_errors():
             hwm = node.backend.high_watermark()
         image, loaded = node.image, node.loaded_snapshot
     p = image.provenance
-    if output is TableOutput.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -84,7 +90,7 @@ def replay_command(
         typer.echo(f"Source: snapshot {loaded}, then {tail}")
     typer.echo(f"{len(image)} ACL(s)")
     if len(image):
-        Console(width=200).print(acl_table(image.acls))
+        print_table(acl_table(image.acls))
 
 
 def diff_command(
@@ -96,9 +102,14 @@ def diff_command(
         int,
         typer.Option("--to-offset", metavar="B", help="the later state: every record below offset B (exclusive)"),
     ],
-    output: Annotated[Output, typer.Option("--output", "-o", help="text (human) or json")] = Output.text,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """ACLs added and removed between the state at offset A and the state at offset B (by ACL id)."""
+    """ACLs added and removed between the state at offset A and the state at offset B (by ACL id).
+
+    \b
+    Example:
+      kraft-acl diff --log-dir data/meta --from-offset 0 --to-offset 120
+    """
     if from_offset > to_offset:
         fail(f"--from-offset {from_offset} is above --to-offset {to_offset}")
     with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
@@ -109,7 +120,7 @@ def diff_command(
         after = node.image.acls
     removed = {i: a for i, a in before.items() if i not in after}
     added = {i: a for i, a in after.items() if i not in before}
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {

@@ -14,26 +14,31 @@ import typer
 
 from authorizer.recovery import RecoveryOutcome, RecoveryRefused, recover
 from shell.errors import EXIT_FAILED, fail
-from shell.log_state import Output, check_log_dir, library_errors
+from shell.log_state import check_log_dir, library_errors
+from shell.output import Output, OutputOpt, output_option
 from snapshots.history import USABLE, HistoryReport, check_history
 
-LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+LogDir = Annotated[
+    Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")
+]
 LockTimeout = Annotated[
     float, typer.Option("--lock-timeout", metavar="SECONDS", help="how long to wait for another writer's lock")
 ]
 SHOWN_SEGMENTS = 6  # the first and last three; every segment with a problem is shown too
 
 
-def check_command(log_dir: LogDir, output: Annotated[Output, typer.Option("--output", "-o")] = Output.text) -> None:
+def check_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
     """Whether the segments, their batches, the log identity, the durable end and the snapshots form one
     consistent history, and exactly where not (exit 1). Read-only: works next to a running writer.
 
-    Example: kraft-acl log check --log-dir data/meta
+    \b
+    Example:
+      kraft-acl log check --log-dir data/meta
     """
     check_log_dir(log_dir)
     with library_errors():
         report = check_history(log_dir)
-    if output is Output.json:
+    if output.is_json:
         typer.echo(json.dumps(report.to_json()))
     else:
         typer.echo("\n".join(_check_lines(report)))
@@ -82,12 +87,14 @@ def recover_command(
         typer.Option("--accept-loss", help="continue even when no snapshot holds the lost batches' changes"),
     ] = False,
     lock_timeout: LockTimeout = 5.0,
-    output: Annotated[Output, typer.Option("--output", "-o")] = Output.text,
+    output: Annotated[Output, output_option("table (what was done, in words) or json")] = Output.table,
 ) -> None:
     """Continue a log that lost acknowledged batches at the offset it had reached, from its newest known
     state; segments are moved to recovered-<offset>/, never deleted, and no offset is reused.
 
-    Example: kraft-acl log recover --log-dir data/meta
+    \b
+    Example:
+      kraft-acl log recover --log-dir data/meta
     """
     check_log_dir(log_dir)
     try:
@@ -95,7 +102,7 @@ def recover_command(
             outcome = recover(log_dir, accept_loss, lock_timeout)
     except RecoveryRefused as exc:
         fail(str(exc))
-    if output is Output.json:
+    if output.is_json:
         typer.echo(json.dumps(_outcome_json(outcome)))
         return
     typer.echo("\n".join(_recover_lines(log_dir, outcome)))

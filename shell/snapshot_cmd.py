@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from authorizer.image import AclsDelta, AclsImage, Provenance
@@ -25,7 +24,6 @@ from shell.errors import fail
 from shell.log_integrity_cmd import LockTimeout
 from shell.log_state import (
     LIBRARY_ERRORS,
-    Output,
     acl_json,
     acl_table,
     check_log_dir,
@@ -33,6 +31,7 @@ from shell.log_state import (
     library_errors,
     sorted_acls,
 )
+from shell.output import Output, OutputOpt, print_table
 from snapshots.binding import unusable
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from snapshots.format import SnapshotReader
@@ -44,9 +43,10 @@ snapshot_app = typer.Typer(
     "below the (exclusive) end offset.",
     no_args_is_help=True,
 )
-LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+LogDir = Annotated[
+    Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")
+]
 SnapshotFile = Annotated[Path, typer.Argument(metavar="FILE", help="a .checkpoint snapshot file")]
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (human) or json")]
 
 
 class UnusableSnapshotError(SnapshotError):
@@ -84,13 +84,17 @@ def load_image(path: Path) -> tuple[SnapshotReader, AclsImage]:
 @snapshot_app.command("create")
 def create_command(
     log_dir: LogDir,
-    retain: Annotated[int, typer.Option("--retain", help="keep the newest N usable snapshots (0: all)")] = 3,
-    output: OutputOpt = Output.text,
+    retain: Annotated[
+        int, typer.Option("--retain", metavar="N", help="keep the newest N usable snapshots (0: all)")
+    ] = 3,
+    output: OutputOpt = Output.table,
     lock_timeout: LockTimeout = 5.0,
 ) -> None:
     """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
 
-    Example: kraft-acl snapshot create --log-dir data/meta --retain 3
+    \b
+    Example:
+      kraft-acl snapshot create --log-dir data/meta --retain 3
     """
     check_log_dir(log_dir)
     if retain < 0:
@@ -112,7 +116,7 @@ def create_command(
         node.close()
     deleted = sorted(before - {p.name for p in log_dir.glob(f"*{SUFFIX}")})
     snap = parse_name(path)
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -169,15 +173,20 @@ def _status(path: Path, bound: SnapshotRow | None) -> SnapshotStatus:
 
 
 @snapshot_app.command("list")
-def list_command(log_dir: LogDir, output: OutputOpt = Output.text) -> None:
+def list_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
     """Every snapshot file in the log directory, oldest first, each checked: valid and usable on this log, or
-    what is damaged, or why this log cannot use it (another log's, inside a batch, wrong epoch, beyond the end)."""
+    what is damaged, or why this log cannot use it (another log's, inside a batch, wrong epoch, beyond the end).
+
+    \b
+    Example:
+      kraft-acl snapshot list --log-dir data/meta
+    """
     check_log_dir(log_dir)
     with library_errors():
         bound = {row.file: row for row in check_history(log_dir).snapshots}
         paths = [p for p in log_dir.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
         rows = sorted((_status(p, bound.get(p.name)) for p in paths), key=_order)
-    if output is Output.json:
+    if output.is_json:
         typer.echo(json.dumps([asdict(r) for r in rows]))
         return
     if not rows:
@@ -186,7 +195,7 @@ def list_command(log_dir: LogDir, output: OutputOpt = Output.text) -> None:
     table = Table("file", "end offset", "epoch", "size", "records", "status")
     for r in rows:
         table.add_row(r.file, _text(r.end_offset), _text(r.epoch), str(r.size), _text(r.records), _row_status(r))
-    Console(width=200).print(table)
+    print_table(table)
 
 
 def _row_status(r: SnapshotStatus) -> str:
@@ -216,11 +225,16 @@ def _open(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 
 @snapshot_app.command("inspect")
-def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None:
-    """A snapshot's header fields, record count and ACLs."""
+def inspect_command(file: SnapshotFile, output: OutputOpt = Output.table) -> None:
+    """A snapshot's header fields, record count and ACLs.
+
+    \b
+    Example:
+      kraft-acl snapshot inspect data/meta/00000000000000000120-0000000003.checkpoint -o json
+    """
     reader, image = _open(file)
     h = reader.header
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -240,20 +254,23 @@ def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None
     typer.echo(f"Timestamp: {h.timestamp_ms} ({iso_time(h.timestamp_ms)})")
     typer.echo(f"Records: {len(image)}")
     if len(image):
-        Console(width=200).print(acl_table(image.acls))
+        print_table(acl_table(image.acls))
 
 
 @snapshot_app.command("verify")
 def verify_command(
     file: SnapshotFile,
     log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="also check that this log may use it: its log, a batch boundary")
+        Path | None,
+        typer.Option("--log-dir", metavar="DIR", help="also check that this log may use it (its log, a batch end)"),
     ] = None,
 ) -> None:
     """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2); with
     --log-dir, also that the snapshot belongs to that log at one of its batch boundaries with the right epoch.
 
-    Example: kraft-acl snapshot verify data/meta/00000000000000000005-0000000001.checkpoint --log-dir data/meta
+    \b
+    Example:
+      kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint --log-dir data/meta
     """
     reader, image = _open(file)
     h = reader.header

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from authorizer.config import load_properties
+from authorizer.errors import ConfigError
 from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
@@ -40,7 +41,10 @@ class LogTarget:
             return FileLog(self.log_dir, read_only=not write, lock_timeout_s=self.lock_timeout_s)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
-        client = load_properties(self.command_config) if self.command_config is not None else {}
+        try:
+            client = load_properties(self.command_config) if self.command_config is not None else {}
+        except ConfigError as exc:  # bad input: exit 2, where other errors of a running command exit 1
+            fail(str(exc))
         assert self.bootstrap_servers is not None
         config = KafkaLogConfig(self.bootstrap_servers, topic=self.topic or DEFAULT_TOPIC, client=client)
         return KafkaLog(config, writer=write)

@@ -19,7 +19,7 @@ from authorizer.memory import release_free_memory
 from authorizer.model import AclOperation, ResourceType
 from authorizer.standard import RequestContext, StandardAuthorizer
 from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
-from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, rss_bytes
+from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
 
 
 def _loaded(acls: Any) -> StandardAuthorizer:
@@ -139,8 +139,11 @@ def run(quick: bool = False) -> dict[str, Any]:
     scale = 10 if quick else 1
     out: dict[str, Any] = {"suite": "authorizer", "cpu_probe_us": round(cpu_probe_us(), 2)}
     out["bulk_rows"] = native_rows.BULK_ROWS  # "native": the index build's compiled loop is in use
+    progress(f"authorizer: authorize latency on {100_000 // scale} ACLs")
     out["authorize_100k"] = authorize_latency(100_000 // scale, 100_000 // scale)
+    progress("authorizer: per-resource figures")
     out.update(per_resource_figures(100_000 // scale))
+    progress("authorizer: Kafka's JMH testAuthorizer shapes")
     out["jmh_test_authorizer_us"] = jmh_test_authorizer((1000, 5000) if quick else (10_000, 50_000, 200_000))
     out.update(in_child("authorizer_suite", f"_index_build_child({1_000_000 // scale})"))
     return out
