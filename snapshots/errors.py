@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metadata_log.errors import TRANSIENT_ERRNOS, os_reason
+from metadata_log.errors import os_reason
 
 
 class SnapshotError(Exception):
@@ -36,11 +36,6 @@ class SnapshotIOError(SnapshotError):
         super().__init__(f"cannot {action} snapshot {path}: {os_reason(exc)}")
         self.path = path
         self.errno = exc.errno
-
-    @property
-    def transient(self) -> bool:
-        """True when the error may go away (space freed, handles released)."""
-        return self.errno in TRANSIENT_ERRNOS
 
 
 class SnapshotNameError(SnapshotError, ValueError):
