@@ -5,6 +5,7 @@ Immutable values plus one opener; each command opens its own node and closes it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -29,6 +30,7 @@ class LogTarget:
     bootstrap_servers: str | None = None
     command_config: Path | None = None
     topic: str | None = None
+    lock_timeout_s: float = 0.0  # how long a writer waits for another writer's lock on the log directory
 
     def check(self) -> None:
         """One clear line when the choice of log is missing or ambiguous."""
@@ -40,7 +42,7 @@ class LogTarget:
         if self.log_dir is not None:
             if not write and not self.log_dir.is_dir():
                 fail(f"log directory {self.log_dir} does not exist")
-            return FileLog(self.log_dir, read_only=not write)
+            return FileLog(self.log_dir, read_only=not write, lock_timeout_s=self.lock_timeout_s)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         try:
@@ -53,12 +55,20 @@ class LogTarget:
 
     def open_node(self, write: bool) -> AclNode:
         """A started node on this log (snapshots live in the log directory of an embedded log)."""
+        backend = self.backend(write)
         node = AclNode(
-            self.backend(write),
+            backend,
             snapshot_dir=self.log_dir,
             policy=SnapshotPolicy() if write and self.log_dir is not None else None,
         )
-        node.start()
+        recovered = getattr(backend, "recovery", None)
+        if recovered is not None:
+            print(f"kraft-acl: warning: {recovered}", file=sys.stderr)
+        try:
+            node.start()
+        except BaseException:
+            node.close()
+            raise
         return node
 
 
