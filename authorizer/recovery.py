@@ -24,11 +24,10 @@ from authorizer.errors import AuthorizerError
 from authorizer.image import AclsImage
 from authorizer.node import AclNode
 from metadata_log.backends import file_dir
-from metadata_log.backends.dir_files import foreign_entries
+from metadata_log.backends.dir_files import refuse_foreign
 from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_meta import LogMeta
 from metadata_log.backends.file_recover import rebase
-from metadata_log.errors import ForeignFilesError
 from metadata_log.uuids import new_uuid
 from snapshots.format import SnapshotHeader
 from snapshots.naming import SnapshotId
@@ -55,9 +54,7 @@ class RecoveryOutcome:
 
 def recover(directory: Path, accept_loss: bool = False, lock_timeout_s: float = 0.0) -> RecoveryOutcome:
     """Recover `directory` (see the module docstring); RecoveryRefused when it would need `accept_loss`."""
-    foreign = foreign_entries(directory)
-    if foreign:
-        raise ForeignFilesError(directory, foreign)
+    refuse_foreign(directory)
     lock = file_dir.WriterLock(directory, lock_timeout_s)
     try:
         with FileLog(directory, read_only=True, recovering=True) as log:

@@ -83,12 +83,19 @@ class LogLostDataError(CorruptLogError):
 class ForeignFilesError(LogError):
     """A writer refuses a directory holding files kraft-acl did not write (Kafka's own files, anything else)."""
 
-    def __init__(self, directory: Path | str, names: list[str]) -> None:
+    def __init__(self, directory: Path | str, names: list[str], kafka: list[str] | None = None) -> None:
         self.directory = Path(directory)
         self.names = names
+        self.kafka = kafka or []  # those of `names` that are Apache Kafka's own KRaft metadata
         shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        whose = (
+            f" ({len(self.kafka)} of them Apache Kafka's own KRaft metadata, which `log dump`, `replay` and "
+            "`import --from-kafka-dir` read)"
+            if self.kafka
+            else ""
+        )
         super().__init__(
-            f"log directory {self.directory} holds files kraft-acl did not write: {shown}; a writer changes "
+            f"log directory {self.directory} holds files kraft-acl did not write: {shown}{whose}; a writer changes "
             "nothing in such a directory (give an empty directory or a kraft-acl log directory)"
         )
 

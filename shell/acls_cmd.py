@@ -53,10 +53,11 @@ from shell.acls_options import (
     parse_pattern_type,
 )
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.kafka_source import kafka_files, kafka_state
 from shell.log_state import acl_json
 from shell.output import Output
 from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
-from shell.targets import AclService, LogTarget, NodeService
+from shell.targets import AclService, KafkaStateService, LogTarget, NodeService
 from snapshots.errors import SnapshotError
 
 
@@ -179,9 +180,11 @@ def acls_command(
 
 
 def _open(target: LogTarget | ServerTarget, write: bool) -> AclService:
-    """The log's node, or a client of serve."""
+    """The log's node, or a client of serve; to list, Apache Kafka's own metadata too (a writer refuses it)."""
     if isinstance(target, ServerTarget):
         return target.connect()
+    if not write and target.log_dir is not None and kafka_files(target.log_dir) is not None:
+        return KafkaStateService(kafka_state(target.log_dir, None, "--log-dir"))
     return NodeService(target.open_node(write=write))
 
 

@@ -14,10 +14,12 @@ from authorizer.config import load_properties
 from authorizer.controller import CreateResult, DeleteResult
 from authorizer.errors import ConfigError
 from authorizer.filters import AclBindingFilter
+from authorizer.metadata_source import MetadataState, authorizer_for
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
+from metadata_log.errors import LogError
 from shell.errors import fail
 from snapshots.policy import SnapshotPolicy
 
@@ -105,3 +107,24 @@ class NodeService:
     def close(self) -> None:
         """Close the node (releasing the writer lock)."""
         self.node.close()
+
+
+class KafkaStateService:
+    """`acls --list` on Apache Kafka's own KRaft metadata: describe over the state at its end, read-only."""
+
+    def __init__(self, state: MetadataState) -> None:
+        self.authorizer = authorizer_for(state)
+        self.path = state.path
+
+    def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
+        raise LogError(f"{self.path} is Apache Kafka's own KRaft metadata: kraft-acl never writes it")
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
+        raise LogError(f"{self.path} is Apache Kafka's own KRaft metadata: kraft-acl never writes it")
+
+    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
+        """The ACLs matching the filter, with their ids (Kafka's record ids)."""
+        return self.authorizer.acls_with_ids(acl_filter)
+
+    def close(self) -> None:
+        """Nothing to release: the files were read and closed."""

@@ -31,7 +31,7 @@ from typing import Self
 
 from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.backends import file_dir, file_layout
-from metadata_log.backends.dir_files import foreign_entries
+from metadata_log.backends.dir_files import refuse_foreign
 from metadata_log.backends.file_format import (
     MAX_PAYLOAD_BYTES,
     Frame,
@@ -57,7 +57,6 @@ from metadata_log.errors import (
     CorruptLogError,
     DivergenceError,
     EncodeError,
-    ForeignFilesError,
     LogClosedError,
     LogError,
     LogIOError,
@@ -138,9 +137,7 @@ class FileLog(LogBackend):
 
     def _open_writer(self, lock_timeout_s: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        foreign = foreign_entries(self.directory)
-        if foreign:  # before the lock file: nothing is created or changed in such a directory
-            raise ForeignFilesError(self.directory, foreign)
+        refuse_foreign(self.directory)  # before the lock file: nothing is created or changed in such a directory
         self._lock = file_dir.WriterLock(self.directory, lock_timeout_s)
         self.meta = read_meta(self.directory)
         limit = self._durable_end()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metadata_log.backends import file_dir
-from metadata_log.backends.dir_files import foreign_entries
+from metadata_log.backends.dir_files import foreign_entries, foreign_reason
 from metadata_log.backends.file_meta import META_FILE, DurableEnd, LogMeta, read_meta
 from metadata_log.backends.file_segment import Segment, frame_holding, open_segment
 from metadata_log.errors import LogError
@@ -97,7 +97,7 @@ def scan_directory(directory: Path) -> DirScan:
     scan = DirScan(directory)
     scan.foreign = foreign_entries(directory)
     for name in scan.foreign:
-        scan.problem(name, "not written by kraft-acl: a writer refuses this directory (move it elsewhere)")
+        scan.problem(name, foreign_reason(directory, name))
     try:
         scan.meta = read_meta(directory)
     except LogError as exc:
@@ -144,7 +144,8 @@ def _scan_segments(scan: DirScan) -> None:
         report, segment = _scan_one(scan, path, base, expected, is_last)
         scan.segments.append(report)
         if report.problem is not None:
-            scan.problem(path, report.problem)
+            if path.name not in scan.foreign:  # a foreign file is one problem, said once (above)
+                scan.problem(path, report.problem)
             consistent = False
         elif consistent and segment is not None and not segment.empty:
             scan._whole.append(segment)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metadata_log.backends.dir_files import is_kafka_file
 from metadata_log.backends.file_meta import LogMeta
 from metadata_log.backends.file_segment import Damage, Segment
 from metadata_log.errors import CorruptLogError
@@ -78,5 +79,9 @@ def header_only(segment: Segment) -> Damage:
 def not_ours(damage: Damage) -> str:
     """The reason a segment is refused; for a file that is not kraft-acl's, that it is left alone."""
     if damage.foreign:
-        return f"{damage.reason}; kraft-acl never reads, cuts or removes such a file (move it out of the log directory)"
+        kafka = " (Apache Kafka's own KRaft metadata)" if is_kafka_file(damage.path) else ""
+        return (
+            f"{damage.reason}{kafka}; kraft-acl never reads, cuts or removes such a file "
+            "(move it out of the log directory)"
+        )
     return damage.describe()

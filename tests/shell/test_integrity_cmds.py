@@ -170,11 +170,18 @@ def test_writers_given_a_kafka_metadata_directory_change_nothing(tmp_path: Path)
         code, out, err = cli(*args)
         assert code in (1, 2) and out == "", (args, out)
         assert err.count("\n") == 1 and "holds files kraft-acl did not write" in err
+        assert "(7 of them Apache Kafka's own KRaft metadata, which `log dump`, `replay`" in err
         for name in (SEGMENT, "quorum-state", "leader-epoch-checkpoint", GOLDEN_KAFKA_SNAPSHOT.name):
             assert name in err
+    # the readers recognise Kafka's files before any kraft-acl reader opens them
+    code, out, err = cli("acls", "--log-dir", kafka, "--list", "--topic", "foo")
+    assert code == 0 and "principal=User:bob, host=*, operation=READ" in out and "reading Apache Kafka" in err
+    assert cli("log", "dump", "--log-dir", kafka)[0] == 0
     assert contents(kafka) == before, "every Kafka file byte-identical, and nothing added"
     report = json.loads(cli("log", "check", "--log-dir", kafka, "-o", "json")[1])
     assert not report["consistent"] and SEGMENT in report["foreign_files"]
+    problems = {p["where"]: p["what"] for p in report["problems"]}
+    assert problems[SEGMENT].startswith("not written by kraft-acl (Apache Kafka's own KRaft metadata)")
 
 
 def test_retention_never_deletes_a_kafka_checkpoint_in_a_log_directory(log_copy: Path) -> None:
