@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import kraft_acl_command
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ServeProcess, alice_reads, base_properties
 
 
 def _add(log_dir: Path, topic: str) -> None:
@@ -28,16 +28,6 @@ def _add(log_dir: Path, topic: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-
-
-def _decision(serve: ServeProcess, topic: str) -> str:
-    body = {
-        "principal": "User:alice",
-        "client_address": "10.0.0.1",
-        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": topic}],
-    }
-    with serve.client(token=BROKER_TOKEN) as client:
-        return str(client.post("/v1/authorize", json=body).json()["results"][0])
 
 
 def _wait(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -65,7 +55,7 @@ def test_a_diverged_log_stops_serve_following_and_is_reported(tmp_path: Path) ->
         status_url = serve.listener_url("CLIENT") + "/v1/status"
         status = httpx.get(status_url).json()
         assert status["ready"] and status["following"] and status["diverged"] is None, status
-        assert status["last_applied_offset"] == 1 and _decision(serve, "orders") == "ALLOWED"
+        assert status["last_applied_offset"] == 1 and alice_reads(serve, "orders") == "ALLOWED"
         _restore(backup, log_dir)
         _wait(lambda: httpx.get(status_url).json()["diverged"] is not None, f"no divergence:\n{serve.output()}")
         _add(log_dir, "payments")  # a writer on the restored log: another batch at offset 1
@@ -79,6 +69,6 @@ def test_a_diverged_log_stops_serve_following_and_is_reported(tmp_path: Path) ->
         assert "kraft_acl_log_diverged 1.0" in metrics and "kraft_acl_ready 0.0" in metrics
         assert "kraft_acl_log_unreachable 0.0" in metrics
         # the last consistent state keeps deciding; nothing of the restored log's new history is applied
-        assert [_decision(serve, t) for t in ("kept", "orders", "payments")] == ["ALLOWED", "ALLOWED", "DENIED"]
+        assert [alice_reads(serve, t) for t in ("kept", "orders", "payments")] == ["ALLOWED", "ALLOWED", "DENIED"]
         said = [line for line in serve.stdout + serve.stderr if "metadata log diverged" in line]
         assert len(said) == 1 and "stops following it at offset 2" in said[0], serve.output()
