@@ -156,7 +156,11 @@ def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
                 ok = False
             if not ok:
                 raise EncodeError(index, _bad_field(r))
-            if len(r.resource_name) > _SHORT or len(r.principal) > _SHORT or len(r.host) > _SHORT:
+            try:
+                long = len(r.resource_name) > _SHORT or len(r.principal) > _SHORT or len(r.host) > _SHORT
+            except TypeError:  # not a string: fastavro's error below names the field
+                long = False
+            if long:
                 _check_lengths(index, r)
             append(
                 (
