@@ -18,6 +18,7 @@ from rich.table import Table
 
 from authorizer.image import AclsDelta, AclsImage, Provenance
 from authorizer.node import AclNode
+from metadata_log.backends.dir_files import is_kafka_file
 from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_check import scan_directory
 from shell.errors import fail
@@ -152,6 +153,9 @@ class SnapshotStatus:
     unusable: str | None = None  # "<problem>: <reason>" when valid but not usable on this log
 
 
+KAFKA_SNAPSHOT = "not kraft-acl's: Apache Kafka's own KRaft snapshot (`snapshot inspect|verify` read it)"
+
+
 def _status(path: Path, bound: SnapshotRow | None) -> SnapshotStatus:
     """Check one file completely; damage becomes the row's error, never an exception."""
     size = path.stat().st_size
@@ -160,6 +164,8 @@ def _status(path: Path, bound: SnapshotRow | None) -> SnapshotStatus:
     except SnapshotNameError:
         return SnapshotStatus(path.name, None, None, size, False, None, "not a snapshot file name")
     row = SnapshotStatus(path.name, named.end_offset, named.epoch, size, False, None, None)
+    if is_kafka_file(path):
+        return replace(row, error=KAFKA_SNAPSHOT)
     try:
         _, image = load_image(path)
     except CorruptSnapshotError as exc:
@@ -205,7 +211,7 @@ def _row_status(r: SnapshotStatus) -> str:
         return "valid"
     if r.valid:
         return f"UNUSABLE ({r.unusable})"
-    return f"DAMAGED: {r.error}" if r.end_offset is not None else str(r.error)
+    return f"DAMAGED: {r.error}" if r.end_offset is not None and r.error != KAFKA_SNAPSHOT else str(r.error)
 
 
 def _order(status: SnapshotStatus) -> tuple[int, int, str]:

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from metadata_log.backends.dir_files import is_own_snapshot
+from metadata_log.backends.dir_files import is_kafka_file, is_own_snapshot
 from metadata_log.backends.file_check import DirScan, Finding, scan_directory
 from snapshots.errors import SnapshotNameError
 from snapshots.naming import SUFFIX, parse_name
@@ -106,9 +106,9 @@ def check_history(directory: Path) -> HistoryReport:
             rows.append(SnapshotRow(path.name, None, None, None, "foreign", "not a snapshot file name"))
             continue
         if not is_own_snapshot(path):
-            rows.append(
-                SnapshotRow(path.name, snapshot.end_offset, snapshot.epoch, None, "foreign", "not a kraft-acl snapshot")
-            )
+            kafka = " (Apache Kafka's own KRaft snapshot)" if is_kafka_file(path) else ""
+            why = f"not a kraft-acl snapshot{kafka}"
+            rows.append(SnapshotRow(path.name, snapshot.end_offset, snapshot.epoch, None, "foreign", why))
             continue
         problem = store.check(snapshot, view)
         status, reason = (USABLE, None) if problem is None else (problem.problem.value, problem.reason)

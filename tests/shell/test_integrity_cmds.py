@@ -177,6 +177,8 @@ def test_writers_given_a_kafka_metadata_directory_change_nothing(tmp_path: Path)
     code, out, err = cli("acls", "--log-dir", kafka, "--list", "--topic", "foo")
     assert code == 0 and "principal=User:bob, host=*, operation=READ" in out and "reading Apache Kafka" in err
     assert cli("log", "dump", "--log-dir", kafka)[0] == 0
+    listed = {r["file"]: r for r in json.loads(cli("snapshot", "list", "--log-dir", kafka, "-o", "json")[1])}
+    assert listed[GOLDEN_KAFKA_SNAPSHOT.name]["error"].startswith("not kraft-acl's: Apache Kafka's own KRaft snapshot")
     assert contents(kafka) == before, "every Kafka file byte-identical, and nothing added"
     report = json.loads(cli("log", "check", "--log-dir", kafka, "-o", "json")[1])
     assert not report["consistent"] and SEGMENT in report["foreign_files"]
