@@ -80,7 +80,13 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         wire.HistoryIn,
         wire.HistoryOut,
     ),
-    ("get", "/v1/status", "Readiness and replay progress (503 until the initial load completes)", None, wire.StatusOut),
+    (
+        "get",
+        "/v1/status",
+        "Readiness and replay progress (503 until the initial load completes, and while the log is not followed)",
+        None,
+        wire.StatusOut,
+    ),
     (
         "post",
         "/v1/data/kafka/authz/allow",

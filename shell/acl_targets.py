@@ -15,6 +15,7 @@ from authorizer.controller import ImportResult
 from authorizer.metadata_source import read_state
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
+from metadata_log.backends.dir_files import refuse_foreign
 from metadata_log.backends.memory import MemoryLog
 from shell.targets import LogTarget
 
@@ -46,7 +47,10 @@ class LogAclTarget:
         return f"the kraft-acl log on topic {self.log.topic or 'kraft-acl-metadata'} of {self.log.bootstrap_servers}"
 
     def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> ImportResult:
-        """One batch through the controller (the writer lock or Kafka fencing keeps other writers out)."""
+        """One batch through the controller (the writer lock or Kafka fencing keeps other writers out); a dry run
+        refuses a directory of files kraft-acl did not write as the import itself would."""
+        if dry_run and self.log.log_dir is not None and self.log.log_dir.is_dir():
+            refuse_foreign(self.log.log_dir)
         if dry_run and self.log.log_dir is not None and not self.log.log_dir.exists():
             node = AclNode(MemoryLog())  # a directory the import would create: nothing is there yet
             node.start()

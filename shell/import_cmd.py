@@ -27,6 +27,7 @@ from authorizer.whatif import acl_to_json, load_acls
 from shell.acl_targets import AclTarget, LogAclTarget
 from shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
 from shell.errors import EXIT_FAILED, fail
+from shell.log_integrity_cmd import LockTimeout
 from shell.log_state import library_errors
 from shell.output import Output, output_option
 from shell.targets import LogTarget
@@ -73,12 +74,12 @@ def _source(
 
 
 def _target(
-    log_dir: Path | None, bootstrap: str | None, config: Path | None, topic: str | None, cluster: bool
+    log_dir: Path | None, bootstrap: str | None, config: Path | None, topic: str | None, cluster: bool, lock_s: float
 ) -> AclTarget:
     """The embedded log, or a Kafka-backed one on --bootstrap-server (with --from-cluster: the same cluster,
     named explicitly by --metadata-topic so no cluster gets a topic by accident)."""
     if log_dir is not None:
-        return LogAclTarget(LogTarget(log_dir=log_dir))
+        return LogAclTarget(LogTarget(log_dir=log_dir, lock_timeout_s=lock_s))
     if bootstrap is None or (cluster and topic is None):
         fail(
             "give where to import: --log-dir DIR (embedded log) or --bootstrap-server HOST:PORT "
@@ -126,6 +127,7 @@ def import_command(
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be added; write nothing")] = False,
+    lock_timeout: LockTimeout = 5.0,
     check: Annotated[
         bool, typer.Option("--check", help="afterwards compare source and log; exit 1 on a difference")
     ] = False,
@@ -145,7 +147,7 @@ def import_command(
         --log-dir data/meta -o json
     """
     source = _source(from_json, from_kafka_dir, from_cluster, bootstrap_server, command_config)
-    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster)
+    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, lock_timeout)
     acls = _read(source)
     with library_errors():
         try:

@@ -1,7 +1,7 @@
 """The one place that turns the shell's command-line options into an `AclSource`.
 
-Stateless. A new kind of source is one more branch here. `--log-dir` and `--snapshot` take kraft-acl's files
-and Apache Kafka's own (a metadata.log.dir, a `.checkpoint`), told apart by their bytes.
+Stateless. A new kind of source is one more branch here. Apache Kafka's own metadata (a metadata.log.dir,
+`__cluster_metadata-0`, a `.log` or a `.checkpoint`) is recognised before any kraft-acl reader opens it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from authorizer.errors import ConfigError
 from authorizer.metadata_source import MetadataSourceError, detect_format
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
+from metadata_log.kafka_format.files import locate
 from shell.metashell.kafka_files_source import KafkaFilesSource
 from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
 from shell.metashell.server_source import ServerSource
@@ -49,6 +50,9 @@ def open_source(options: SourceOptions) -> AclSource:
     try:
         if options.server is not None:
             return _server(options.server, options)
+        named = options.log_dir if options.log_dir is not None else options.snapshot
+        if named is not None and locate(named) is not None:  # Kafka's files: before any kraft-acl reader opens them
+            return _kafka_files(named, options)
         if options.snapshot is not None:
             return _snapshot(options.snapshot, options)
         if options.log_dir is not None:
@@ -66,11 +70,9 @@ def _snapshot(path: Path, options: SourceOptions) -> AclSource:
     if not path.is_file():
         raise SourceError(f"{path}: no such snapshot file")
     try:
-        kind, _ = detect_format(path)
+        detect_format(path)  # neither kraft-acl's nor Kafka's: say so, rather than what is wrong with its bytes
     except MetadataSourceError as exc:
         raise SourceError(str(exc)) from exc
-    if kind.is_kafka:
-        return KafkaFilesSource(path, options.config)
     return SnapshotSource(path, options.config)
 
 
@@ -78,8 +80,6 @@ def _log_dir(log_dir: Path, options: SourceOptions) -> AclSource:
     if not log_dir.is_dir():
         missing = not log_dir.exists()
         raise SourceError(f"log directory {log_dir} does not exist" if missing else f"{log_dir} is not a directory")
-    if detect_format(log_dir)[0].is_kafka:
-        return KafkaFilesSource(log_dir, options.config, options.at_offset)
     backend = FileLog(log_dir, read_only=True)  # no lock: a writer may be appending while the shell follows
     return _node(backend, f"log directory {log_dir}", options, log_dir)
 
@@ -90,6 +90,15 @@ def _kafka(options: SourceOptions) -> AclSource:
     target = LogTarget(None, options.bootstrap_servers, options.command_config, options.topic)
     description = f"Kafka topic {options.topic or DEFAULT_TOPIC} at {options.bootstrap_servers}"
     return _node(target.backend(write=False), description, options, None)
+
+
+def _kafka_files(path: Path, options: SourceOptions) -> AclSource:
+    try:
+        return KafkaFilesSource(path, options.config, options.at_offset)
+    except SourceError as exc:
+        raise SourceError(
+            f"--at-offset {options.at_offset}: {exc}" if options.at_offset is not None else str(exc)
+        ) from exc
 
 
 def _server(target: ServerTarget, options: SourceOptions) -> AclSource:

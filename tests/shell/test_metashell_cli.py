@@ -330,12 +330,28 @@ def test_super_users_from_the_config(kraft_acl: list[str], log_dir: Path, tmp_pa
             ["--snapshot", "NOT_A_SNAPSHOT"],
             "neither a metadata log directory nor a snapshot (kraft-acl's or Apache Kafka's `.checkpoint`)",
         ),
+        (["--snapshot", "GOLDEN", "--at-offset", "9"], "--at-offset 9: "),
         (["--log-dir", "LOG", "--config", "/nonexistent.properties"], "/nonexistent.properties"),
     ],
 )
 def test_source_errors(kraft_acl: list[str], log_dir: Path, source: list[str], message: str) -> None:
-    not_a_snapshot = Path(__file__)
-    args = [str(log_dir) if a == "LOG" else str(not_a_snapshot) if a == "NOT_A_SNAPSHOT" else a for a in source]
+    golden = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
+    named = {"LOG": str(log_dir), "GOLDEN": str(golden), "NOT_A_SNAPSHOT": __file__}
+    args = [named.get(a, a) for a in source]
     code, out, err = shell(kraft_acl, args, "ls")
     assert (code, out) == (2, "")
     assert err.startswith("kraft-acl: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_kafka_metadata_is_recognised_before_any_kraft_acl_reader(kraft_acl: list[str], tmp_path: Path) -> None:
+    """Apache Kafka's own files are recognised before any kraft-acl reader opens them (never "not a segment")."""
+    golden = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
+    kafka_dir = tmp_path / "__cluster_metadata-0"
+    kafka_dir.mkdir()
+    shutil.copy(golden, kafka_dir / golden.name)
+    for source in (["--snapshot", str(golden)], ["--log-dir", str(kafka_dir)]):
+        code, out, err = shell(kraft_acl, source, "authorize", "User:bob", "READ", "TOPIC:foo")
+        assert code == 0 and out.startswith("ALLOWED\nrule: MatchingAcl(") and "resourceName=foo" in out, err
+    # Only the snapshot's end exists in a directory holding nothing but a snapshot: no state at 2 to move to.
+    code, _, err = shell(kraft_acl, ["--log-dir", str(kafka_dir)], "at", "2")
+    assert code == 1 and err.startswith("at: ") and "no snapshot ends at or below offset 2" in err, err

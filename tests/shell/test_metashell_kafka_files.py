@@ -147,7 +147,6 @@ def test_a_snapshot_plus_tail_and_the_prompt_following_a_growing_log(
     [
         (["--log-dir", "KAFKA", "--at-offset", "3"], "offset 3 is inside the batch at offsets 2..4"),
         (["--log-dir", "KAFKA", "--at-offset", "14"], "offset 14 is outside 0..13 (its high-water mark)"),
-        (["--snapshot", "SEGMENT", "--at-offset", "1"], "--at-offset needs a log"),
     ],
 )
 def test_source_errors(kraft_acl: list[str], kafka_dir: Path, source: list[str], message: str) -> None:
