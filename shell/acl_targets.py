@@ -1,5 +1,5 @@
-"""Where `import` writes and `export` reads ACLs: a kraft-acl log (embedded or Kafka-backed) today; a running
-`kraft-acl serve` is one more class with the same three methods.
+"""Where `import` writes and `export` reads ACLs: a kraft-acl log (embedded or Kafka-backed), or a running
+`kraft-acl serve` (its import endpoint and describe).
 
 Each target is a small immutable description; every method opens what it needs and closes it before
 returning, so one command invocation uses a target from one thread.
@@ -8,15 +8,34 @@ returning, so one command invocation uses a target from one thread.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from authorizer.controller import ImportResult
+import httpx
+
+from authorizer.filters import AclBindingFilter
+from authorizer.inputs import AclEntry
 from authorizer.metadata_source import read_state
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
+from authorizer.whatif import acl_to_json
 from metadata_log.backends.memory import MemoryLog
+from shell.server_client import ServerTarget
 from shell.targets import LogTarget
+
+IMPORT_TIMEOUT_S = 900.0  # a million ACLs through a busy serve: parsed, validated, written, caught up
+EVERYTHING = AclBindingFilter()  # every field ANY or null: matches every ACL
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: counts as `kraft-acl import` reports them, and the ACLs a dry run would add."""
+
+    added: int
+    present: int  # already stored: skipped
+    repeated: int  # a copy of an earlier entry of the same input: skipped
+    base_offset: int | None = None  # where the one batch landed (None: nothing written, or a dry run)
+    would_add: list[StandardAcl] = field(default_factory=list)  # dry run only
 
 
 class AclTarget(Protocol):
@@ -26,7 +45,7 @@ class AclTarget(Protocol):
     def description(self) -> str:
         """What the target is, for messages: `the kraft-acl log in /data/meta`."""
 
-    def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> ImportResult:
+    def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> Imported:
         """Add the ACLs not present yet in one atomic step (or only say which, with `dry_run`)."""
 
     def acls_at(self, offset: int | None) -> Mapping[str, StandardAcl]:
@@ -45,7 +64,7 @@ class LogAclTarget:
             return f"the kraft-acl log in {self.log.log_dir}"
         return f"the kraft-acl log on topic {self.log.topic or 'kraft-acl-metadata'} of {self.log.bootstrap_servers}"
 
-    def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> ImportResult:
+    def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> Imported:
         """One batch through the controller (the writer lock or Kafka fencing keeps other writers out)."""
         if dry_run and self.log.log_dir is not None and not self.log.log_dir.exists():
             node = AclNode(MemoryLog())  # a directory the import would create: nothing is there yet
@@ -53,9 +72,11 @@ class LogAclTarget:
         else:
             node = self.log.open_node(write=not dry_run)
         try:
-            return node.controller.import_acls(acls, dry_run=dry_run)
+            result = node.controller.import_acls(acls, dry_run=dry_run)
         finally:
             node.close()
+        would_add = [acl for _, acl in result.added] if dry_run else []
+        return Imported(len(result.added), result.present, result.repeated, result.base_offset, would_add)
 
     def acls_at(self, offset: int | None) -> Mapping[str, StandardAcl]:
         if self.log.log_dir is not None:  # any format: kraft-acl's log, or Apache Kafka's metadata
@@ -66,3 +87,36 @@ class LogAclTarget:
             return node.image.acls
         finally:
             node.close()
+
+
+@dataclass(frozen=True)
+class ServerAclTarget:
+    """A running `kraft-acl serve` (controller role): its controller writes the import as one batch."""
+
+    server: ServerTarget
+
+    @property
+    def description(self) -> str:
+        return f"the kraft-acl serve at {self.server.url}"
+
+    def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> Imported:
+        """POST /v1/acls/import (ServerError on refusal: 400 names the element and field)."""
+        client = self.server.connect()
+        client.http.timeout = httpx.Timeout(IMPORT_TIMEOUT_S)
+        try:
+            answer = client.call("POST", "/v1/acls/import", {"acls": list(map(acl_to_json, acls)), "dry_run": dry_run})
+        finally:
+            client.close()
+        would_add = [AclEntry.model_validate(a).to_acl() for a in answer.get("would_add") or []]
+        return Imported(answer["added"], answer["present"], answer["repeated"], answer.get("base_offset"), would_add)
+
+    def acls_at(self, offset: int | None) -> Mapping[str, StandardAcl]:
+        """Every ACL of serve's current state, all from one state (one describe call); `offset` must be None."""
+        if offset is not None:
+            raise ValueError("serve answers its current state only")
+        client = self.server.connect()
+        client.http.timeout = httpx.Timeout(IMPORT_TIMEOUT_S)
+        try:
+            return dict(client.describe(EVERYTHING))
+        finally:
+            client.close()

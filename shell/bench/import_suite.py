@@ -53,7 +53,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
     return {
         "acls": len(loaded),
-        "added": len(result.added),
+        "added": result.added,
         "file_bytes": len(exported),
         "read_json_s": round(read_s, 2),
         "import_s": round(import_s, 2),
