@@ -55,6 +55,10 @@ class AclNode:
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
         self._last_bytes = 0  # loader.applied_bytes at the last publish
+        # While set, a snapshot the policy asks for waits for `take_deferred_snapshot` (a bulk import
+        # answers first; the snapshot of a million ACLs takes seconds).
+        self.defer_snapshots = False
+        self._snapshot_due = False
         self.loaded_snapshot: Path | None = None
 
     @property
@@ -134,7 +138,17 @@ class AclNode:
         self._last_bytes = self.loader.applied_bytes
         self.policy.record_applied(max(applied, 0), applied_bytes)
         if self.policy.due() and image.provenance.last_offset >= 0:
-            self.take_snapshot()
+            if self.defer_snapshots:
+                self._snapshot_due = True
+            else:
+                self.take_snapshot()
+
+    def take_deferred_snapshot(self) -> Path | None:
+        """The snapshot the policy asked for while `defer_snapshots` was set, if it did."""
+        if not self._snapshot_due:
+            return None
+        self._snapshot_due = False
+        return self.take_snapshot()
 
     def close(self) -> None:
         """Close the backend (releasing the writer lock)."""

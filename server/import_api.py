@@ -9,6 +9,9 @@ keeps deciding while a million ACLs are parsed and written. Its size limit is `i
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import msgspec
 
 from authorizer.controller import ImportResult, InvalidImportError
@@ -22,6 +25,7 @@ from server.http import Request, Response
 from server.import_wire import ImportIn, ImportOut
 from server.wire import AclIn
 
+log = logging.getLogger(__name__)
 PATH = "/v1/acls/import"
 _IMPORT = msgspec.json.Decoder(ImportIn)
 _ENCODE = msgspec.json.Encoder()
@@ -41,8 +45,8 @@ def acl_of(a: AclIn, field: str) -> StandardAcl:
         enum_of(RESOURCE_TYPES, a.resource_type, f"{field}.resource_type"),
         check_bytes(a.resource_name, f"{field}.resource_name"),
         enum_of(PATTERNS, a.pattern_type, f"{field}.pattern_type", upper=False),
-        check_bytes(a.principal, f"{field}.principal"),
-        check_bytes(a.host, f"{field}.host"),
+        sys.intern(check_bytes(a.principal, f"{field}.principal")),  # shared by many ACLs, kept by the node
+        sys.intern(check_bytes(a.host, f"{field}.host")),
         enum_of(OPERATIONS, a.operation, f"{field}.operation"),
         enum_of(PERMISSIONS, a.permission_type, f"{field}.permission_type"),
     )
@@ -75,10 +79,13 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
     """Decode, validate and import (on the writer thread)."""
     request = _IMPORT.decode(body)
     acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(request.acls)]
+    state.node.defer_snapshots = True  # the policy's snapshot of the new state is taken after the answer
     try:
         result: ImportResult = state.node.controller.import_acls(acls, dry_run=request.dry_run)
     except InvalidImportError as exc:
         raise _refused(exc) from exc
+    finally:
+        state.node.defer_snapshots = False
     would_add = [_acl_in(a) for _, a in result.added] if request.dry_run else None
     return ImportOut(
         read=len(acls),
@@ -97,4 +104,14 @@ async def import_acls(state: ServeState, request: Request, caller: Caller) -> Re
     _require_ready(state)
     require_cluster(state, caller, AclOperation.ALTER)
     out = await _on_writer(state, lambda: _run(state, request.body))
+    state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write
     return Response(200, _ENCODE.encode(out))
+
+
+def _deferred_snapshot(state: ServeState) -> None:
+    """The snapshot the policy asked for during an import (on the writer thread); a failure is logged,
+    the log already holds the import and the next policy snapshot tries again."""
+    try:
+        state.node.take_deferred_snapshot()
+    except Exception:
+        log.exception("the snapshot after an import failed")

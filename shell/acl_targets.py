@@ -7,7 +7,7 @@ returning, so one command invocation uses a target from one thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +36,25 @@ class Imported:
     repeated: int  # a copy of an earlier entry of the same input: skipped
     base_offset: int | None = None  # where the one batch landed (None: nothing written, or a dry run)
     would_add: list[StandardAcl] = field(default_factory=list)  # dry run only
+    # What is left once the result is reported (the snapshot a log's policy asked for, closing the log);
+    # call it once the report is out, and before reading the target again. Idempotent.
+    finish: Callable[[], None] = lambda: None
+
+
+def _finisher(node: AclNode) -> Callable[[], None]:
+    """Take the snapshot the import left to the policy, then close the node; only the first call does."""
+    done = False
+
+    def finish() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            try:
+                node.take_deferred_snapshot()
+            finally:
+                node.close()
+
+    return finish
 
 
 class AclTarget(Protocol):
@@ -65,18 +84,22 @@ class LogAclTarget:
         return f"the kraft-acl log on topic {self.log.topic or 'kraft-acl-metadata'} of {self.log.bootstrap_servers}"
 
     def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> Imported:
-        """One batch through the controller (the writer lock or Kafka fencing keeps other writers out)."""
+        """One batch through the controller (the writer lock or Kafka fencing keeps other writers out); the
+        log stays open, and the policy's snapshot waits, until `finish` (after the report)."""
         if dry_run and self.log.log_dir is not None and not self.log.log_dir.exists():
             node = AclNode(MemoryLog())  # a directory the import would create: nothing is there yet
             node.start()
         else:
             node = self.log.open_node(write=not dry_run)
+        node.defer_snapshots = True
+        finish = _finisher(node)
         try:
             result = node.controller.import_acls(acls, dry_run=dry_run)
-        finally:
-            node.close()
+        except BaseException:
+            finish()
+            raise
         would_add = [acl for _, acl in result.added] if dry_run else []
-        return Imported(len(result.added), result.present, result.repeated, result.base_offset, would_add)
+        return Imported(len(result.added), result.present, result.repeated, result.base_offset, would_add, finish)
 
     def acls_at(self, offset: int | None) -> Mapping[str, StandardAcl]:
         if self.log.log_dir is not None:  # any format: kraft-acl's log, or Apache Kafka's metadata

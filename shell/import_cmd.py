@@ -172,13 +172,18 @@ def import_command(
             result = target.import_acls(acls, dry_run)
         except InvalidImportError as exc:
             fail(f"{source.label}: {exc}")
-        report: dict[str, Any] = _report(source, target, acls, result, dry_run)
-        if check:
-            report["check"] = _check(source, target, acls)
-    if output.is_json:
-        typer.echo(json.dumps(report))
-    else:
-        _print_report(report)
+        try:
+            report: dict[str, Any] = _report(source, target, acls, result, dry_run)
+            if check:
+                result.finish()  # the log is read back through the snapshot the import left to the policy
+                report["check"] = _check(source, target, acls)
+            if output.is_json:
+                typer.echo(json.dumps(report))
+            else:
+                _print_report(report)
+            sys.stdout.flush()
+        finally:
+            result.finish()  # the report is out: now the policy's snapshot (seconds for 1M ACLs), then close
     if check and not report["check"]["equal"]:
         raise typer.Exit(EXIT_FAILED)
 
