@@ -2,7 +2,8 @@
 `kraft-acl serve` (its import endpoint and describe).
 
 Each target is a small immutable description; every method opens what it needs and closes it before
-returning, so one command invocation uses a target from one thread.
+returning, except that a log stays open after an import until its `Imported.finish` (called once the
+command has reported); one command invocation uses a target from one thread.
 """
 
 from __future__ import annotations
