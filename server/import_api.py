@@ -15,6 +15,7 @@ import sys
 import msgspec
 
 from authorizer.controller import ImportResult, InvalidImportError
+from authorizer.gc_pause import paused_gc
 from authorizer.model import AclOperation, StandardAcl
 from server.admin import _on_writer, _require_ready, _require_writable, require_cluster
 from server.auth import Caller
@@ -77,11 +78,12 @@ def _refused(exc: InvalidImportError) -> BadRequest:
 
 def _run(state: ServeState, body: bytes) -> ImportOut:
     """Decode, validate and import (on the writer thread)."""
-    request = _IMPORT.decode(body)
-    acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(request.acls)]
     state.node.defer_snapshots = True  # the policy's snapshot of the new state is taken after the answer
     try:
-        result: ImportResult = state.node.controller.import_acls(acls, dry_run=request.dry_run)
+        with paused_gc():
+            request = _IMPORT.decode(body)
+            acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(request.acls)]
+            result: ImportResult = state.node.controller.import_acls(acls, dry_run=request.dry_run)
     except InvalidImportError as exc:
         raise _refused(exc) from exc
     finally:

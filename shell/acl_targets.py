@@ -15,6 +15,7 @@ from typing import Protocol
 import httpx
 
 from authorizer.filters import AclBindingFilter
+from authorizer.gc_pause import paused_gc
 from authorizer.inputs import AclEntry
 from authorizer.metadata_source import read_state
 from authorizer.model import StandardAcl
@@ -95,7 +96,8 @@ class LogAclTarget:
         node.defer_snapshots = True
         finish = _finisher(node)
         try:
-            result = node.controller.import_acls(acls, dry_run=dry_run)
+            with paused_gc():
+                result = node.controller.import_acls(acls, dry_run=dry_run)
         except BaseException:
             finish()
             raise

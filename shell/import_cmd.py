@@ -21,6 +21,7 @@ import typer
 from authorizer.acls_json import acls_json_text
 from authorizer.config import load_properties
 from authorizer.controller import InvalidImportError
+from authorizer.gc_pause import paused_gc
 from authorizer.inputs import InputError
 from authorizer.metadata_source import read_state
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
@@ -100,7 +101,7 @@ def _target(
 
 
 def _read(source: AclSource) -> list[StandardAcl]:
-    with library_errors():
+    with library_errors(), paused_gc():  # a million ACLs: millions of objects, no cycles to find meanwhile
         try:
             return source.read()
         except InputError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from authorizer.acls_json import acls_json_text
+from authorizer.gc_pause import paused_gc
 from authorizer.model import StandardAcl
 from authorizer.whatif import load_acls
 from shell.acl_targets import LogAclTarget
@@ -41,7 +42,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         probe = cpu_probe_us()
         gc.collect()
         start, cpu = time.perf_counter(), time.process_time()
-        loaded = load_acls(source)
+        with paused_gc():  # as `kraft-acl import` reads its source
+            loaded = load_acls(source)
         read_s = time.perf_counter() - start
         result = target.import_acls(loaded, dry_run=False)
         import_s, import_cpu = time.perf_counter() - start, time.process_time() - cpu
