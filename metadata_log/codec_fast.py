@@ -147,6 +147,8 @@ def _text(value: object, index: int, field: str) -> bytes:
     if type(value) is not str:
         raise ValueError(f"record {index}: field {field!r} = {value!r} is not a string")
     raw = value.encode("utf-8")
+    if len(raw) > codec_rows.MAX_STRING_BYTES:
+        raise ValueError(f"record {index}: field {field!r} is over Kafka's {codec_rows.MAX_STRING_BYTES}-byte limit")
     return _zigzag(len(raw)) + raw
 
 
@@ -199,6 +201,8 @@ def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
         if type(name) is not str:
             raise ValueError(f"record {index}: field 'resource_name' = {name!r} is not a string")
         raw = name.encode("utf-8")
+        if len(raw) > codec_rows.MAX_STRING_BYTES:
+            raise ValueError(f"record {index}: field 'resource_name' is over Kafka's string limit")
         length = small(len(raw)) or _zigzag(len(raw))
         extend((b"\x00", raw_ids[index], rt, length, raw, pt, principal, host, op, pm))
     out.append(b"\x00")

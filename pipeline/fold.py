@@ -105,11 +105,12 @@ def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
 
 
 def _header(log: LogEvents, offset: int) -> SnapshotHeader:
-    """As a node's snapshot: epoch and timestamp of the batch below `offset` (epoch 0 and now, before any)."""
+    """As a node's snapshot: the log's identity, epoch and timestamp of the batch below `offset` (epoch 0 and
+    now, before any), so that the log accepts it (snapshots.binding)."""
     last = log.events.filter(F.col("offset") == offset - 1).select("epoch", "ts").first() if offset else None
     if last is None:
-        return SnapshotHeader(offset, 0, int(time.time() * 1000))
-    return SnapshotHeader(offset, max(int(last["epoch"]), 0), int(last["ts"]))
+        return SnapshotHeader(offset, 0, int(time.time() * 1000), log_id=log.log_id)
+    return SnapshotHeader(offset, max(int(last["epoch"]), 0), int(last["ts"]), log_id=log.log_id)
 
 
 def _chunks(table: pa.Table) -> Iterator[AclColumns]:

@@ -141,12 +141,14 @@ def count(state: ServeState, request: Request, caller: Caller) -> Response:
 
 
 def status(state: ServeState, request: Request, caller: Caller | None) -> Response:
-    """GET /v1/status: ready, applied offset, high-water mark, lag, the tailer's last error."""
+    """GET /v1/status: ready (loaded and following its log), applied offset, high-water mark, lag, the tailer's
+    last error, since when it fails, and a divergence; 503 unless ready (decisions go on from the last state)."""
     index, offset = state.authorizer.state()
     tail = state.tailer.status() if state.tailer is not None else None
     node = state.node
+    ready = node.ready
     body = StatusOut(
-        ready=state.authorizer.ready,
+        ready=ready,
         node_id=state.config.authorizer.node_id,
         roles=["broker", "controller"] if state.config.controller else ["broker"],
         listener=request.listener,
@@ -156,5 +158,9 @@ def status(state: ServeState, request: Request, caller: Caller | None) -> Respon
         lag=tail.lag if tail else None,
         last_error=tail.last_error if tail else None,
         snapshot=node.loaded_snapshot.name if node.loaded_snapshot is not None else None,
+        following=tail.following if tail else False,
+        diverged=tail.diverged if tail else None,
+        failing_since=tail.since if tail else None,
+        failures=tail.failures if tail else 0,
     )
-    return Response(200 if state.authorizer.ready else 503, _ENCODE.encode(body))
+    return Response(200 if ready else 503, _ENCODE.encode(body))

@@ -73,7 +73,13 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         import_wire.ImportOut,
     ),
     ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
-    ("get", "/v1/status", "Readiness and replay progress (503 until the initial load completes)", None, wire.StatusOut),
+    (
+        "get",
+        "/v1/status",
+        "Readiness and replay progress (503 until the initial load completes, and while the log is not followed)",
+        None,
+        wire.StatusOut,
+    ),
     (
         "post",
         "/v1/data/kafka/authz/allow",

@@ -23,7 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 import uvloop
 
 from authorizer.node import AclNode
-from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
 from metadata_log.errors import LogError
 from server import import_api
@@ -124,8 +123,9 @@ def build_state(config: ServeConfig) -> ServeState:
         acl_count=lambda: float(len(node.authorizer.state()[0])),
         last_offset=lambda: float(node.authorizer.state()[1]),
         lag=lambda: _lag(holder[0]),
-        ready=lambda: 1.0 if node.authorizer.ready else 0.0,
+        ready=lambda: 1.0 if node.ready else 0.0,
         log_error=lambda: _log_error(holder[0]),
+        diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
     node.loader.change_listeners.append(ids.on_change)
@@ -153,7 +153,12 @@ def _lag(state: ServeState) -> float:
 
 def _log_error(state: ServeState) -> float:
     tail = state.tailer.status() if state.tailer is not None else None
-    return 1.0 if tail is not None and tail.last_error is not None else 0.0
+    return 1.0 if tail is not None and tail.last_error is not None and tail.diverged is None else 0.0
+
+
+def _diverged(state: ServeState) -> float:
+    tail = state.tailer.status() if state.tailer is not None else None
+    return 1.0 if tail is not None and tail.diverged is not None else 0.0
 
 
 class Serve:
@@ -203,8 +208,7 @@ class Serve:
             for listener in self.config.listeners:
                 if not listener.early_start:
                     await self._open(listener, "")
-            tailer = Tailer(self.state.node.loader, interval_s=self.config.log.poll_interval_s)
-            self.state.tailer = tailer.start()
+            self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
             index, offset = self.state.authorizer.state()
             say(f"ready: {len(index)} ACLs, last applied offset {offset}")
             await self.stop.wait()

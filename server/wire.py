@@ -225,6 +225,10 @@ class StatusOut(msgspec.Struct, frozen=True):
     lag: int | None = None
     last_error: str | None = None
     snapshot: str | None = None
+    following: bool = False  # the tailer's last poll succeeded and the log never diverged
+    diverged: str | None = None  # why the node stopped following for good (the log lost or changed what it applied)
+    failing_since: float | None = None  # epoch seconds the current run of failed polls began
+    failures: int = 0  # failed polls in that run
 
 
 class ErrorBody(_Out, frozen=True):

@@ -8,6 +8,7 @@ command has reported); one command invocation uses a target from one thread.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ from authorizer.metadata_source import read_state
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.node import AclNode
 from authorizer.whatif import acl_to_json
+from metadata_log.backends.dir_files import refuse_foreign
 from metadata_log.backends.memory import MemoryLog
 from shell.server_client import ServerTarget
 from shell.server_client import _acl as server_acl
@@ -52,6 +54,8 @@ def _finisher(node: AclNode) -> Callable[[], None]:
             done = True
             try:
                 node.take_deferred_snapshot()
+                if node.snapshot_failure is not None:  # the import itself is durable; say so, as acls --add does
+                    print(f"kraft-acl: warning: {node.snapshot_failure}", file=sys.stderr)
             finally:
                 node.close()
 
@@ -87,6 +91,8 @@ class LogAclTarget:
     def import_acls(self, acls: list[StandardAcl], dry_run: bool) -> Imported:
         """One batch through the controller (the writer lock or Kafka fencing keeps other writers out); the
         log stays open, and the policy's snapshot waits, until `finish` (after the report)."""
+        if dry_run and self.log.log_dir is not None and self.log.log_dir.is_dir():
+            refuse_foreign(self.log.log_dir)  # a dry run refuses a directory of files kraft-acl did not write
         if dry_run and self.log.log_dir is not None and not self.log.log_dir.exists():
             node = AclNode(MemoryLog())  # a directory the import would create: nothing is there yet
             node.start()

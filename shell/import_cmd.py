@@ -29,6 +29,7 @@ from authorizer.whatif import acl_to_json, load_acls
 from shell.acl_targets import AclTarget, Imported, LogAclTarget, ServerAclTarget
 from shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.log_integrity_cmd import LockTimeout
 from shell.log_state import library_errors
 from shell.output import Output, output_option
 from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
@@ -82,6 +83,7 @@ def _target(
     topic: str | None,
     cluster: bool,
     server: ServerTarget | None,
+    lock_s: float,
 ) -> AclTarget:
     """A running serve, the embedded log, or a Kafka-backed one on --bootstrap-server (with --from-cluster:
     the same cluster, named explicitly by --metadata-topic so no cluster gets a topic by accident)."""
@@ -90,7 +92,7 @@ def _target(
             fail("give one place to import into: --server URL, --log-dir DIR or --bootstrap-server HOST:PORT")
         return ServerAclTarget(server)
     if log_dir is not None:
-        return LogAclTarget(LogTarget(log_dir=log_dir))
+        return LogAclTarget(LogTarget(log_dir=log_dir, lock_timeout_s=lock_s))
     if bootstrap is None or (cluster and topic is None):
         fail(
             "give where to import: --log-dir DIR (embedded log), --server URL (a running kraft-acl serve) or "
@@ -145,6 +147,7 @@ def import_command(
     key: Key = None,
     cacert: CaCert = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be added; write nothing")] = False,
+    lock_timeout: LockTimeout = 5.0,
     check: Annotated[
         bool, typer.Option("--check", help="afterwards compare source and log; exit 1 on a difference")
     ] = False,
@@ -166,7 +169,7 @@ def import_command(
     """
     source = _source(from_json, from_kafka_dir, from_cluster, bootstrap_server, command_config)
     remote = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
-    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, remote)
+    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, remote, lock_timeout)
     acls = _read(source)
     with library_errors(), _server_errors(source):
         try:

@@ -1,7 +1,8 @@
 """The one place that turns the shell's command-line options into an `AclSource`.
 
-Stateless. A new kind of source (`--server URL` of a running `kraft-acl serve`, Apache Kafka's own
-metadata directory or `.checkpoint` files once their readers land) is one more branch here.
+Stateless. A new kind of source (`--server URL` of a running `kraft-acl serve`) is one more branch here.
+Apache Kafka's own metadata (a directory, a `.log` or a `.checkpoint`) is recognised before any kraft-acl
+reader opens it, and read as one fixed state.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from pathlib import Path
 
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import ConfigError
+from authorizer.kafka_state import KafkaStateError
+from authorizer.metadata_source import MetadataSourceError, read_state
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
+from metadata_log.kafka_format.files import locate
 from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
 from shell.metashell.snapshot_source import SnapshotSource
 from shell.metashell.source import AclSource, OffsetError, SourceError
+from shell.metashell.state_source import KafkaStateSource
 from shell.targets import LogTarget
-from snapshots.errors import CorruptSnapshotError
 
 ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE and --bootstrap-server HOST:PORT"
 
@@ -41,6 +45,9 @@ def open_source(options: SourceOptions) -> AclSource:
     if len(chosen) != 1:
         raise SourceError(ONE_SOURCE)
     try:
+        named = options.log_dir if options.log_dir is not None else options.snapshot
+        if named is not None and locate(named) is not None:  # Kafka's files: before any kraft-acl reader opens them
+            return KafkaStateSource(read_state(named, options.at_offset), options.config)
         if options.snapshot is not None:
             return _snapshot(options.snapshot, options)
         if options.log_dir is not None:
@@ -48,11 +55,9 @@ def open_source(options: SourceOptions) -> AclSource:
         return _kafka(options)
     except OffsetError as exc:
         raise SourceError(f"--at-offset: {exc}") from exc
-    except CorruptSnapshotError as exc:
-        if exc.position == 0 and "bad magic" in exc.reason:  # not ours at all: say what it is not
-            kafka = "Apache Kafka's own .checkpoint files are not read yet"
-            raise SourceError(f"{options.snapshot} is not a kraft-acl snapshot ({kafka})") from exc
-        raise SourceError(str(exc)) from exc
+    except (MetadataSourceError, KafkaStateError) as exc:
+        at = "" if options.at_offset is None else f"--at-offset {options.at_offset}: "
+        raise SourceError(f"{at}{exc}") from exc
     except (*SOURCE_ERRORS, ConfigError) as exc:
         raise SourceError(str(exc)) from exc
 

@@ -310,3 +310,19 @@ def test_the_fast_encoder_leaves_bad_records_to_fastavros_error() -> None:
     ):
         with pytest.raises(EncodeError):
             codec.encode([good, bad])
+
+
+@pytest.mark.parametrize("field", ["resource_name", "principal", "host"])
+def test_the_fast_encoder_refuses_strings_over_kafkas_limit_like_the_checked_path(field: str) -> None:
+    fields = {"resource_name": "t", "principal": "User:a", "host": "*", field: "é" * 16_384}  # 32,768 UTF-8 bytes
+    good = AccessControlEntryRecord("AAAAAAAAAAAAAAAAAAAAAQ", 2, "t", 3, "User:a", "*", 3, 3)
+    bad = AccessControlEntryRecord(
+        "AAAAAAAAAAAAAAAAAAAAAg", 2, fields["resource_name"], 3, fields["principal"], fields["host"], 3, 3
+    )
+    with pytest.raises(EncodeError, match=f"record 1 of the batch: field '{field}' is 32768 UTF-8 bytes"):
+        codec.encode([good, bad])
+    fields[field] = "é" * 16_383 + "e"  # 32,767 bytes: Kafka's limit, accepted
+    ok = AccessControlEntryRecord(
+        "AAAAAAAAAAAAAAAAAAAAAg", 2, fields["resource_name"], 3, fields["principal"], fields["host"], 3, 3
+    )
+    assert codec.decode(codec.encode([good, ok])).records[1] == ok

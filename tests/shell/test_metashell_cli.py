@@ -326,10 +326,7 @@ def test_super_users_from_the_config(kraft_acl: list[str], log_dir: Path, tmp_pa
         (["--log-dir", "LOG", "--at-offset", "4"], "--at-offset: offset 4 is inside the batch at offsets 3..4"),
         (["--log-dir", "LOG", "--at-offset", "8"], "--at-offset: offset 8 is beyond the high-water mark 7"),
         (["--snapshot", "/nonexistent.checkpoint"], "/nonexistent.checkpoint: no such snapshot file"),
-        (
-            ["--snapshot", "GOLDEN"],
-            "is not a kraft-acl snapshot (Apache Kafka's own .checkpoint files are not read yet)",
-        ),
+        (["--snapshot", "GOLDEN", "--at-offset", "9"], "--at-offset 9: "),
         (["--log-dir", "LOG", "--config", "/nonexistent.properties"], "/nonexistent.properties"),
     ],
 )
@@ -339,3 +336,16 @@ def test_source_errors(kraft_acl: list[str], log_dir: Path, source: list[str], m
     code, out, err = shell(kraft_acl, args, "ls")
     assert (code, out) == (2, "")
     assert err.startswith("kraft-acl: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_kafka_metadata_is_read_as_one_fixed_state(kraft_acl: list[str], tmp_path: Path) -> None:
+    """Apache Kafka's own files are recognised before any kraft-acl reader opens them (never "not a segment")."""
+    golden = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
+    kafka_dir = tmp_path / "__cluster_metadata-0"
+    kafka_dir.mkdir()
+    shutil.copy(golden, kafka_dir / golden.name)
+    for source in (["--snapshot", str(golden)], ["--log-dir", str(kafka_dir)]):
+        code, out, err = shell(kraft_acl, source, "authorize", "User:bob", "READ", "TOPIC:foo")
+        assert code == 0 and out.startswith("ALLOWED\nrule: MatchingAcl(") and "resourceName=foo" in out, err
+        code, out, err = shell(kraft_acl, source, "at", "2")
+        assert code != 0 and "--at-offset N" in out + err
