@@ -1,4 +1,5 @@
-"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, status).
+"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, the
+whole image with ids for the metadata shell, status).
 
 Callers other than brokers and super users are authorized the way Kafka authorizes its own admin APIs
 (spec §12): DESCRIBE on the cluster to describe, ALTER on the cluster to create or delete. Writes run
@@ -33,6 +34,7 @@ from server.wire import (
     DeleteResultOut,
     DescribeIn,
     DescribeOut,
+    ImageOut,
     StatusOut,
 )
 
@@ -138,6 +140,20 @@ def count(state: ServeState, request: Request, caller: Caller) -> Response:
     """GET /v1/acls/count: KIP-801's AclCount."""
     index, offset = state.authorizer.state()
     return Response(200, _ENCODE.encode(CountOut(len(index), offset)))
+
+
+def image(state: ServeState, request: Request, caller: Caller) -> Response:
+    """GET /v1/acls/image: every ACL with its id from one image (one reference: ACLs and provenance agree)."""
+    _require_ready(state)
+    require_cluster(state, caller, AclOperation.DESCRIBE)
+    current = state.node.image
+    p = current.provenance
+    cfg = state.config.authorizer
+    acls = [acl_out(i, a) for i, a in current.acls.items()]
+    body = ImageOut(
+        acls, p.last_offset, p.epoch, p.timestamp_ms, sorted(cfg.super_users), cfg.allow_everyone_if_no_acl_found
+    )
+    return Response(200, _ENCODE.encode(body))
 
 
 def status(state: ServeState, request: Request, caller: Caller | None) -> Response:

@@ -12,7 +12,7 @@ import msgspec
 
 from server import import_wire, wire
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -73,6 +73,21 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         import_wire.ImportOut,
     ),
     ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
+    (
+        "get",
+        "/v1/acls/image",
+        "Every ACL with its id at one offset, with super.users and allow.everyone.if.no.acl.found (DESCRIBE on "
+        "the cluster; since 1.1.0)",
+        None,
+        wire.ImageOut,
+    ),
+    (
+        "post",
+        "/v1/acls/history",
+        "When each ACL id was added and removed, read from the metadata log (DESCRIBE on the cluster; since 1.1.0)",
+        wire.HistoryIn,
+        wire.HistoryOut,
+    ),
     (
         "get",
         "/v1/status",

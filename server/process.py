@@ -82,20 +82,22 @@ def bind(listener: Listener) -> socket.socket:
     return sock
 
 
-def open_backend(config: ServeConfig) -> LogBackend:
-    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences)."""
+def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
+    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences);
+    `write=False` opens a reader whatever the role (one more, beside the node's)."""
     lc = config.log
+    writer = config.controller if write is None else write
     try:
         if lc.log_dir is not None:
             from metadata_log.backends.file import FileLog
 
             lc.log_dir.mkdir(parents=True, exist_ok=True)
-            return FileLog(lc.log_dir, read_only=not config.controller)
+            return FileLog(lc.log_dir, read_only=not writer)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         assert lc.bootstrap_servers is not None
         kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))
-        return KafkaLog(kafka, writer=config.controller)
+        return KafkaLog(kafka, writer=writer)
     except LogError as exc:
         raise ServeError(f"cannot open the metadata log: {exc}") from exc
     except OSError as exc:

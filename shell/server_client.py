@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
+from authorizer.acl_history import AclEvent, AclHistory
 from authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AclBindingFilter
@@ -174,6 +175,25 @@ class ServerClient:
         if explain:
             out["rule"] = answer["rules"][0]["text"]
         return out
+
+    def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], dict[str, Any]]:
+        """GET /v1/acls/image: every ACL with its id at one offset, and the rest of the answer (offset, epoch,
+        timestamp_ms, super_users, allow_everyone_if_no_acl_found)."""
+        answer = self.call("GET", "/v1/acls/image")
+        return [_acl(a) for a in answer.pop("acls")], answer
+
+    def acl_history(self, acl_ids: list[str]) -> AclHistory:
+        """POST /v1/acls/history: when each id was added and removed, from serve's log."""
+        answer = self.call("POST", "/v1/acls/history", {"ids": acl_ids})
+        events: dict[str, list[AclEvent]] = {acl_id: [] for acl_id in acl_ids}
+        for e in answer["events"]:
+            acl = None if e.get("acl") is None else _acl(e["acl"])[1]
+            events[e["id"]].append(AclEvent(e["offset"], e["epoch"], e["timestamp_ms"], acl))
+        return AclHistory(answer["log_start"], answer["end"], {i: tuple(found) for i, found in events.items()})
+
+    def status(self) -> dict[str, Any]:
+        """GET /v1/status (ServerError with status 503 while serve is still loading)."""
+        return self.call("GET", "/v1/status")
 
     def close(self) -> None:
         """Close the connection."""

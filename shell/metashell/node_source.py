@@ -149,16 +149,16 @@ class NodeSource(AclSource):
         except LogError as exc:
             raise SourceError(str(exc)) from exc
 
+    @property
+    def following(self) -> bool:
+        return self._tailer is not None
+
     def history(self, acl_ids: Iterable[str]) -> AclHistory:
-        following = self._tailer is not None
-        self.stop_following()
         try:
-            return acl_history(self._backend, acl_ids)
+            with self.paused():
+                return acl_history(self._backend, acl_ids)
         except SOURCE_ERRORS as exc:
             raise SourceError(str(exc)) from exc
-        finally:
-            if following:
-                self.follow()
 
     def close(self) -> None:
         self.stop_following()
