@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from metadata_log.kafka_format.batches import HEADER, HEADER_SIZE, LOG_OVERHEAD
 from metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
+from metadata_log.kafka_format.messages import ControlRecord
 from metadata_log.kafka_format.reader import decode_batch, file_batches
 from pipeline.errors import PipelineError
 from pipeline.events import EVENT_DDL, EVENT_SCHEMA
@@ -75,7 +76,7 @@ def resolve(markers: list[tuple[int, int]], start: int) -> Transactions:
             continue
         if kind == BEGIN and begun is not None:
             error = f"offset {offset}: BeginTransactionRecord inside the transaction begun at {begun}"
-            return Transactions(tuple(dropped), tuple(committed), (offset, error))
+            return Transactions((*dropped, (begun, _NEVER)), tuple(committed), (offset, error))
         if kind != BEGIN and begun is None:
             error = f"offset {offset}: {_MARKER_NAMES[kind]} without a BeginTransactionRecord"
             return Transactions(tuple(dropped), tuple(committed), (offset, error))
@@ -107,9 +108,9 @@ class KafkaLog(LogEvents):
     snapshot (its ACLs as adds at the offset below its end) and leave out records that never apply.
     """
 
-    rows: DataFrame = field(repr=False, default=None)  # type: ignore[assignment]
-    files: KafkaMetadataFiles | None = None
-    markers: list[tuple[int, int]] = field(default_factory=list)
+    rows: DataFrame = field(repr=False)
+    files: KafkaMetadataFiles
+    markers: list[tuple[int, int]]
     base: SnapshotFile | None = None
     transactions: Transactions = field(default_factory=Transactions)
     _views: dict[int, KafkaLog] = field(default_factory=dict, repr=False)
@@ -141,7 +142,6 @@ class KafkaLog(LogEvents):
 
     def for_states(self, *offsets: int) -> KafkaLog:
         """The view for states at `offsets`: based on the newest snapshot at or below the lowest of them."""
-        assert self.files is not None
         lowest = min(offsets)
         base = max((s for s in self.files.snapshots if 0 < s.end_offset <= lowest), key=_order, default=None)
         start = base.end_offset if base is not None else 0
@@ -178,8 +178,8 @@ def _order(snapshot: SnapshotFile) -> tuple[int, int]:
 def _snapshot_timestamp(file: SnapshotFile) -> int:
     """LastContainedLogTimestamp of the snapshot's header (its first batch only is read)."""
     header = decode_batch(next(iter(file_batches(file.path)))).entries[0][1]
-    found = getattr(header, "field", lambda _: None)("LastContainedLogTimestamp")
-    return -1 if found is None else int(found)
+    found = header.field("LastContainedLogTimestamp") if isinstance(header, ControlRecord) else None
+    return -1 if found is None else found
 
 
 def _raise_errors(rows: DataFrame) -> None:

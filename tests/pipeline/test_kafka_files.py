@@ -25,7 +25,7 @@ from pipeline.events import ACL_FIELDS
 from pipeline.fold import fold, state_at
 from pipeline.source import LogEvents, LogSource, load_events
 from snapshots.format import SnapshotReader
-from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG
+from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf
 from tests.pipeline.kafka_logs import KafkaGenerated, random_kafka_log
 
@@ -155,11 +155,12 @@ def test_damage_and_malformed_transactions_are_named_as_the_library_names_them(
         _load(spark, damaged)
     assert str(pipeline.value) == str(library.value)
     nested = tmp_path / "nested"
-    kf.write_log(nested / PARTITION_DIR, [kf.batch(0, [(None, kf.BEGIN)]), kf.batch(1, [(None, kf.BEGIN)])])
+    first, pending = (None, kf.ace(A)), [(None, kf.BEGIN), (None, kf.ace(B))]
+    kf.write_log(nested / PARTITION_DIR, [kf.batch(0, [first]), kf.batch(1, pending), kf.batch(3, [(None, kf.BEGIN)])])
     events = _load(spark, nested)
-    assert _state(events, 1) == {}  # the second Begin is not reached
+    assert set(_state(events, 3)) == set(read_state(nested, 3).image.acls) == {A.id}  # the second Begin not reached
     with pytest.raises(AuthorizerError) as replay:
-        read_state(nested, 2)
+        read_state(nested, 4)
     with pytest.raises(PipelineError) as folded:
-        state_at(events, 2)
+        state_at(events, 4)
     assert str(folded.value) == str(replay.value)
