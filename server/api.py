@@ -93,7 +93,6 @@ class Api:
     def __init__(self, state: ServeState, authenticator: Authenticator) -> None:
         self.state = state
         self.authenticator = authenticator
-        self._counters: dict[tuple[str, int], object] = {}
 
     def dispatch(self, request: Request) -> Response | Awaitable[Response]:
         """Answer one request (an awaitable for ACL writes)."""
@@ -147,9 +146,5 @@ class Api:
         return Response(HTTPStatus.NOT_FOUND, _ENCODE.encode(body))
 
     def _count(self, endpoint: str, response: Response) -> Response:
-        key = (endpoint, response.status)
-        counter = self._counters.get(key)
-        if counter is None:
-            counter = self._counters[key] = self.state.metrics.requests.labels(endpoint, str(response.status))
-        counter.inc()  # type: ignore[attr-defined]
+        self.state.metrics.figures.count_request(endpoint, response.status)
         return response

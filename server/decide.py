@@ -84,10 +84,11 @@ def _decide_fast(state: ServeState, ctx: RequestContext, actions: list[ActionIn]
     try:
         codes = authz.decide_codes(index, ctx, ops, rtypes, names)
     except AuthorizerNotReadyError as exc:
-        state.metrics.not_ready.inc()
+        state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
-    state.metrics.latency.observe(time.perf_counter() - started)
-    state.metrics.count_codes(codes)
+    figures = state.metrics.figures
+    figures.observe(time.perf_counter() - started)
+    figures.count_codes(codes)
     results = [RESULT_NAME[code] for code in codes]
     if AUDIT_LOGGER.isEnabledFor(TRACE):
         for i, a in enumerate(actions):
@@ -107,12 +108,13 @@ def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explai
     try:
         results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None)
     except AuthorizerNotReadyError as exc:
-        state.metrics.not_ready.inc()
+        state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
     except InvalidActionError as exc:
         raise BadRequest(str(exc), "$.actions") from exc
-    state.metrics.latency.observe(time.perf_counter() - started)
-    state.metrics.count_codes(codes)
+    figures = state.metrics.figures
+    figures.observe(time.perf_counter() - started)
+    figures.count_codes(codes)
     if log is not None and rules is not None:
         log.write(ctx, actions, results, rules, offset)
     names = [r.name for r in results]
@@ -157,7 +159,7 @@ def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: Re
     try:
         result = authz.authorize_by_resource_type(ctx, op, rtype)
     except AuthorizerNotReadyError as exc:
-        state.metrics.not_ready.inc()
+        state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
     except InvalidActionError as exc:
         raise BadRequest(str(exc), "$.resource_type") from exc

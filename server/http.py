@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -95,17 +96,35 @@ def encode_response(response: Response, keep_alive: bool) -> bytes:
 
 
 class Connections:
-    """Every open connection of one server process, so that shutdown can close them."""
+    """Every open connection of one server process, so that shutdown can close them, and the one timer that
+    enforces their deadlines (a sweep every `tick` seconds instead of a timer armed per request)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tick: float = 0.25) -> None:
         self.open: set[HttpProtocol] = set()
         self.closing = False
+        self.tick = tick
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    def add(self, conn: HttpProtocol) -> None:
+        """A new connection; the sweep starts with the first one."""
+        self.open.add(conn)
+        if self._sweeper is None:
+            self._sweeper = conn.loop.call_later(self.tick, self._sweep, conn.loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        for conn in [c for c in self.open if c.deadline <= now]:
+            conn.timed_out()
+        self._sweeper = loop.call_later(self.tick, self._sweep, loop)
 
     def close_idle(self) -> None:
         """Stop accepting new requests: idle connections close now, busy ones after their response."""
         self.closing = True
         for conn in list(self.open):
             conn.close_when_idle()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
 
     def busy(self) -> int:
         """Connections with a request in progress."""
@@ -141,7 +160,7 @@ class HttpProtocol(asyncio.Protocol):
         self.queue: list[Request] = []  # pipelined requests waiting behind an async handler
         self.busy = False  # an async handler is running
         self.closing = False
-        self.timer: asyncio.TimerHandle | None = None
+        self.deadline = math.inf  # loop time at which `timed_out` applies (see Connections' sweep)
         self.loop = asyncio.get_event_loop()
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -154,7 +173,7 @@ class HttpProtocol(asyncio.Protocol):
             cert = ssl_object.getpeercert()
             if cert:
                 self.tls_principal = self.principal_of_cert(cert)
-        self.connections.open.add(self)
+        self.connections.add(self)
         if self.connections.closing:
             self.closing = True
             transport.close()
@@ -163,20 +182,15 @@ class HttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.open.discard(self)
-        self._disarm()
+        self.deadline = math.inf
         self.transport = None
 
     def _arm(self, seconds: float) -> None:
-        self._disarm()
-        self.timer = self.loop.call_later(seconds, self._timed_out)
+        self.deadline = self.loop.time() + seconds
 
-    def _disarm(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def _timed_out(self) -> None:
-        self.timer = None
+    def timed_out(self) -> None:
+        """The deadline passed: a request that did not arrive in time gets 408, an idle connection closes."""
+        self.deadline = math.inf
         if self.transport is None:
             return
         if self.in_request and not self.busy:
@@ -286,7 +300,7 @@ class HttpProtocol(asyncio.Protocol):
         self.busy = True
         if self.transport is not None:
             self.transport.pause_reading()
-        self._disarm()
+        self.deadline = math.inf
         task = self.loop.create_task(_await(outcome))
         task.add_done_callback(self._async_done)
 
