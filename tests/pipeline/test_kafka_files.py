@@ -157,7 +157,8 @@ def test_damage_and_malformed_transactions_are_named_as_the_library_names_them(
         _load(spark, damaged)
     assert str(pipeline.value) == str(library.value)
     nested = tmp_path / "nested"
-    first, pending = (None, kf.ace(A)), [(None, kf.BEGIN), (None, kf.ace(B))]
+    first: kf.Record = (None, kf.ace(A))
+    pending: list[kf.Record] = [(None, kf.BEGIN), (None, kf.ace(B))]
     kf.write_log(nested / PARTITION_DIR, [kf.batch(0, [first]), kf.batch(1, pending), kf.batch(3, [(None, kf.BEGIN)])])
     events = _load(spark, nested)
     assert set(_state(events, 3)) == set(read_state(nested, 3).image.acls) == {A.id}  # the second Begin not reached
