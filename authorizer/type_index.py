@@ -38,13 +38,20 @@ def bucket_of(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:
 
 _EMPTY_GRANTS: Grants = {}
 _INTERNED: dict[tuple[tuple[str, int], ...], Grants] = {}
+_INTERN_HOSTS = 8
 N_TYPES = 8
 # BITS[permission code][operation code] == grant_bit(operation, permission), for the hot build loop.
 BITS: tuple[tuple[int, ...], ...] = tuple(tuple(grant_bit(op, perm) for op in range(16)) for perm in range(4))
 
 
 def intern_grants(grants: Grants) -> Grants:
-    """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it."""
+    """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it.
+
+    Grants of more than `_INTERN_HOSTS` hosts are returned as they are: such shapes rarely repeat,
+    and their key would cost a sort and a tuple as large as the dict.
+    """
+    if len(grants) > _INTERN_HOSTS:
+        return grants
     if len(grants) == 1:
         key: tuple[tuple[str, int], ...] = tuple(grants.items())
     else:
