@@ -274,8 +274,13 @@ def _adopt(parent: list[Any], child: tuple[Any, ...]) -> None:
     parent[4].append(child)
 
 
-def _host_mask(grants: dict[str, int], host: str) -> int:
-    return grants.get(host, 0) | grants.get("*", 0)
+def _host_mask(grants: Any, host: str) -> int:
+    """The bits of `grants` for `host` and for `*`: a dict, or an `immutables.Map` of many hosts (`grant_edits`)."""
+    if isinstance(grants, dict):
+        hosts: dict[str, int] = grants
+        return hosts.get(host, 0) | hosts.get("*", 0)
+    found: int = grants.get(host, 0) | grants.get("*", 0)
+    return found
 
 
 def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
@@ -304,7 +309,7 @@ def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
             node: Any = view.trie
             while node is not None:
                 entry: tuple[Any, ...] = node
-                found: dict[str, int] | None = entry[1]
+                found: Any = entry[1]
                 if found is not None:
                     label: str = entry[0]
                     if not name.startswith(label):
@@ -320,7 +325,7 @@ def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
                 if at < 0:
                     break
                 node = entry[4 + at]
-            other: dict[str, Grants] = view.other
+            other: dict[str, Any] = view.other  # values: a dict, or an `immutables.Map` of many hosts
             if other:
                 for prefix, grants in other.items():
                     if name.startswith(prefix):
@@ -332,7 +337,7 @@ def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
 
 def _overlay_mask(literal: Any, host: str, name: str) -> int:
     """The literal part of `grant_mask` for a view whose names are an OverlayMap (`authorizer.views.NameMap`)."""
-    base: dict[str, Grants] = literal._base
+    base: dict[str, Any] = literal._base  # values as `other`'s in `grant_mask`
     over: Any = literal._over
     mask = 0
     for key in (name, "*"):

@@ -37,10 +37,10 @@ tree in one pass over sorted names, and `bulk_rows.grant_mask` walks it for ever
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-Grants = dict[str, int]
+Grants = Mapping[str, int]  # host -> grant mask
 # (label, grants) or (label, grants, depth, keys, *kids): see the module docstring.
 Node = tuple[Any, ...]
 _KIDS = 4  # where an inner node's children start

@@ -30,7 +30,8 @@ from typing import Any
 from authorizer import trie
 from authorizer.overlay import OverlayMap
 
-Grants = dict[str, int]
+# host -> grant mask: a dict, or an `immutables.Map` for many hosts (see `grant_edits`); read-only here
+Grants = Mapping[str, int]
 Bits = tuple[int, int]  # grant bits some host lost, and gained, on one name in one update
 # One change of a view, kept for `authorize_by_resource_type`: (serial, kind, name, lost bits, gained bits).
 Change = tuple[int, str, str, int, int]
@@ -40,9 +41,9 @@ HISTORY_LIMIT = 8
 EMPTY: Mapping[Any, Any] = {}
 COPY_LIMIT = 64  # a changed view with at most this many literal names keeps a plain dict (copied whole)
 _NAME_MAP_FLOOR = 64  # a NameMap's overlay is folded at max(this, a sixteenth of its base)
-REMOVED: Grants = {}  # a NameMap's tombstone: grants no host has, so a probe that meets it adds nothing
+REMOVED: dict[str, int] = {}  # a NameMap's tombstone: grants no host has, so a probe that meets it adds nothing
 NO_NAMES: dict[str, Grants] = {}  # the one empty name dict views share (views never write to their dicts)
-Names = dict[str, Grants] | OverlayMap[str, Grants]
+Names = Mapping[str, Grants]  # a dict, or a NameMap
 
 
 class NameMap(OverlayMap[str, Grants]):
@@ -62,7 +63,7 @@ class PrincipalView:
     __slots__ = ("history", "literal", "other", "trie")
 
     def __init__(
-        self, literal: Names, tree: trie.Node | None, other: dict[str, Grants], history: History | None = None
+        self, literal: Names, tree: trie.Node | None, other: Mapping[str, Grants], history: History | None = None
     ) -> None:
         self.literal = literal
         self.trie = tree

@@ -18,7 +18,13 @@ from authorizer.index import AclIndex
 from authorizer.memory import release_free_memory
 from authorizer.model import AclOperation, ResourceType
 from authorizer.standard import RequestContext, StandardAuthorizer
-from shell.bench.authorizer_updates import apply_latency, by_resource_type_jmh, owner_batches, update_benchmark
+from shell.bench.authorizer_updates import (
+    apply_latency,
+    batch_per_acl,
+    by_resource_type_jmh,
+    owner_batches,
+    update_benchmark,
+)
 from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
 from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, rss_bytes
 
@@ -107,6 +113,7 @@ def jmh_sets(sizes: tuple[int, ...] = (10_000, 50_000, 200_000), cycles: int = 2
         for key, value in by_resource_type_jmh(authorizer, cycles).items():
             by_type.setdefault(key.removesuffix("_us"), {})[str(size)] = value
         updates[str(size)] = apply_latency(authorizer, owner_batches(cycles))
+        updates[str(size)]["batch_1000"] = batch_per_acl(authorizer)
         del authorizer
         gc.collect()
     return {"jmh_test_authorizer_us": decisions, "by_resource_type_jmh_us": by_type, "update_us": {"jmh": updates}}

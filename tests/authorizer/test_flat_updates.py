@@ -105,6 +105,16 @@ def test_one_change_to_a_large_view_shares_everything_it_did_not_change() -> Non
     assert isinstance(star, immutables.Map) and len(star) == 300
     again = after.apply([], [("n3", acl("*", host="10.9.9.9"))])
     assert len(topics(again).literal["*"]) == 301 and len(topics(after).literal["*"]) == 300
+    # The grants of a name of many hosts become a HAMT on their first change: one more host is one insert.
+    hosts = topics(again).principals["User:big"].literal["*"]
+    assert isinstance(hosts, immutables.Map) and len(hosts) == 301 and hosts["10.9.9.9"] == 1 << AclOperation.READ
+    built = view.literal["*"]
+    assert isinstance(built, dict) and len(built) == 300, "the built view's grants are untouched"
+    fewer = again.apply(["n3", *(f"h{n}" for n in range(280))], [])
+    assert dict(topics(fewer).principals["User:big"].literal["*"]) == {
+        f"10.0.1.{n}": 1 << AclOperation.READ for n in range(24, 44)
+    }
+    assert isinstance(topics(fewer).principals["User:big"].literal["*"], dict), "a dict again at few hosts"
     assert topics(before).literal.get("new-topic") is None, "the built index is untouched"
 
 

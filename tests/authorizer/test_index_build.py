@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import overlay, trie, type_index, views
+from authorizer import grant_edits, overlay, trie, type_index, views
 from authorizer.errors import ImageError
 from authorizer.index import AclIndex, TypeIndex, members
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
@@ -69,14 +69,19 @@ def describe(index: TypeIndex | None) -> dict[str, Any] | None:
         "walk_marks": index.walk_marks(),  # an updated index carries them forward when it can (next_walk_marks)
         "principals": {
             principal: {
-                "literal": dict(view.literal),
-                "prefixed": view.prefixed,
-                "other": view.other,
+                "literal": plain(view.literal),
+                "prefixed": plain(view.prefixed),
+                "other": plain(view.other),
                 "trie": trie_shape(view.trie),
             }
             for principal, view in index.principals.items()
         },
     }
+
+
+def plain(names: Any) -> dict[str, dict[str, int]]:
+    """name -> grants as plain dicts (grants of many hosts are an immutables.Map after an update)."""
+    return {name: dict(grants) for name, grants in names.items()}
 
 
 def trie_shape(node: Any) -> Any:
@@ -87,14 +92,15 @@ def trie_shape(node: Any) -> Any:
     if node is None:
         return None
     if len(node) == 2:
-        return node  # a leaf: (name, grants)
+        return (node[0], dict(node[1]))  # a leaf: (name, grants)
     label, grants, depth, keys, *kids = node
     assert kids and len(kids) == len(keys) and list(keys) == sorted(keys), f"keys of {label[:depth]!r}"
     assert grants is not None or len(kids) >= 2, f"a branch point with {len(kids)} children at {label[:depth]!r}"
     assert grants is None or len(label) == depth, f"a name's depth is its length: {label!r}"
     for key, kid in zip(keys, kids, strict=True):
         assert trie.depth_of(kid) > depth and kid[0][:depth] == label[:depth] and kid[0][depth] == key, kid[0]
-    return (label[:depth], grants, depth, keys, tuple(trie_shape(kid) for kid in kids))
+    held = None if grants is None else dict(grants)
+    return (label[:depth], held, depth, keys, tuple(trie_shape(kid) for kid in kids))
 
 
 def expected(group: list[StandardAcl], code: int) -> dict[str, Any] | None:
@@ -142,7 +148,7 @@ def test_apply_on_a_built_index_equals_build(
 
     A small `_MIN_FOLD` makes the OverlayMaps (by_id, literal, prefixed) fold their overlays;
     `small` limits make every view past one literal name a NameMap (folded after one change or
-    two), and every bucket past two ACLs a persistent set.
+    two), every bucket past two ACLs a persistent set, and grants past two hosts a HAMT.
     """
     with mock.patch.object(overlay, "_MIN_FOLD", min_fold), small_limits(small):
         check_apply_on_built(group, data)
@@ -158,6 +164,7 @@ def small_limits(small: bool = True) -> Iterator[None]:
         mock.patch.object(views, "COPY_LIMIT", 1),
         mock.patch.object(views, "_NAME_MAP_FLOOR", 2),
         mock.patch.object(type_index, "TUPLE_LIMIT", 2),
+        mock.patch.object(grant_edits, "HOSTS_LIMIT", 2),
     ):
         yield
 
