@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from authorizer.image import Provenance
+from authorizer.image import AclsImage, Provenance
 from authorizer.loader import MetadataLoader
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from authorizer.overlay import OverlayMap
 from authorizer.records import record_from_acl
 from authorizer.standard import RequestContext, StandardAuthorizer
 from metadata_log.backends.memory import MemoryLog
@@ -26,7 +27,6 @@ from metadata_log.codec import new_uuid
 from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
 from shell.bench.datasets import jmh_set, update_benchmark_acls
 from shell.bench.timing import at_reference, frozen_gc, mean_us, percentiles, probed
-from snapshots.columns import AclColumns
 
 OWNER = "User:test-user"
 Batch = tuple[str, list[str], list[tuple[str, StandardAcl]]]  # (kind, removed ids, added (id, ACL) pairs)
@@ -148,7 +148,9 @@ def tail_replay(resources: int = 200_000, batches: int = 10_000) -> dict[str, An
     acls = jmh_set(resources)
     log = MemoryLog(log_start_offset=len(acls))
     loader = MetadataLoader(log, StandardAuthorizer())
-    loader.load_snapshot((), Provenance(len(acls) - 1, 0, 0), columns=_columns(acls))
+    columns = list(AclsImage(OverlayMap(dict(acls)), Provenance()).chunks())  # as a snapshot holds them
+    loader.load_snapshot((), Provenance(len(acls) - 1, 0, 0), columns=columns)
+    del columns
     loader.authorizer.complete_initial_load()  # type: ignore[union-attr]
     for batch in _tail(acls, batches):
         log.append(batch)
@@ -164,28 +166,6 @@ def tail_replay(resources: int = 200_000, batches: int = 10_000) -> dict[str, An
         "probe_us": round(probe, 2),
         "seconds_at_reference": round(at_reference(seconds, probe), 3),
     }
-
-
-def _columns(acls: list[tuple[str, StandardAcl]], rows: int = 100_000) -> list[AclColumns]:
-    chunks = []
-    for start in range(0, len(acls), rows):
-        part = acls[start : start + rows]
-        ids = [acl_id for acl_id, _ in part]
-        fields = list(zip(*(acl for _, acl in part), strict=True))
-        types, names, patterns, principals, hosts, operations, permissions = fields
-        chunks.append(
-            AclColumns(
-                ids,
-                list(map(int, types)),
-                list(names),
-                list(map(int, patterns)),
-                list(principals),
-                list(hosts),
-                list(map(int, operations)),
-                list(map(int, permissions)),
-            )
-        )
-    return chunks
 
 
 def _tail(acls: list[tuple[str, StandardAcl]], batches: int) -> list[list[MetadataRecord]]:
