@@ -141,14 +141,20 @@ def test_changes_since_follows_a_list_model() -> None:
     assert view is not None and view.changes_since(12345) is None
 
 
-def test_by_resource_type_after_a_change_checks_points_instead_of_scanning() -> None:
-    """The worked example of `resource_type`: a PREFIXED DENY dominates everything, then one ALLOW comes and goes."""
+def dominated(count: int) -> StandardAuthorizer:
+    """big's `count` literal READ ALLOWs on `foo-0`... and one PREFIXED DENY of READ on `foo-` (id `d`) above them."""
     deny = Acl(
         ResourceType.TOPIC, "foo-", PatternType.PREFIXED, "User:big", "*", AclOperation.READ, AclPermissionType.DENY
     )
     auth = StandardAuthorizer()
-    auth.load_snapshot([(f"l{n}", acl(f"foo-{n}")) for n in range(500)] + [("d", deny)])
+    auth.load_snapshot([(f"l{n}", acl(f"foo-{n}")) for n in range(count)] + [("d", deny)])
     auth.complete_initial_load()
+    return auth
+
+
+def test_by_resource_type_after_a_change_checks_points_instead_of_scanning() -> None:
+    """The worked example of `resource_type`: a PREFIXED DENY dominates everything, then one ALLOW comes and goes."""
+    auth = dominated(500)
     ctx = RequestContext("User:big", "10.0.0.1")
     scans = mock.patch.object(resource_type._Query, "scan", autospec=True, side_effect=resource_type._Query.scan)
 
@@ -173,12 +179,7 @@ def test_by_resource_type_after_a_change_checks_points_instead_of_scanning() -> 
 
 def test_by_resource_type_after_more_changes_than_a_view_keeps() -> None:
     """A baseline older than the changes a view keeps is not trusted: the views are scanned again."""
-    deny = Acl(
-        ResourceType.TOPIC, "foo-", PatternType.PREFIXED, "User:big", "*", AclOperation.READ, AclPermissionType.DENY
-    )
-    auth = StandardAuthorizer()
-    auth.load_snapshot([(f"l{n}", acl(f"foo-{n}")) for n in range(10)] + [("d", deny)])
-    auth.complete_initial_load()
+    auth = dominated(10)
     ctx = RequestContext("User:big", "10.0.0.1")
     assert auth.authorize_by_resource_type(ctx, AclOperation.READ, ResourceType.TOPIC) is AuthorizationResult.DENIED
     auth.apply_changes([], [("bar", acl("bar"))])  # undominated: the answer is ALLOWED from here on

@@ -528,6 +528,12 @@ def reference_decisions(
     return out
 
 
+def with_new_ids(specs: list[AclSpec], remaining: set[AclSpec], next_id: int) -> list[tuple[str, AclSpec]]:
+    """The distinct `specs` not in `remaining`, in order, with ids from `id<next_id>` on."""
+    fresh = [spec for spec in dict.fromkeys(specs) if spec not in remaining]
+    return [(f"id{next_id + n}", spec) for n, spec in enumerate(fresh)]
+
+
 def named(results: list[object]) -> list[object]:
     return [getattr(r, "name", r) for r in results]
 
@@ -553,11 +559,8 @@ def test_incremental_updates_equal_snapshot_load(
         re_add: bool = bool(removed) and data.draw(st.booleans(), label=f"re-add removed content{step}")
         if re_add:
             drawn += [current[acl_id] for acl_id in removed]
-        added = []
-        for spec in dict.fromkeys(drawn):
-            if spec not in remaining:
-                added.append((f"id{next_id}", spec))
-                next_id += 1
+        added = with_new_ids(drawn, remaining, next_id)
+        next_id += len(added)
         note(f"step {step}: remove {removed}; add {[(i, fmt(spec)) for i, spec in added]}")
         auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
         for acl_id in removed:
@@ -636,11 +639,8 @@ def test_changes_concentrated_on_one_large_principal(
             hot = data.draw(st.sampled_from(BIG_NAMES), label=f"hot name {step}")  # many changes to one name
             fresh = [big_spec(rng) for _ in range(data.draw(st.integers(0, 25), label=f"adds{step}"))]
             fresh += [(*big_spec(rng)[:1], hot, *big_spec(rng)[2:]) for _ in range(rng.randrange(8))]
-            added = []
-            for spec in dict.fromkeys(fresh):
-                if spec not in remaining:
-                    added.append((f"id{next_id}", spec))
-                    next_id += 1
+            added = with_new_ids(fresh, remaining, next_id)
+            next_id += len(added)
             note(f"step {step}: remove {removed}; add {[fmt(spec) for _, spec in added]}")
             auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
             for acl_id in removed:
@@ -701,11 +701,9 @@ def test_by_resource_type_after_every_batch_matches_reference(
                 data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=3), label=f"rm{step}") if ids else []
             )
             remaining = {spec for acl_id, spec in current.items() if acl_id not in removed}
-            added = []
-            for spec in data.draw(st.lists(brt_memo_specs, unique=True, max_size=3), label=f"add{step}"):
-                if spec not in remaining:
-                    added.append((f"id{next_id}", spec))
-                    next_id += 1
+            drawn = data.draw(st.lists(brt_memo_specs, unique=True, max_size=3), label=f"add{step}")
+            added = with_new_ids(drawn, remaining, next_id)
+            next_id += len(added)
             note(f"step {step}: remove {[fmt(current[i]) for i in removed]}; add {[fmt(s) for _, s in added]}")
             auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
             for acl_id in removed:
