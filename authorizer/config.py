@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import javaproperties
 from pydantic import BaseModel, ConfigDict
 
 from authorizer.errors import ConfigError
+from authorizer.input_checks import InputError, check_string, decode_utf8
 
 SUPER_USERS = "super.users"
 ALLOW_EVERYONE = "allow.everyone.if.no.acl.found"
@@ -68,11 +70,12 @@ def parse_listeners(value: str | None) -> tuple[str, ...]:
 
 
 def parse_node_id(value: str | None) -> int:
-    """An int after trim; -1 when absent or malformed (as Kafka does)."""
-    try:
-        return int(java_trim(value)) if value is not None else -1
-    except ValueError:
+    """Java's `Integer.parseInt` after trim; -1 when absent, malformed or outside int32 (as Kafka does)."""
+    text = java_trim(value) if value is not None else ""
+    if not re.fullmatch(r"[+-]?[0-9]{1,10}", text):
         return -1
+    number = int(text)
+    return number if -(2**31) <= number < 2**31 else -1
 
 
 def config_from_properties(props: dict[str, str]) -> AuthorizerConfig:
@@ -88,14 +91,33 @@ def config_from_properties(props: dict[str, str]) -> AuthorizerConfig:
 
 
 def load_properties(path: Path) -> dict[str, str]:
-    """Read a Java properties file (escapes, continuations, `=`/`:` separators) with javaproperties."""
+    """Read a Java properties file (escapes, continuations, `=`/`:` separators) with javaproperties.
+
+    Every key and value must be a string Kafka can carry (valid Unicode, at most 32,767 UTF-8 bytes);
+    errors name the file and the line. A repeated key keeps its last value, as Java's Properties does.
+    """
+    props: dict[str, str] = {}
+    line = 1
     try:
-        with path.open("r", encoding="utf-8") as fh:
-            return dict(javaproperties.load(fh))
+        text = decode_utf8(path.read_bytes())
+        for entry in javaproperties.parse(text):
+            if isinstance(entry, javaproperties.KeyValue):
+                for part in (entry.key, entry.value):
+                    try:
+                        check_string(part)
+                    except InputError as exc:
+                        raise ConfigError(f"{path}: line {line}: key {entry.key[:100]!r}: {exc.reason}") from None
+                props[entry.key] = entry.value
+            line += entry.source.count("\n")
+        return props
+    except ConfigError:
+        raise
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read properties file: {exc.strerror}") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a valid properties file: {exc}") from exc
+    except InputError as exc:
+        raise ConfigError(f"{path}: not a valid properties file: {exc.reason}") from None
+    except ValueError as exc:  # javaproperties: a bad \\u escape
+        raise ConfigError(f"{path}: line {line}: not a valid properties file: {exc}") from None
 
 
 def load_config(path: Path) -> AuthorizerConfig:

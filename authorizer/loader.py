@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from authorizer.index import AclIndex
 from authorizer.memory import release_free_memory
+from authorizer.model import StandardAcl
 from authorizer.records import batch_rows
 from authorizer.standard import StandardAuthorizer
 from metadata_log.backend import LogBackend
@@ -23,6 +24,8 @@ from snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[AclsImage], None]
+# (image before, image after, removed ids, added (id, ACL) pairs; None for both when the whole state was replaced)
+ChangeListener = Callable[[AclsImage, AclsImage, "list[str] | None", "list[tuple[str, StandardAcl]] | None"], None]
 # A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
 # against the rebuild's hundreds; below it the trim would cost more than the rebuild).
 TRIM_AFTER_ACLS = 10_000
@@ -46,6 +49,7 @@ class MetadataLoader:
         self.image = AclsImage.empty()
         self.index = authorizer.index if authorizer is not None else AclIndex.empty()
         self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
+        self.change_listeners: list[ChangeListener] = []  # told the net changes of every publish
         self._lock = threading.Lock()
 
     @property
@@ -67,8 +71,9 @@ class MetadataLoader:
         with self._lock:
             if len(self.image) == 0:  # cold start: build the image directly, one pass
                 acls = image_from_snapshot(records) if columns is None else image_from_columns(columns)
-                image = AclsImage(acls, provenance)
+                before, image = self.image, AclsImage(acls, provenance)
                 self._swap(image, AclIndex.build(image.acls.items(), by_id=image.acls))
+                self._notify(before, image, None, None)
             else:
                 delta = AclsDelta(self.image)
                 for number, record in enumerate(records):
@@ -113,21 +118,35 @@ class MetadataLoader:
         """Build the next index off to the side (it validates content), then swap image and index in."""
         # A change touching a large part of the state is cheaper to index in bulk than incrementally.
         bulk = full or delta.size() > max(len(self.index), 1) // 4
+        before = self.image
         if bulk:
             image = delta.apply(provenance)
             index = AclIndex.build(image.acls.items(), by_id=image.acls)
+            removed: list[str] | None = None
+            added: list[tuple[str, StandardAcl]] | None = None
         else:
             removed, added = delta.net_changes()
             image = delta.apply(provenance)
             index = self.index.apply(removed, added, by_id_after=image.acls)
         self._swap(image, index)
+        self._notify(before, image, removed, added)
         if bulk and len(index) >= TRIM_AFTER_ACLS and self.authorizer is not None and self.authorizer.ready:
             release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
+
+    def _notify(
+        self,
+        before: AclsImage,
+        after: AclsImage,
+        removed: list[str] | None,
+        added: list[tuple[str, StandardAcl]] | None,
+    ) -> None:
+        for listener in self.change_listeners:
+            listener(before, after, removed, added)
 
     def _swap(self, image: AclsImage, index: AclIndex) -> None:
         """Publish: the authorizer's index first, then the image, then the other publishers, in order."""
         if self.authorizer is not None:
-            self.authorizer.publish(index)
+            self.authorizer.publish(index, image.provenance.last_offset)
         self.image, self.index = image, index
         for publisher in self.publishers:
             publisher(image)

@@ -5,9 +5,10 @@ Every type here is an immutable value, safe to share between threads (spec §1, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple, Self
+from typing import NamedTuple, Self, TypeVar, cast
 
 
 class _KafkaEnum(IntEnum):
@@ -96,6 +97,8 @@ def pascal_name(member: IntEnum) -> str:
     """Kafka's PascalCase display form (`TRANSACTIONAL_ID` -> `TransactionalId`), as in the audit log."""
     return "".join(part.capitalize() for part in member.name.split("_"))
 
+
+T = TypeVar("T")
 
 WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -192,16 +195,26 @@ class StandardAcl(NamedTuple):
         )
 
 
-def kafka_order(acls: list[StandardAcl]) -> list[StandardAcl]:
+def kafka_order(acls: list[T], acl_of: Callable[[T], StandardAcl] | None = None) -> list[T]:
     """Sort in Kafka's index order (spec §6): type asc, name DESC, pattern, operation, principal, host, permission.
 
+    `acl_of` picks the ACL out of each item (e.g. of an `(id, acl)` pair); by default items are ACLs.
     Python compares code points where Java compares UTF-16 code units; the two differ only for
     characters outside the Basic Multilingual Plane, which affects listing order only.
     """
-    out = sorted(acls, key=lambda a: (a.pattern_type, a.operation, a.principal, a.host, a.permission_type))
-    out.sort(key=lambda a: a.resource_name, reverse=True)
-    out.sort(key=lambda a: a.resource_type)
+    get: Callable[[T], StandardAcl] = acl_of if acl_of is not None else cast("Callable[[T], StandardAcl]", _same)
+    out = sorted(acls, key=lambda x: _rest_key(get(x)))
+    out.sort(key=lambda x: get(x).resource_name, reverse=True)
+    out.sort(key=lambda x: get(x).resource_type)
     return out
+
+
+def _same(acl: StandardAcl) -> StandardAcl:
+    return acl
+
+
+def _rest_key(a: StandardAcl) -> tuple[int, int, str, str, int]:
+    return (a.pattern_type, a.operation, a.principal, a.host, a.permission_type)
 
 
 def split_principal(principal: str) -> tuple[str, str] | None:

@@ -50,6 +50,10 @@ from authorizer.walk_order import walk_order
 
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED
+# How a decision was reached (StandardAuthorizer.authorize_at's codes; serve's metrics label them).
+BY_ACL_DENY, BY_ACL_ALLOW, BY_DEFAULT_DENY, BY_DEFAULT_ALLOW, BY_SUPER_USER = range(5)
+RESULT_OF = (DENIED, ALLOWED, DENIED, ALLOWED, ALLOWED)
+RULE_KIND_OF = ("MatchingAcl", "MatchingAcl", "DefaultDeny", "DefaultAllow", "SuperUser")
 _PROBE_NAME = "hardcode"  # Kafka's authorizeByResourceType probe resource (spec §8 step 2)
 
 
@@ -89,6 +93,7 @@ class StandardAuthorizer:
         self._super_users = self.config.super_users
         self._default = ALLOWED if self.config.allow_everyone_if_no_acl_found else DENIED
         self._index = AclIndex.empty()
+        self._state: tuple[AclIndex, int] = (self._index, -1)  # the index and the last log offset it holds
         self._loaded = False
         self._initial_load: Future[None] = Future()
         self._write_lock = threading.Lock()
@@ -132,16 +137,23 @@ class StandardAuthorizer:
         fresh = AclIndex.build(items)
         with self._write_lock:
             self._index = fresh
+            self._state = (fresh, -1)
 
     def apply_changes(self, removed: Iterable[AclId], added: Iterable[tuple[AclId, StandardAcl]]) -> None:
         """Apply one batch's net changes atomically: the new index is built aside, then swapped in."""
         with self._write_lock:
             self._index = self._index.apply(removed, added)
+            self._state = (self._index, -1)
 
-    def publish(self, index: AclIndex) -> None:
-        """Swap in an index built elsewhere (the replayer's publisher)."""
+    def publish(self, index: AclIndex, last_offset: int = -1) -> None:
+        """Swap in an index built elsewhere (the replayer's publisher), with the last log offset it holds."""
         with self._write_lock:
             self._index = index
+            self._state = (index, last_offset)
+
+    def state(self) -> tuple[AclIndex, int]:
+        """The current index and the last log offset applied to it, read together (one reference)."""
+        return self._state
 
     @property
     def index(self) -> AclIndex:
@@ -151,29 +163,58 @@ class StandardAuthorizer:
     # ---- decisions ------------------------------------------------------------------------------
     def authorize(self, ctx: RequestContext, actions: Sequence[Action]) -> list[AuthorizationResult]:
         """Kafka's `authorize`: one result per action, in order, all against the same state."""
+        return self.authorize_at(self._index, ctx, actions)[0]
+
+    def authorize_at(
+        self, index: AclIndex, ctx: RequestContext, actions: Sequence[Action], explain: bool = False
+    ) -> tuple[list[AuthorizationResult], list[int], list[Rule] | None]:
+        """`authorize` against a given index (one read of `state()`): results, their BY_* codes, and each
+        action's rule when `explain` is set.
+
+        Raises InvalidActionError for a non-LITERAL action and AuthorizerNotReadyError before the
+        initial load (super users excepted), as Kafka does, before deciding anything.
+        """
         for action in actions:
             if action.pattern_type != PatternType.LITERAL:
                 raise InvalidActionError(f"Only literal resources are supported. Got: {action.pattern_type.name}")
         superuser = ctx.principal in self._super_users
         if not superuser and not self._loaded:
             raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
-        index = self._index
         results = []
+        codes = []
+        rules: list[Rule] | None = [] if explain else None
         for action in actions:
             if superuser:
-                result = ALLOWED
+                code = BY_SUPER_USER
             else:
-                result = self._decide(
-                    index,
-                    ctx.principal,
-                    ctx.host,
-                    action.operation,
-                    action.resource_type,
-                    action.resource_name,
+                code = self._decide_code(
+                    index, ctx.principal, ctx.host, action.operation, action.resource_type, action.resource_name
                 )
+            result = RESULT_OF[code]
+            if rules is not None:
+                rules.append(SUPER_USER if superuser else self._rule(index, ctx, action, result))
             self._maybe_audit(index, ctx, action, result, superuser)
             results.append(result)
-        return results
+            codes.append(code)
+        return results, codes, rules
+
+    def decide_codes(
+        self, index: AclIndex, ctx: RequestContext, ops: Sequence[int], rtypes: Sequence[int], names: Sequence[str]
+    ) -> list[int]:
+        """The BY_* codes of many LITERAL actions against one index, with no audit logging (the caller
+        audits with `maybe_audit`); AuthorizerNotReadyError before the initial load, super users excepted."""
+        if ctx.principal in self._super_users:
+            return [BY_SUPER_USER] * len(ops)
+        if not self._loaded:
+            raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
+        decide, principal, host = self._decide_code, ctx.principal, ctx.host
+        return [
+            decide(index, principal, host, op, rtype, name) for op, rtype, name in zip(ops, rtypes, names, strict=True)
+        ]
+
+    def maybe_audit(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> None:
+        """Kafka's audit line for one decided action, at its level (`authorize` does this for every action)."""
+        self._maybe_audit(index, ctx, action, result, ctx.principal in self._super_users)
 
     def authorize_one(
         self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str
@@ -188,17 +229,21 @@ class StandardAuthorizer:
     def _decide(
         self, index: AclIndex, principal: str, host: str, op: int, rtype: int, name: str
     ) -> AuthorizationResult:
+        return RESULT_OF[self._decide_code(index, principal, host, op, rtype, name)]
+
+    def _decide_code(self, index: AclIndex, principal: str, host: str, op: int, rtype: int, name: str) -> int:
+        """The decision as one of the BY_* codes: which rule kind decided, and so the result."""
         tindex = index.types[rtype]
         if tindex is None:
-            return self._default
+            return BY_DEFAULT_ALLOW if self._default is ALLOWED else BY_DEFAULT_DENY
         mask = grant_mask(tindex, principal, host, name)
         if mask & DENY_TEST[op]:
-            return DENIED
+            return BY_ACL_DENY
         if mask & ALLOW_TEST[op]:
-            return ALLOWED
+            return BY_ACL_ALLOW
         if self._default is DENIED:
-            return DENIED  # candidates or not, the answer is DENIED (spec §5.5)
-        return DENIED if tindex.has_candidates(name) else ALLOWED
+            return BY_DEFAULT_DENY  # candidates or not, the answer is DENIED (spec §5.5)
+        return BY_DEFAULT_DENY if tindex.has_candidates(name) else BY_DEFAULT_ALLOW
 
     def explain(self, ctx: RequestContext, action: Action) -> Decision:
         """The decision and the rule behind it (super user, the matching ACL, or the default)."""

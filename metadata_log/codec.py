@@ -11,6 +11,7 @@ Payloads written with the built-in v1 schema take the hand-written fast path of 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Sequence
@@ -110,8 +111,8 @@ def _bad_field(record: AccessControlEntryRecord) -> str:
     return "a field has a value its schema type cannot hold"  # pragma: no cover
 
 
-def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
-    """The records as fastavro's union tuple notation `(record name, fields)`; EncodeError if invalid.
+def _raw_ids(records: Sequence[MetadataRecord]) -> list[bytes]:
+    """The records' 16-byte ids; EncodeError for a non-record or an id that is not canonical text.
 
     The ids are checked one by one (canonical text), then converted together (`texts_to_ids`).
     """
@@ -121,7 +122,12 @@ def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
             raise EncodeError(index, f"not a metadata record: {type(record).__name__}")
         if type(record.id) is not str or match(record.id) is None:
             raise EncodeError(index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters")))
-    raw_ids = texts_to_ids([r.id for r in records])
+    return texts_to_ids([r.id for r in records])
+
+
+def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
+    """The records as fastavro's union tuple notation `(record name, fields)`; EncodeError if invalid."""
+    raw_ids = _raw_ids(records)
     out: list[Datum] = []
     append = out.append
     lo, hi = _INT_MIN, _INT_MAX
@@ -202,7 +208,16 @@ class Codec:
         return self._reader
 
     def encode(self, records: Sequence[MetadataRecord]) -> bytes:
-        """One Avro `RecordBatch` datum holding `records`, in order; EncodeError names a bad record."""
+        """One Avro `RecordBatch` datum holding `records`, in order; EncodeError names a bad record.
+
+        With the v1 writer schema the payload is written by `codec_fast.encode_v1` (the same bytes as
+        fastavro's, several times faster); a record it cannot write goes through fastavro, whose
+        error names it.
+        """
+        if self.fast_path_for(self._writer):
+            raw_ids = _raw_ids(records)
+            with contextlib.suppress(ValueError, UnicodeError):
+                return codec_fast.encode_v1(list(records), raw_ids)
         datums = _datums(records)
         out = io.BytesIO()
         try:

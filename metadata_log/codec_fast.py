@@ -80,32 +80,120 @@ def decode_v1(buf: bytes) -> list[MetadataRecord]:
     """
     if _ACE_SETTERS is None or _REMOVE_SETTERS is None:  # pragma: no cover - records.py changed shape
         raise RuntimeError("the v1 fast path is unavailable")
-    s0, s1, s2, s3, s4, s5, s6, s7 = _ACE_SETTERS
     (r0,) = _REMOVE_SETTERS
     new = object.__new__
-    ace = AccessControlEntryRecord
     remove = RemoveAccessControlEntryRecord
     texts, rows = decode_v1_rows(buf, _RAW_ROWS)
+    adds = iter(ace_records([t for t, row in zip(texts, rows, strict=True) if row is not None], [r for r in rows if r]))
     out: list[MetadataRecord] = []
     append = out.append
-    o: MetadataRecord
     for text, row in zip(texts, rows, strict=True):
         if row is None:
             o = new(remove)
             r0(o, text)
+            append(o)
         else:
-            o = new(ace)
-            s0(o, text)
-            rt, name, pt, principal, host, op, pm = row
-            s1(o, rt)
-            s2(o, name)
-            s3(o, pt)
-            s4(o, principal)
-            s5(o, host)
-            s6(o, op)
-            s7(o, pm)
+            append(next(adds))
+    return out
+
+
+def ace_records(ids: list[str], rows: list[Any]) -> list[AccessControlEntryRecord]:
+    """AccessControlEntryRecords from ids and rows (id, then the seven fields of `ACE_FIELDS` in order),
+    filling the slots directly as `decode_v1` does (a bulk import builds a million of them)."""
+    if _ACE_SETTERS is None:  # pragma: no cover - records.py changed shape
+        return [AccessControlEntryRecord(i, *row) for i, row in zip(ids, rows, strict=True)]
+    s0, s1, s2, s3, s4, s5, s6, s7 = _ACE_SETTERS
+    new = object.__new__
+    ace = AccessControlEntryRecord
+    out: list[AccessControlEntryRecord] = []
+    append = out.append
+    for text, (rt, name, pt, principal, host, op, pm) in zip(ids, rows, strict=True):
+        o = new(ace)
+        s0(o, text)
+        s1(o, rt)
+        s2(o, name)
+        s3(o, pt)
+        s4(o, principal)
+        s5(o, host)
+        s6(o, op)
+        s7(o, pm)
         append(o)
     return out
+
+
+def _zigzag(value: int) -> bytes:
+    """An Avro int/long: zigzag, then little-endian base-128 varint."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL = {code: _zigzag(code) for code in range(-64, 64)}  # every code Kafka defines fits one byte
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def _code(value: object, index: int, field: str) -> bytes:
+    """A record's int field (an int, or an IntEnum of one); ValueError if it is no 32-bit int."""
+    if isinstance(value, int) and _INT_MIN <= value <= _INT_MAX:  # (`in range` scans for an IntEnum)
+        return _zigzag(value)
+    raise ValueError(f"record {index}: field {field!r} = {value!r} is not a 32-bit int")
+
+
+def _text(value: object, index: int, field: str) -> bytes:
+    if type(value) is not str:
+        raise ValueError(f"record {index}: field {field!r} = {value!r} is not a string")
+    raw = value.encode("utf-8")
+    return _zigzag(len(raw)) + raw
+
+
+def _slow_fields(r: AccessControlEntryRecord, index: int, texts: dict[str, bytes]) -> tuple[bytes, ...]:
+    """The encoded fields of a record the fast lookups missed (a large code, a new principal or host)."""
+    fields = (
+        _code(r.resource_type, index, "resource_type"),
+        _code(r.pattern_type, index, "pattern_type"),
+        _code(r.operation, index, "operation"),
+        _code(r.permission_type, index, "permission_type"),
+        _text(r.principal, index, "principal"),
+        _text(r.host, index, "host"),
+    )
+    _text(r.resource_name, index, "resource_name")
+    if len(texts) < 1 << 16:
+        texts[r.principal] = fields[4]
+        texts[r.host] = fields[5]
+    return fields
+
+
+def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
+    """A v1 `RecordBatch` payload, byte for byte what fastavro writes for it (one array block).
+
+    `raw_ids` are the records' 16-byte ids (checked by the caller). ValueError names the record and
+    field that the schema cannot hold. Codes come from a table and principals and hosts (shared by
+    many ACLs) are encoded once each, so a record costs a few dict lookups and one list extend.
+    """
+    texts: dict[str, bytes] = {}
+    small, cached = _SMALL.get, texts.get
+    out = [_zigzag(len(records))] if records else []
+    extend = out.extend
+    for index, r in enumerate(records):
+        if type(r) is RemoveAccessControlEntryRecord:
+            extend((b"\x02", raw_ids[index]))
+            continue
+        assert type(r) is AccessControlEntryRecord
+        rt, pt, op, pm = small(r.resource_type), small(r.pattern_type), small(r.operation), small(r.permission_type)
+        principal, host, name = cached(r.principal), cached(r.host), r.resource_name
+        if rt is None or pt is None or op is None or pm is None or principal is None or host is None:
+            rt, pt, op, pm, principal, host = _slow_fields(r, index, texts)
+        if type(name) is not str:
+            raise ValueError(f"record {index}: field 'resource_name' = {name!r} is not a string")
+        raw = name.encode("utf-8")
+        length = small(len(raw)) or _zigzag(len(raw))
+        extend((b"\x00", raw_ids[index], rt, length, raw, pt, principal, host, op, pm))
+    out.append(b"\x00")
+    return b"".join(out)
 
 
 _V1_LAYOUT = {

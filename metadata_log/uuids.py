@@ -33,6 +33,7 @@ __all__ = [
     "ZERO_UUID",
     "ids_to_text",
     "new_uuid",
+    "new_uuids",
     "padded_ids_text",
     "raw_ids_to_text",
     "split_padded_text",
@@ -117,3 +118,20 @@ def new_uuid() -> str:
         text = uuid_to_text(raw)
         if raw not in (ZERO_UUID, METADATA_TOPIC_ID) and not text.startswith("-"):
             return text
+
+
+_V4_VERSION = bytes((b & 0x0F) | 0x40 for b in range(256))  # byte 6: version nibble 4
+_V4_VARIANT = bytes((b & 0x3F) | 0x80 for b in range(256))  # byte 8: the IETF variant bits 10
+
+
+def new_uuids(count: int) -> list[str]:
+    """`count` ids as `new_uuid` makes them (random v4, never zero, METADATA_TOPIC_ID or '-...'), in bulk.
+
+    The version and variant bits are set by two strided `translate` passes over all the random bytes,
+    and the texts come from one base64 pass (`raw_ids_to_text`); the rare refused text is drawn again.
+    """
+    raw = bytearray(os.urandom(16 * count))
+    raw[6::16] = raw[6::16].translate(_V4_VERSION)
+    raw[8::16] = raw[8::16].translate(_V4_VARIANT)
+    texts = raw_ids_to_text(bytes(raw))
+    return [text if not text.startswith("-") else new_uuid() for text in texts]

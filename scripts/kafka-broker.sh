@@ -11,7 +11,8 @@
 #       repo root. Idempotent: a stamp holding the pom's sha256 makes a repeat call return at once;
 #       concurrent calls are serialised with flock. Extra mvn flags: KAFKA_MVN_ARGS (e.g. -o, or
 #       -Dmaven.repo.local=/some/m2).
-#   start [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--fresh] [DIR]
+#   start [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--listener NAME:PROTOCOL]...
+#         [--classpath PATH] [--fresh] [DIR]
 #       DIR defaults to .kafka/run/default. Runs `fetch`, then on a fresh DIR picks free loopback ports,
 #       writes DIR/server.properties and formats DIR/data with a random cluster id
 #       (kafka.tools.StorageTool format --standalone). On a DIR that is already formatted it restarts
@@ -32,6 +33,11 @@
 #         --port N      client port (default: a free one); the controller port is always free-picked.
 #         --prop K=V    extra server property, appended last so it overrides (repeatable; also
 #                       KAFKA_EXTRA_PROPS, one K=V per line).
+#         --listener NAME:PROTOCOL
+#                       one more client listener on a free port (repeatable), e.g. EARLY:SASL_PLAINTEXT
+#                       (a SASL one gets the same PLAIN users); its address is printed as
+#                       BOOTSTRAP_<NAME>=127.0.0.1:<port>.
+#         --classpath P extra classpath entries (e.g. an authorizer plugin's jar), kept in DIR for restarts.
 #       Env: KAFKA_SASL=1, KAFKA_AUTHORIZER=1, KAFKA_PORT=N (same as the flags); KAFKA_HEAP_OPTS
 #       (default -Xms128m -Xmx512m); KAFKA_JIT_GC_OPTS (default -XX:+UseSerialGC
 #       -XX:TieredStopAtLevel=1); KAFKA_JVM_OPTS (extra JVM flags); KAFKA_WATCH_PID=<pid>: a detached
@@ -152,19 +158,26 @@ port_open() {
 }
 
 write_config() {
-  local dir="$1" port="$2" cport="$3" sasl="$4" authorizer="$5" extra="$6" proto
+  local dir="$1" port="$2" cport="$3" sasl="$4" authorizer="$5" extra="$6" more="$7" proto
   proto=PLAINTEXT
   [[ "$sasl" == 1 ]] && proto=SASL_PLAINTEXT
+  # more: "NAME:PROTOCOL:PORT ..." (--listener), added to the listeners, their addresses and protocols
+  local lst="$proto://127.0.0.1:$port" map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT" l
+  for l in $more; do
+    IFS=: read -r lname lproto lport <<<"$l"
+    lst+=",$lname://127.0.0.1:$lport"
+    map+=",$lname:$lproto"
+  done
   {
     echo "# written by scripts/kafka-broker.sh start"
     echo "process.roles=broker,controller"
     echo "node.id=1"
     echo "controller.quorum.bootstrap.servers=127.0.0.1:$cport"
-    echo "listeners=$proto://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
-    echo "advertised.listeners=$proto://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport"
+    echo "listeners=$lst,CONTROLLER://127.0.0.1:$cport"
+    echo "advertised.listeners=$lst,CONTROLLER://127.0.0.1:$cport"
     echo "inter.broker.listener.name=$proto"
     echo "controller.listener.names=CONTROLLER"
-    echo "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    echo "listener.security.protocol.map=$map"
     echo "log.dirs=$dir/data"
     echo "num.partitions=1"
     echo "default.replication.factor=1"
@@ -197,6 +210,12 @@ write_config() {
       echo "sasl.mechanism.inter.broker.protocol=PLAIN"
       echo "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"admin-secret\" $users;"
     fi
+    for l in $more; do
+      IFS=: read -r lname lproto lport <<<"$l"
+      [[ "$lproto" == SASL_PLAINTEXT ]] || continue
+      [[ "$sasl" == 1 ]] || die "--listener $lname:SASL_PLAINTEXT needs --sasl"
+      echo "listener.name.${lname,,}.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required $users;"
+    done
     if [[ "$authorizer" == 1 ]]; then
       echo "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"
       echo "super.users=User:admin;User:ANONYMOUS"
@@ -210,6 +229,10 @@ write_config() {
   {
     echo "PORT=$port"
     echo "SECURITY_PROTOCOL=$proto"
+    for l in $more; do
+      IFS=: read -r lname lproto lport <<<"$l"
+      echo "PORT_$lname=$lport"
+    done
   } >"$dir/ports.env"
 }
 
@@ -221,6 +244,7 @@ print_env() {
     echo "BOOTSTRAP=127.0.0.1:$port"
     echo "SECURITY_PROTOCOL=$proto"
     [[ "$proto" == SASL_PLAINTEXT ]] && echo "SASL_MECHANISM=PLAIN"
+    sed -n 's/^PORT_\([A-Za-z0-9_]*\)=/BOOTSTRAP_\1=127.0.0.1:/p' "$dir/ports.env"
     echo "PID=$pid"
     echo "DIR=$dir"
   } | tee "$dir/broker.env"
@@ -228,11 +252,12 @@ print_env() {
 
 # Sets JAVA_ARGS: the java command line up to (not including) the main class.
 set_java_args() {
-  local dir="$1"
+  local dir="$1" cp="$LIB/*"
+  if [[ -f "$dir/classpath" ]]; then cp+=":$(cat "$dir/classpath")"; fi
   # shellcheck disable=SC2206  # HEAP_OPTS / JIT_GC_OPTS / KAFKA_JVM_OPTS are lists of flags
   JAVA_ARGS=(java $HEAP_OPTS $JIT_GC_OPTS -XX:+ExitOnOutOfMemoryError
     -Djava.awt.headless=true ${KAFKA_JVM_OPTS:-}
-    "-Dlog4j2.configurationFile=$LOG4J2_CONFIG" "-Dkafka.logs.dir=$dir/logs" -cp "$LIB/*")
+    "-Dlog4j2.configurationFile=$LOG4J2_CONFIG" "-Dkafka.logs.dir=$dir/logs" -cp "$cp")
 }
 
 start_watchdog() {
@@ -251,7 +276,7 @@ start_watchdog() {
 
 cmd_start() {
   local sasl="${KAFKA_SASL:-0}" authorizer="${KAFKA_AUTHORIZER:-0}" port="${KAFKA_PORT:-}" fresh=0
-  local extra="${KAFKA_EXTRA_PROPS:-}" dir=""
+  local extra="${KAFKA_EXTRA_PROPS:-}" dir="" listeners=() classpath=""
   while (($#)); do
     case "$1" in
       --sasl) sasl=1 ;;
@@ -259,6 +284,10 @@ cmd_start() {
       --fresh) fresh=1 ;;
       --port) port="${2:?--port needs a value}"; shift ;;
       --prop) extra+="${extra:+$'\n'}${2:?--prop needs KEY=VALUE}"; shift ;;
+      --listener)
+        [[ "${2:-}" =~ ^[A-Za-z0-9_]+:(PLAINTEXT|SASL_PLAINTEXT)$ ]] || die "--listener needs NAME:PLAINTEXT or NAME:SASL_PLAINTEXT"
+        listeners+=("$2"); shift ;;
+      --classpath) classpath="${2:?--classpath needs a path}"; shift ;;
       -*) die "unknown option for start: $1" ;;
       *) [[ -z "$dir" ]] || die "start takes one DIR"; dir="$1" ;;
     esac
@@ -279,11 +308,13 @@ cmd_start() {
 
   need_java
   cmd_fetch
-  set_java_args "$dir"
 
   if [[ "$fresh" == 1 ]]; then
-    rm -rf "${dir:?}/data" "$dir/logs" "$dir/server.properties" "$dir/ports.env" "$dir/broker.env" "$dir/broker.pid"
+    rm -rf "${dir:?}/data" "$dir/logs" "$dir/server.properties" "$dir/ports.env" "$dir/broker.env" "$dir/broker.pid" \
+      "$dir/classpath"
   fi
+  if [[ -n "$classpath" ]]; then echo "$classpath" >"$dir/classpath"; fi
+  set_java_args "$dir"
   mkdir -p "$dir/logs"
   if [[ ! -f "$dir/data/meta.properties" || ! -f "$dir/server.properties" || ! -f "$dir/ports.env" ]]; then
     rm -rf "$dir/data"
@@ -291,7 +322,13 @@ cmd_start() {
     local cport
     cport="$(free_port)"
     while [[ "$cport" == "$port" ]]; do cport="$(free_port)"; done
-    write_config "$dir" "$port" "$cport" "$sasl" "$authorizer" "$extra"
+    local more="" l lport
+    for l in "${listeners[@]}"; do
+      lport="$(free_port)"
+      while [[ "$lport" == "$port" || "$lport" == "$cport" || " $more " == *":$lport "* ]]; do lport="$(free_port)"; done
+      more+="${more:+ }$l:$lport"
+    done
+    write_config "$dir" "$port" "$cport" "$sasl" "$authorizer" "$extra" "$more"
     local cluster_id
     cluster_id="$(random_cluster_id)"
     if ! "${JAVA_ARGS[@]}" kafka.tools.StorageTool format --standalone \

@@ -8,8 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -18,6 +17,33 @@ from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, Resou
 from authorizer.model import StandardAcl
 from authorizer.whatif import acl_to_json
 from metadata_log.errors import LogError
+from shell.acls_flags import (
+    Add,
+    AllowHost,
+    AllowPrincipal,
+    BootstrapServer,
+    Cluster,
+    CommandConfig,
+    Consumer,
+    DelegationToken,
+    DenyHost,
+    DenyPrincipal,
+    Force,
+    Group,
+    Idempotent,
+    ListFlag,
+    LogDir,
+    MetadataTopic,
+    Operation,
+    OutputOpt,
+    Principal,
+    Producer,
+    Remove,
+    ResourcePatternType,
+    Topic,
+    TransactionalId,
+    UserPrincipal,
+)
 from shell.acls_options import (
     AclOptions,
     OptionError,
@@ -26,12 +52,12 @@ from shell.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from shell.log_state import acl_json
-from shell.targets import LogTarget
+from shell.output import Output
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from shell.targets import AclService, LogTarget, NodeService
 from snapshots.errors import SnapshotError
-
-Many = Annotated[list[str] | None, typer.Option()]
 
 
 def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:
@@ -61,50 +87,60 @@ def _print_current(acls: list[StandardAcl]) -> None:
 
 
 def acls_command(
-    log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="embedded metadata log directory (created on first write)")
-    ] = None,
-    bootstrap_server: Annotated[
-        str | None, typer.Option("--bootstrap-server", help="the metadata log is a Kafka topic on this cluster")
-    ] = None,
-    command_config: Annotated[
-        Path | None, typer.Option("--command-config", help="Kafka client properties (security.protocol, sasl.*)")
-    ] = None,
-    metadata_topic: Annotated[
-        str | None, typer.Option("--metadata-topic", help="Kafka topic of the log (default kraft-acl-metadata)")
-    ] = None,
-    add: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
-    remove: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
-    list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,
-    topic: Many = None,
-    group: Many = None,
-    cluster: Annotated[bool, typer.Option("--cluster", help="the cluster resource kafka-cluster")] = False,
-    transactional_id: Many = None,
-    delegation_token: Many = None,
-    user_principal: Many = None,
-    resource_pattern_type: Annotated[str, typer.Option(help="ANY, MATCH, LITERAL or PREFIXED")] = "LITERAL",
-    operation: Many = None,
-    allow_principal: Many = None,
-    deny_principal: Many = None,
-    allow_host: Many = None,
-    deny_host: Many = None,
-    principal: Annotated[
-        list[str] | None, typer.Option("--principal", help="--list only: entries of this principal (repeatable)")
-    ] = None,
-    producer: Annotated[bool, typer.Option("--producer", help="WRITE, DESCRIBE, CREATE on topics")] = False,
-    consumer: Annotated[bool, typer.Option("--consumer", help="READ, DESCRIBE on topics, READ on groups")] = False,
-    idempotent: Annotated[bool, typer.Option("--idempotent", help="with --producer: IDEMPOTENT_WRITE")] = False,
-    force: Annotated[bool, typer.Option("--force", help="do not ask before removing")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="text (kafka-acls format) or json")] = "text",
+    log_dir: LogDir = None,
+    bootstrap_server: BootstrapServer = None,
+    command_config: CommandConfig = None,
+    metadata_topic: MetadataTopic = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
+    add: Add = False,
+    remove: Remove = False,
+    list_: ListFlag = False,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    delegation_token: DelegationToken = None,
+    user_principal: UserPrincipal = None,
+    resource_pattern_type: ResourcePatternType = "LITERAL",
+    operation: Operation = None,
+    allow_principal: AllowPrincipal = None,
+    deny_principal: DenyPrincipal = None,
+    allow_host: AllowHost = None,
+    deny_host: DenyHost = None,
+    principal: Principal = None,
+    producer: Producer = False,
+    consumer: Consumer = False,
+    idempotent: Idempotent = False,
+    force: Force = False,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """Add, remove or list ACLs with kafka-acls' options; every change is one atomic batch on the log
-    (an embedded --log-dir, or a Kafka topic with --bootstrap-server)."""
+    """Add, remove or list ACLs with kafka-acls' options and messages; every change is one atomic batch on
+    the log (an embedded --log-dir, a Kafka topic with --bootstrap-server, or through a running serve
+    with --server).
+
+    \b
+    Example:
+      kraft-acl acls --log-dir data/meta --add --allow-principal User:alice --operation Read --topic orders
+      kraft-acl acls --log-dir data/meta --add --producer --topic orders --allow-principal User:svc
+      kraft-acl acls --log-dir data/meta --list --topic orders --resource-pattern-type match
+      kraft-acl acls --log-dir data/meta --remove --topic orders --force
+      kraft-acl acls --server http://127.0.0.1:9191 --token-file admin.token --list --topic orders
+    """
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
-    target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
-    target.check()
-    if output not in ("text", "json"):
-        fail(f"--output must be text or json, not {output!r}")
+    target: LogTarget | ServerTarget
+    if server is not None:
+        if log_dir is not None or bootstrap_server is not None:
+            fail("give one of --log-dir, --bootstrap-server and --server")
+        target = ServerTarget(server, token, token_file, cert, key, cacert)
+    else:
+        target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+        target.check()
     try:
         opts = AclOptions(
             topic or [],
@@ -132,19 +168,28 @@ def acls_command(
             _list(target, filters_for(opts, "list"), opts.principals, output)
     except OptionError as exc:
         fail(str(exc))
+    except ServerError as exc:
+        fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc), EXIT_FAILED)
 
 
-def _add(target: LogTarget, acls: list[StandardAcl], output: str) -> None:
+def _open(target: LogTarget | ServerTarget, write: bool) -> AclService:
+    """The log's node, or a client of serve."""
+    if isinstance(target, ServerTarget):
+        return target.connect()
+    return NodeService(target.open_node(write=write))
+
+
+def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: Output) -> None:
     """Create `acls` in one atomic batch; print like kafka-acls 4.x (duplicates first, then what was added)."""
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.create_acls(acls)
+        results = service.create_acls(acls)
     finally:
-        node.close()
+        service.close()
     outcomes = list(zip(acls, results, strict=True))
-    if output == "json":
+    if output.is_json:
         typer.echo(
             json.dumps(
                 [
@@ -198,18 +243,18 @@ def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBind
     return chosen
 
 
-def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, output: str) -> None:
+def _remove(target: LogTarget | ServerTarget, filters: list[AclBindingFilter], force: bool, output: Output) -> None:
     """Delete the ACLs matching `filters` (those confirmed, unless --force) in one atomic batch."""
     if not force:
-        filters = _confirmed(filters, to_stderr=output == "json")
+        filters = _confirmed(filters, to_stderr=output.is_json)
         if not filters:
             return
-    node = target.open_node(write=True)
+    service = _open(target, write=True)
     try:
-        results = node.controller.delete_acls(filters)
+        results = service.delete_acls(filters)
     finally:
-        node.close()
-    if output == "json":
+        service.close()
+    if output.is_json:
         payload: list[dict[str, Any]] = [
             {
                 "error": None if r.error.code == 0 else str(r.error),
@@ -228,18 +273,20 @@ def _remove(target: LogTarget, filters: list[AclBindingFilter], force: bool, out
         raise typer.Exit(EXIT_FAILED)
 
 
-def _list(target: LogTarget, filters: list[AclBindingFilter], principals: list[str], output: str) -> None:
+def _list(
+    target: LogTarget | ServerTarget, filters: list[AclBindingFilter], principals: list[str], output: Output
+) -> None:
     """Print the ACLs matching any of `filters` (of `principals` only, when given), like kafka-acls --list."""
-    node = target.open_node(write=False)
+    service = _open(target, write=False)
     try:
         found: dict[str, StandardAcl] = {}
         for acl_filter in filters:
-            found.update(node.authorizer.acls_with_ids(acl_filter))
+            found.update(service.describe(acl_filter))
     finally:
-        node.close()
+        service.close()
     if principals:
         found = {i: a for i, a in found.items() if a.principal in principals}
-    if output == "json":
+    if output.is_json:
         typer.echo(json.dumps([acl_json(i, a) for i, a in sorted(found.items())]))
     elif not principals:
         _print_current(list(found.values()))

@@ -21,7 +21,8 @@ from metadata_log.codec import DEFAULT_CODEC, BatchSchema
 from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
 from shell.errors import fail
-from shell.log_state import LIBRARY_ERRORS, Output, check_log_dir, check_offset
+from shell.log_state import LIBRARY_ERRORS, check_log_dir, check_offset
+from shell.output import Output, output_option
 
 Emit = Callable[[RecordBatch], None]
 
@@ -81,22 +82,42 @@ def _emit_json(batch: RecordBatch) -> None:
 
 
 def dump_command(
-    log_dir: Annotated[Path, typer.Option("--log-dir", help="the metadata log directory")],
+    log_dir: Annotated[
+        Path,
+        typer.Option(
+            "--log-dir",
+            metavar="DIR",
+            help="the metadata log directory (kraft-acl's, or Apache Kafka's own KRaft metadata: a "
+            "metadata.log.dir, __cluster_metadata-0, one .log segment or one .checkpoint)",
+        ),
+    ],
     from_offset: Annotated[
         int,
         typer.Option("--from-offset", metavar="N", help="start with the batch that holds offset N (printed whole)"),
     ] = 0,
     output: Annotated[
-        Output, typer.Option("--output", "-o", help="text, or json (one object per batch)")
-    ] = Output.text,
+        Output, output_option("table (kafka-dump-log's text; text is the same) or json (one object per batch)")
+    ] = Output.table,
 ) -> None:
     """Every committed batch and record with its offsets, as kafka-dump-log --cluster-metadata-decoder prints.
 
     Damage stops the dump: the batches before it are printed, then one error line naming the offset (exit 2).
+
+    \b
+    Example:
+      kraft-acl log dump --log-dir data/meta --from-offset 100 | less
+      kraft-acl log dump --log-dir /var/lib/kafka/meta/__cluster_metadata-0 -o json
     """
-    emit = _emit_json if output is Output.json else _emit_text
+    emit = _emit_json if output.is_json else _emit_text
     if from_offset < 0:
         fail(f"--from-offset {from_offset} is negative")
+    from shell.kafka_dump import dump_kafka  # it imports this module's record_payload
+    from shell.kafka_source import kafka_files
+
+    kafka = kafka_files(log_dir)
+    if kafka is not None:  # Apache Kafka's own KRaft files: a directory, a .log segment or a .checkpoint
+        dump_kafka(kafka, from_offset, output)
+        return
     check_log_dir(log_dir)
     try:
         backend = FileLog(log_dir, read_only=True)

@@ -14,8 +14,15 @@ EXIT_INPUT = 2  # malformed input or usage: nothing was changed
 EXIT_FAILED = 1  # the command ran but something it was asked to do failed
 
 
-def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
-    """Print `kraft-acl: <message>` on one line to stderr and exit."""
+def error_line(message: str) -> None:
+    """Print `kraft-acl: error: <message>` as one line on stderr: whitespace runs become one space and
+    what cannot be encoded (a lone surrogate from a bad file or argument) is escaped."""
     one_line = " ".join(str(message).split())
-    print(f"kraft-acl: error: {one_line}", file=sys.stderr)
+    safe = one_line.encode("utf-8", "backslashreplace").decode("utf-8")
+    print(f"kraft-acl: error: {safe}", file=sys.stderr)
+
+
+def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
+    """Print the one error line (`error_line`) and exit with `code`."""
+    error_line(message)
     raise typer.Exit(code)

@@ -6,19 +6,20 @@ Stateless; every command opens the log read-only (no lock, so a running writer i
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from authorizer.image import AclsImage
+from authorizer.metadata_source import SourceFormat
 from authorizer.model import StandardAcl
 from shell.dump_cmd import dump_command
 from shell.errors import fail
+from shell.kafka_source import kafka_files, kafka_state
 from shell.log_state import (
     STATE_AT_HELP,
-    Output,
-    TableOutput,
     acl_json,
     acl_table,
     check_batch_boundary,
@@ -29,29 +30,56 @@ from shell.log_state import (
     replayed,
     sorted_acls,
 )
+from shell.output import Output, OutputOpt, print_table
 from snapshots.naming import parse_name
 
 log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
 log_app.command("dump")(dump_command)
 
-LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+LogDir = Annotated[
+    Path,
+    typer.Option(
+        "--log-dir",
+        metavar="DIR",
+        help="the metadata log directory (segments, snapshots), or Apache Kafka's KRaft metadata",
+    ),
+]
 
 
 def replay_command(
     log_dir: LogDir,
     to_offset: Annotated[int | None, typer.Option("--to-offset", metavar="N", help=STATE_AT_HELP)] = None,
-    output: Annotated[TableOutput, typer.Option("--output", "-o", help="table or json")] = TableOutput.table,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """The ACL state at an offset: the newest snapshot at or below it plus the log tail."""
+    """The ACL state at an offset: the newest snapshot at or below it plus the log tail.
+
+    --log-dir may also name Apache Kafka's own KRaft metadata (a metadata.log.dir, `__cluster_metadata-0`,
+    one `.log` segment or one `.checkpoint`); offsets are then Kafka's.
+
+    \b
+    Example:
+      kraft-acl replay --log-dir data/meta --to-offset 120
+      kraft-acl replay --log-dir data/meta -o json
+      kraft-acl replay --log-dir /var/lib/kafka/meta/__cluster_metadata-0
+    """
+    if kafka_files(log_dir) is not None:
+        state = kafka_state(log_dir, to_offset, "--to-offset")
+        _print_state(state.image, state.high_watermark, state.snapshot, output, state.format)
+        return
     with replayed(log_dir, to_offset) as node:
         with library_errors():
             hwm = node.backend.high_watermark()
         image, loaded = node.image, node.loaded_snapshot
+    _print_state(image, hwm, loaded, output, SourceFormat.KRAFT_ACL_LOG)
+
+
+def _print_state(image: AclsImage, hwm: int, loaded: Path | None, output: Output, fmt: SourceFormat) -> None:
     p = image.provenance
-    if output is TableOutput.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
+                    "format": fmt.value,
                     "offset": p.next_offset,
                     "high_watermark": hwm,
                     "provenance": provenance_json(p),
@@ -79,9 +107,10 @@ def replay_command(
         start = parse_name(loaded).end_offset
         tail = f"log offsets {start}..{p.last_offset}" if start <= p.last_offset else "no log records"
         typer.echo(f"Source: snapshot {loaded}, then {tail}")
+    typer.echo(f"Format: {fmt}")
     typer.echo(f"{len(image)} ACL(s)")
     if len(image):
-        Console(width=200).print(acl_table(image.acls))
+        print_table(acl_table(image.acls))
 
 
 def diff_command(
@@ -93,20 +122,33 @@ def diff_command(
         int,
         typer.Option("--to-offset", metavar="B", help="the later state: every record below offset B (exclusive)"),
     ],
-    output: Annotated[Output, typer.Option("--output", "-o", help="text (human) or json")] = Output.text,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """ACLs added and removed between the state at offset A and the state at offset B (by ACL id)."""
+    """ACLs added and removed between the state at offset A and the state at offset B (by ACL id).
+
+    --log-dir may also name Apache Kafka's own KRaft metadata; offsets are then Kafka's.
+
+    \b
+    Example:
+      kraft-acl diff --log-dir data/meta --from-offset 0 --to-offset 120
+    """
     if from_offset > to_offset:
         fail(f"--from-offset {from_offset} is above --to-offset {to_offset}")
-    with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
-        check_offset("--to-offset", to_offset, node.backend.high_watermark())
-        check_batch_boundary("--to-offset", to_offset, node.backend)
-        before = node.image.acls
-        node.loader.catch_up(to_offset)  # the same node walks on from A to B
-        after = node.image.acls
+    before: Mapping[str, StandardAcl]
+    after: Mapping[str, StandardAcl]
+    if kafka_files(log_dir) is not None:
+        before = kafka_state(log_dir, from_offset, "--from-offset").image.acls
+        after = kafka_state(log_dir, to_offset, "--to-offset", say=False).image.acls
+    else:
+        with replayed(log_dir, from_offset, option="--from-offset") as node, library_errors():
+            check_offset("--to-offset", to_offset, node.backend.high_watermark())
+            check_batch_boundary("--to-offset", to_offset, node.backend)
+            before = node.image.acls
+            node.loader.catch_up(to_offset)  # the same node walks on from A to B
+            after = node.image.acls
     removed = {i: a for i, a in before.items() if i not in after}
     added = {i: a for i, a in after.items() if i not in before}
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -124,5 +166,5 @@ def diff_command(
             typer.echo(f"{sign} {acl_id} {acl}")
 
 
-def _acls_json(acls: dict[str, StandardAcl]) -> list[dict[str, Any]]:
+def _acls_json(acls: Mapping[str, StandardAcl]) -> list[dict[str, Any]]:
     return [acl_json(i, a) for i, a in sorted_acls(acls)]

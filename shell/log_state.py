@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.errors import LogError, LogLockedError
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.output import Output
 from snapshots.errors import SnapshotError
 
 LIBRARY_ERRORS = (LogError, SnapshotError, AuthorizerError, OSError)
@@ -34,18 +34,7 @@ STATE_AT_HELP = (
 )
 
 
-class Output(StrEnum):
-    """Output formats of the log commands: text for humans, or json."""
-
-    text = "text"
-    json = "json"
-
-
-class TableOutput(StrEnum):
-    """Output formats of the commands whose human form is a table."""
-
-    table = "table"
-    json = "json"
+TableOutput = Output  # one output enum for every command (shell/output.py); both old names stay importable
 
 
 @contextmanager
@@ -157,11 +146,13 @@ def acl_json(acl_id: str, acl: StandardAcl) -> dict[str, Any]:
 
 
 ACL_COLUMNS = ("id", *AclEntry.model_fields)  # the acls.json fields, after the id
+# Their headers, short enough for a narrow terminal: each names its acls.json field without "_type"/"resource_".
+ACL_HEADERS = ("id", "resource", "name", "pattern", "principal", "host", "operation", "permission")
 
 
 def acl_table(acls: Mapping[str, StandardAcl], title: str | None = None) -> Table:
     """A rich table of ACLs with their ids."""
-    table = Table(*ACL_COLUMNS, title=title, title_justify="left")
+    table = Table(*ACL_HEADERS, title=title, title_justify="left")
     for acl_id, acl in sorted_acls(acls):
         fields = acl_json(acl_id, acl)
         table.add_row(*(fields[c] for c in ACL_COLUMNS))

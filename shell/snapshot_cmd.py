@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from authorizer.image import AclsDelta, AclsImage, Provenance
 from authorizer.node import AclNode
 from metadata_log.backends.file import FileLog
 from shell.errors import fail
+from shell.kafka_dump import inspect_kafka, verify_kafka
+from shell.kafka_source import kafka_files
 from shell.log_state import (
     LIBRARY_ERRORS,
-    Output,
     acl_json,
     acl_table,
     check_log_dir,
@@ -29,6 +29,7 @@ from shell.log_state import (
     library_errors,
     sorted_acls,
 )
+from shell.output import Output, OutputOpt, print_table
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from snapshots.format import SnapshotReader
 from snapshots.naming import SUFFIX, SnapshotId, parse_name
@@ -38,9 +39,10 @@ snapshot_app = typer.Typer(
     "below the (exclusive) end offset.",
     no_args_is_help=True,
 )
-LogDir = Annotated[Path, typer.Option("--log-dir", help="the metadata log directory (segments, snapshots)")]
+LogDir = Annotated[
+    Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")
+]
 SnapshotFile = Annotated[Path, typer.Argument(metavar="FILE", help="a .checkpoint snapshot file")]
-OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (human) or json")]
 
 
 class UnusableSnapshotError(SnapshotError):
@@ -78,10 +80,15 @@ def load_image(path: Path) -> tuple[SnapshotReader, AclsImage]:
 @snapshot_app.command("create")
 def create_command(
     log_dir: LogDir,
-    retain: Annotated[int, typer.Option("--retain", help="keep the newest N snapshots (0: all)")] = 3,
-    output: OutputOpt = Output.text,
+    retain: Annotated[int, typer.Option("--retain", metavar="N", help="keep the newest N snapshots (0: all)")] = 3,
+    output: OutputOpt = Output.table,
 ) -> None:
-    """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path."""
+    """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
+
+    \b
+    Example:
+      kraft-acl snapshot create --log-dir data/meta --retain 3
+    """
     check_log_dir(log_dir)
     if retain < 0:
         fail(f"--retain {retain} is negative")
@@ -102,7 +109,7 @@ def create_command(
         node.close()
     deleted = sorted(before - {p.name for p in log_dir.glob(f"*{SUFFIX}")})
     snap = parse_name(path)
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -154,13 +161,18 @@ def _status(path: Path) -> SnapshotStatus:
 
 
 @snapshot_app.command("list")
-def list_command(log_dir: LogDir, output: OutputOpt = Output.text) -> None:
-    """Every snapshot file in the log directory, oldest first, each checked: valid, or the damage found."""
+def list_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
+    """Every snapshot file in the log directory, oldest first, each checked: valid, or the damage found.
+
+    \b
+    Example:
+      kraft-acl snapshot list --log-dir data/meta
+    """
     check_log_dir(log_dir)
     with library_errors():
         paths = [p for p in log_dir.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
         rows = sorted((_status(p) for p in paths), key=_order)
-    if output is Output.json:
+    if output.is_json:
         typer.echo(json.dumps([asdict(r) for r in rows]))
         return
     if not rows:
@@ -176,7 +188,7 @@ def list_command(log_dir: LogDir, output: OutputOpt = Output.text) -> None:
             _text(r.records),
             "valid" if r.valid else f"DAMAGED: {r.error}" if r.end_offset is not None else r.error,
         )
-    Console(width=200).print(table)
+    print_table(table)
 
 
 def _order(status: SnapshotStatus) -> tuple[int, int, str]:
@@ -198,11 +210,20 @@ def _open(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 
 @snapshot_app.command("inspect")
-def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None:
-    """A snapshot's header fields, record count and ACLs."""
+def inspect_command(file: SnapshotFile, output: OutputOpt = Output.table) -> None:
+    """A snapshot's header fields, record count and ACLs (kraft-acl's, or an Apache Kafka `.checkpoint`).
+
+    \b
+    Example:
+      kraft-acl snapshot inspect data/meta/00000000000000000120-0000000003.checkpoint -o json
+    """
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        inspect_kafka(kafka, output)
+        return
     reader, image = _open(file)
     h = reader.header
-    if output is Output.json:
+    if output.is_json:
         typer.echo(
             json.dumps(
                 {
@@ -222,12 +243,23 @@ def inspect_command(file: SnapshotFile, output: OutputOpt = Output.text) -> None
     typer.echo(f"Timestamp: {h.timestamp_ms} ({iso_time(h.timestamp_ms)})")
     typer.echo(f"Records: {len(image)}")
     if len(image):
-        Console(width=200).print(acl_table(image.acls))
+        print_table(acl_table(image.acls))
 
 
 @snapshot_app.command("verify")
 def verify_command(file: SnapshotFile) -> None:
-    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2)."""
+    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2).
+
+    An Apache Kafka `.checkpoint` is checked batch by batch (CRC-32C, SnapshotHeader, SnapshotFooter).
+
+    \b
+    Example:
+      kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint
+    """
+    kafka = kafka_files(file) if file.is_file() else None
+    if kafka is not None:
+        verify_kafka(kafka)
+        return
     reader, image = _open(file)
     h = reader.header
     typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch})")

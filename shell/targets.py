@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from authorizer.config import load_properties
+from authorizer.controller import CreateResult, DeleteResult
+from authorizer.errors import ConfigError
+from authorizer.filters import AclBindingFilter
+from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
@@ -38,7 +43,10 @@ class LogTarget:
             return FileLog(self.log_dir, read_only=not write)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
-        client = load_properties(self.command_config) if self.command_config is not None else {}
+        try:
+            client = load_properties(self.command_config) if self.command_config is not None else {}
+        except ConfigError as exc:  # bad input: exit 2, where other errors of a running command exit 1
+            fail(str(exc))
         assert self.bootstrap_servers is not None
         config = KafkaLogConfig(self.bootstrap_servers, topic=self.topic or DEFAULT_TOPIC, client=client)
         return KafkaLog(config, writer=write)
@@ -52,3 +60,38 @@ class LogTarget:
         )
         node.start()
         return node
+
+
+class AclService(Protocol):
+    """What `kraft-acl acls` needs: KIP-140's create and delete, describe by filter; a log node or a serve."""
+
+    def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]: ...
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]: ...
+
+    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]: ...
+
+    def close(self) -> None: ...
+
+
+class NodeService:
+    """An AclService over a started node of a log (the controller writes, the authorizer describes)."""
+
+    def __init__(self, node: AclNode) -> None:
+        self.node = node
+
+    def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
+        """One atomic batch through the node's controller."""
+        return self.node.controller.create_acls(acls)
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
+        """One atomic batch through the node's controller."""
+        return self.node.controller.delete_acls(filters)
+
+    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
+        """The ACLs matching the filter, with their ids."""
+        return self.node.authorizer.acls_with_ids(acl_filter)
+
+    def close(self) -> None:
+        """Close the node (releasing the writer lock)."""
+        self.node.close()

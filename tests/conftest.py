@@ -15,6 +15,7 @@ settings.register_profile("kraft-acl", deadline=None, print_blob=True)
 settings.load_profile("kraft-acl")
 
 REPO = Path(__file__).resolve().parent.parent
+pytest_plugins = ("tests.spark_session",)  # the session-scoped `spark` fixture of the spark-marked tests
 
 
 def kraft_acl_command() -> list[str]:
@@ -23,7 +24,7 @@ def kraft_acl_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("kraft-acl")
-    return [found] if found else [sys.executable, "-c", "from shell.cli import main; main()"]
+    return [found] if found else [sys.executable, "-c", "from kraftacl.main import main; main()"]
 
 
 @pytest.fixture(scope="session")

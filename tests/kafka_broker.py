@@ -16,7 +16,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -137,6 +137,9 @@ class KafkaBroker:
         sasl: bool = False,
         authorizer: bool = False,
         extra_props: Mapping[str, str] | None = None,
+        listeners: Sequence[str] = (),
+        classpath: str | None = None,
+        sasl_users: Sequence[str] = (),
         start_timeout: float = 90.0,
         stop_timeout: float = 30.0,
     ) -> None:
@@ -146,6 +149,10 @@ class KafkaBroker:
         self.sasl = sasl or authorizer
         self.authorizer = authorizer
         self.extra_props = dict(extra_props or {})
+        self.listeners = tuple(listeners)  # extra client listeners, NAME:PROTOCOL (the script's --listener)
+        self.classpath = classpath  # extra classpath entries, e.g. an authorizer plugin's jar
+        self.sasl_users = tuple(sasl_users)  # more SASL/PLAIN users, each with the password <name>-secret
+        self._listener_bootstrap: dict[str, str] = {}
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self._bootstrap: str | None = None
@@ -165,12 +172,18 @@ class KafkaBroker:
             args.append("--authorizer")
         for key, value in self.extra_props.items():
             args += ["--prop", f"{key}={value}"]
+        for listener in self.listeners:
+            args += ["--listener", listener]
+        if self.classpath:
+            args += ["--classpath", self.classpath]
         args.append(str(self.data_dir))
         env = {
             "KAFKA_START_TIMEOUT": str(int(self.start_timeout)),
             "KAFKA_STOP_TIMEOUT": str(int(self.stop_timeout)),
             "KAFKA_WATCH_PID": str(os.getpid()),
         }
+        if self.sasl_users:
+            env["KAFKA_SASL_USERS"] = " ".join(f"{user}:{user}-secret" for user in self.sasl_users)
         _LIVE.add(self)
         try:
             out = _parse_env(_run_script(args, timeout=self.start_timeout + 60, env=env))
@@ -179,6 +192,7 @@ class KafkaBroker:
             raise
         self._bootstrap = out["BOOTSTRAP"]
         self._pid = int(out["PID"])
+        self._listener_bootstrap = {k[len("BOOTSTRAP_") :]: v for k, v in out.items() if k.startswith("BOOTSTRAP_")}
         return self._bootstrap
 
     def stop(self, *, hard: bool = False) -> None:
@@ -246,6 +260,24 @@ class KafkaBroker:
             raise KafkaBrokerError("broker was never started")
         return self._bootstrap
 
+    def wait_for_ports(self, timeout: float = 60.0) -> None:
+        """Learn the ports from DIR/ports.env while `start()` still waits (in another thread) for the broker."""
+        path = self.data_dir / "ports.env"
+        deadline = time.monotonic() + timeout
+        while not path.is_file():
+            if time.monotonic() > deadline:
+                raise KafkaBrokerError(f"no {path} within {timeout:.0f}s")
+            time.sleep(0.1)
+        ports = _parse_env(path.read_text())
+        self._bootstrap = f"127.0.0.1:{ports['PORT']}"
+        self._listener_bootstrap = {k[5:]: f"127.0.0.1:{v}" for k, v in ports.items() if k.startswith("PORT_")}
+
+    def listener_bootstrap(self, name: str) -> str:
+        """``127.0.0.1:<port>`` of an extra listener (``listeners``)."""
+        if name not in self._listener_bootstrap:
+            raise KafkaBrokerError(f"no listener {name} (extra listeners: {sorted(self._listener_bootstrap)})")
+        return self._listener_bootstrap[name]
+
     @property
     def port(self) -> int:
         return int(self.bootstrap_servers.rsplit(":", 1)[1])
@@ -269,10 +301,15 @@ class KafkaBroker:
         return "\n".join(parts)
 
     def client_config(
-        self, user: str = "admin", overrides: Mapping[str, str | int | float | bool] | None = None
+        self,
+        user: str = "admin",
+        overrides: Mapping[str, str | int | float | bool] | None = None,
+        listener: str | None = None,
     ) -> ClientConf:
-        """confluent-kafka settings to reach this broker (SASL/PLAIN credentials when ``sasl``)."""
-        conf: ClientConf = {"bootstrap.servers": self.bootstrap_servers}
+        """confluent-kafka settings to reach this broker (SASL/PLAIN credentials when ``sasl``), on the main
+        client listener or on an extra one (``listener``; it must use the main listener's protocol)."""
+        bootstrap = self.bootstrap_servers if listener is None else self.listener_bootstrap(listener)
+        conf: ClientConf = {"bootstrap.servers": bootstrap}
         if self.sasl:
             conf.update(
                 {

@@ -36,6 +36,7 @@ from metadata_log.backends.file_format import (
 )
 from metadata_log.backends.file_segment import (
     Damage,
+    ReadSpan,
     Recovery,
     Segment,
     open_segment,
@@ -244,15 +245,7 @@ class FileLog(LogBackend):
         return Segment(path, base, schema, len(header), len(header), base)
 
     def read(self, from_offset: int = 0) -> Iterator[RecordBatch]:
-        with self._state_lock:
-            self._look()
-            start = self._segments[0].base_offset if self._segments else self._hwm
-            if not start <= from_offset <= self._hwm:
-                raise OffsetOutOfRangeError(from_offset, start, self._hwm)
-            if from_offset == self._hwm:
-                return iter(())
-            spans = plan_read(self._segments, from_offset)
-        return read_spans(spans, from_offset, self._codec)
+        return read_spans(self.read_plan(from_offset), from_offset, self._codec)
 
     def high_watermark(self) -> int:
         with self._state_lock:
@@ -263,6 +256,16 @@ class FileLog(LogBackend):
         with self._state_lock:
             self._look()
             return self._segments[0].base_offset if self._segments else self._hwm
+
+    def read_plan(self, from_offset: int = 0) -> list[ReadSpan]:
+        """The committed byte ranges `read(from_offset)` would read now, one per segment (for readers in other
+        processes, e.g. the Spark jobs: each span reads with `read_spans` and needs nothing else of this log)."""
+        with self._state_lock:
+            self._look()
+            start = self._segments[0].base_offset if self._segments else self._hwm
+            if not start <= from_offset <= self._hwm:
+                raise OffsetOutOfRangeError(from_offset, start, self._hwm)
+            return plan_read(self._segments, from_offset) if from_offset < self._hwm else []
 
     def segment_paths(self) -> list[Path]:
         """The segment files the log holds, in offset order (for tools and tests)."""

@@ -38,15 +38,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends.file_format import decode_frame, encode_frame, parse_frame_at
+from metadata_log.backends.file_format import encode_frame
+from metadata_log.backends.kafka_message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
 from metadata_log.backends.memory import check_records
-from metadata_log.codec import DEFAULT_CODEC, BatchSchema, Codec
+from metadata_log.codec import DEFAULT_CODEC, Codec
 from metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
 from metadata_log.records import MetadataRecord, RecordBatch
 
-DEFAULT_TOPIC = "kraft-acl-metadata"
 KAFKA_LOGGER = logging.getLogger("kraft_acl.kafka")
-SCHEMA_HEADER = "kraft-acl-schema"
 
 
 class KafkaLogError(LogError):
@@ -442,13 +441,11 @@ class _Stream:
 
 
 def _decode(msg: Any, codec: Codec, topic: str) -> RecordBatch:
-    value: bytes = msg.value()
-    frame = parse_frame_at(value, 0)
-    if frame is None or frame.size != len(value):
-        raise KafkaLogError(f"{topic} Kafka offset {msg.offset()}: not a whole kraft-acl batch frame")
     schema_json = dict(msg.headers() or []).get(SCHEMA_HEADER)
-    schema = BatchSchema.from_json(schema_json.decode()) if schema_json else None
-    return decode_frame(codec, frame, schema)
+    try:
+        return decode_message(msg.value(), schema_json, codec, f"{topic} Kafka offset {msg.offset()}")
+    except LogError as exc:
+        raise KafkaLogError(str(exc)) from exc
 
 
 __all__ = ["DEFAULT_TOPIC", "KafkaLog", "KafkaLogConfig", "LogFencedError", "LogUnavailableError"]

@@ -26,7 +26,7 @@ from shell.bench.authorizer_updates import (
     update_benchmark,
 )
 from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
-from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, rss_bytes
+from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
 
 
 def _loaded(acls: Any) -> StandardAuthorizer:
@@ -154,9 +154,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     scale = 10 if quick else 1
     out: dict[str, Any] = {"suite": "authorizer", "cpu_probe_us": round(cpu_probe_us(), 2)}
     out["bulk_rows"] = native_rows.BULK_ROWS  # "native": the index build's compiled loop is in use
+    progress(f"authorizer: authorize latency on {100_000 // scale} ACLs")
     out["authorize_100k"] = authorize_latency(100_000 // scale, 100_000 // scale)
+    progress("authorizer: per-resource figures")
     out.update(per_resource_figures(100_000 // scale))
+    progress("authorizer: Kafka's JMH sets (testAuthorizer, by-resource-type, one-ACL changes)")
     out.update(jmh_sets((1000, 5000) if quick else (10_000, 50_000, 200_000)))
+    progress("authorizer: Kafka's StandardAuthorizerUpdateBenchmark shape")
     counts = (25_000, 50_000, 75_000, 100_000)
     out["update_us"]["update_benchmark"] = update_benchmark(tuple(count // scale for count in counts))
     out["update_us"]["tail_replay"] = in_child("authorizer_updates", f"_tail_replay_child({200_000 // scale})")

@@ -20,7 +20,21 @@ from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed
+from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed, progress
+
+
+def bench_acl(acl_id: str, n: int, prefix: str = "svc") -> AccessControlEntryRecord:
+    """The ACL the n-th record of a bench log adds: three types, every 7th PREFIXED, every 20th a DENY."""
+    return AccessControlEntryRecord(
+        acl_id,
+        2 + n % 3,
+        f"{prefix}{n % 997}.events-{n}",
+        3 + (n % 7 == 0),
+        f"User:u{n % 5000}",
+        "*",
+        3 + n % 6,
+        3 - (n % 20 == 0),
+    )
 
 
 def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
@@ -35,18 +49,7 @@ def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> 
         else:
             acl_id = new_uuid()
             live.append(acl_id)
-            batch.append(
-                AccessControlEntryRecord(
-                    acl_id,
-                    2 + n % 3,
-                    f"{prefix}{n % 997}.events-{n}",
-                    3 + (n % 7 == 0),
-                    f"User:u{n % 5000}",
-                    "*",
-                    3 + n % 6,
-                    3 - (n % 20 == 0),
-                )
-            )
+            batch.append(bench_acl(acl_id, n, prefix))
         if len(batch) == 1000:
             batches.append(batch)
             batch = []
@@ -183,6 +186,7 @@ def file_suite(records: int, runs: int = 5) -> dict[str, Any]:
         replay = f"_replay_child({str(Path(tmp) / 'mixed')!r}, {records})"
         out["replay_1m"] = _repeated(replay, "seconds", "records_per_s_at_reference", runs)
         with FileLog(Path(tmp) / "latency") as log:
+            progress("log: append + fsync latency")
             out["append_fsync"] = append_latency(log)
         out["cold_start_snapshot_1m"] = cold_start(Path(tmp) / "adds", runs)
     return out
@@ -223,5 +227,6 @@ def run(quick: bool = False, kafka_bootstrap: str | None = None) -> dict[str, An
     out.update(compiled_loops())  # every child process is checked to use the same (timing.in_child)
     out["file"] = file_suite(records, runs=3 if quick else 5)
     if kafka_bootstrap:
+        progress(f"log: the Kafka topic suite on {kafka_bootstrap}")
         out["kafka"] = kafka_suite(kafka_bootstrap, records)
     return out

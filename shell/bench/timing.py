@@ -95,15 +95,29 @@ def compiled_loops() -> dict[str, str]:
     return {"decoder": codec_fast.DECODER, "bulk_rows": native_rows.BULK_ROWS}
 
 
+_STARTED = time.monotonic()
+
+
+def progress(message: str) -> None:
+    """One progress line on stderr (stdout carries only the JSON result)."""
+    print(f"kraft-acl bench: {time.monotonic() - _STARTED:6.1f}s {message}", file=sys.stderr, flush=True)
+
+
 def in_child(module: str, call: str, loops: dict[str, str] | None = None) -> dict[str, Any]:
     """Run `shell.bench.<module>.<call>` in a fresh interpreter; its last output line is a JSON object.
 
     A fresh process owns its memory figures and does not reuse what an earlier case freed. It must
     use the same loops as this process (or `loops`): a compiled source edited while a bench runs
-    makes new processes fall back to the source, and their figures would mean something else.
+    makes new processes fall back to the source, and their figures would mean something else. It
+    imports the very modules this process imported: it gets this process's `sys.path` before it
+    imports anything, so that `python -c`, which puts the working directory first, cannot pick up
+    another source tree (a checkout the command was started from, compiled or not).
     """
     expected = compiled_loops() if loops is None else loops
+    path = [entry or os.getcwd() for entry in sys.path]
+    progress(f"{module}.{call} (new process)")
     code = (
+        f"import sys\nsys.path[:] = {path!r}\n"
         f"from shell.bench.timing import compiled_loops\nexpected, used = {expected!r}, compiled_loops()\n"
         "if used != expected:\n"
         "    raise SystemExit(f'used {used}, not {expected} as its parent; run `make setup`')\n"

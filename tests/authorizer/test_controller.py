@@ -48,7 +48,7 @@ OP, PERM = AclOperation, AclPermissionType
 U = "4f2a"  # the random suffix AuthorizerTest appends to topic names
 
 X = StandardAcl(T, "foo", LIT, "User:bob", "*", OP.READ, PERM.ALLOW)
-CLUSTER_ODD = StandardAcl(C, "not-kafka-cluster", LIT, "bob-no-colon", "some.host.name", OP.ALTER, PERM.ALLOW)
+CLUSTER_ODD = StandardAcl(C, "not-kafka-cluster", LIT, "User:bob", "some.host.name", OP.ALTER, PERM.ALLOW)
 C1_REQUEST = [
     X,
     X,
@@ -125,7 +125,7 @@ def test_c1_as_the_control_manager(h: Harness) -> None:
         invalid("Invalid resourceType UNKNOWN"),  # the type is checked first
         invalid("Invalid operation UNKNOWN"),
         invalid("Invalid permissionType UNKNOWN"),
-        NONE,  # principal, host and the CLUSTER name are not validated by the control manager
+        NONE,  # the host and the CLUSTER name are not validated by the control manager
     ]
     id_x, id_cluster = results[0].acl_id, results[7].acl_id
     assert id_x is not None and id_cluster is not None
@@ -161,12 +161,24 @@ def test_api_checks_accept_kafka_cluster_literal_and_prefixed(h: Harness) -> Non
     ok = [
         StandardAcl(C, "kafka-cluster", LIT, "User:bob", "*", OP.ALTER, PERM.ALLOW),
         StandardAcl(C, "kafka-cluster", PRE, "User:bob", "*", OP.ALTER, PERM.ALLOW),
-        StandardAcl(T, "t", LIT, "nocolon", "", OP.READ, PERM.DENY),  # principal and host are not validated
+        StandardAcl(T, "t", LIT, "odd type:x:y", "", OP.READ, PERM.DENY),  # only the colon; the host not at all
     ]
     results = h.controller.create_acls([*ok, a(C, PRE, OP.ALTER, name="kafka")])
     only = invalid("The only valid name for the CLUSTER resource is kafka-cluster")
     assert [r.error for r in results] == [NONE, NONE, NONE, only]
     assert sorted(map(str, h.stored.values())) == sorted(map(str, ok))
+
+
+def test_a_principal_without_a_colon_is_invalid(h: Harness) -> None:
+    """Kafka 4.3.1's AclControlManager.validateNewAcl ends with this check (a live 4.3.1 broker answers it)."""
+    bad = StandardAcl(T, "t", LIT, "bob-no-colon", "*", OP.READ, PERM.ALLOW)
+    message = (
+        "Could not parse principal from `bob-no-colon` "
+        "(no colon is present separating the principal type from the principal name)"
+    )
+    for api_checks in (True, False):
+        assert h.controller.create_acls([bad], api_checks=api_checks) == [CreateResult(invalid(message))]
+    assert h.stored == {}
 
 
 # Values only a filter may hold, with the message AclControlManager gives each in an ACL.

@@ -16,7 +16,13 @@ import pytest
 
 from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem
 
-KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker"})
+KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker", "kafka_snapshotting_broker"})
+# Kafka writes a metadata snapshot at most this often once records arrive (the NoOp records the controller
+# appends every 500 ms count), and after any 1 byte of records: tests see their ACLs in a .checkpoint soon.
+SNAPSHOT_EVERY = {
+    "metadata.log.max.snapshot.interval.ms": "1000",
+    "metadata.log.max.record.bytes.between.snapshots": "1",
+}
 _SKIP_REASONS: list[str] = []
 
 
@@ -34,7 +40,13 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(f"KAFKA TESTS SKIPPED: {reason}")
 
 
-def _start_broker(tmp_path_factory: pytest.TempPathFactory, name: str, *, authorizer: bool = False) -> KafkaBroker:
+def _start_broker(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    *,
+    authorizer: bool = False,
+    extra_props: dict[str, str] | None = None,
+) -> KafkaBroker:
     for problem in (java_problem(), maven_problem()):
         if problem is not None:
             _unavailable(problem)
@@ -42,14 +54,19 @@ def _start_broker(tmp_path_factory: pytest.TempPathFactory, name: str, *, author
         fetch_jars()
     except KafkaBrokerError as exc:
         pytest.fail(f"KAFKA BROKER JARS COULD NOT BE FETCHED: {exc}", pytrace=False)
-    broker = KafkaBroker(tmp_path_factory.mktemp(name), authorizer=authorizer)
+    broker = KafkaBroker(tmp_path_factory.mktemp(name), authorizer=authorizer, extra_props=extra_props)
+    start_or_fail(broker)
+    return broker
+
+
+def start_or_fail(broker: KafkaBroker) -> None:
+    """Start the broker; a broker that does not start is a failure, with its log tail."""
     try:
         broker.start()
     except KafkaBrokerError as exc:
         tail = broker.log_tail()
         broker.stop()
         pytest.fail(f"KAFKA BROKER DID NOT START: {exc}\n{tail}", pytrace=False)
-    return broker
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +83,17 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
 def kafka_sasl_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """A SASL/PLAIN broker with StandardAuthorizer (super user admin; alice and bob have no ACLs)."""
     broker = _start_broker(tmp_path_factory, "kafka-sasl", authorizer=True)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_snapshotting_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A SASL/PLAIN broker with StandardAuthorizer that snapshots its metadata every second (SNAPSHOT_EVERY);
+    its KRaft files are under `data_dir / "data"`."""
+    broker = _start_broker(tmp_path_factory, "kafka-snapshots", authorizer=True, extra_props=SNAPSHOT_EVERY)
     try:
         yield broker
     finally:

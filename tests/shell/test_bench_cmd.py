@@ -10,31 +10,49 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
-import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from shell.bench.log_suite import _records
 from shell.bench.timing import compiled_loops, in_child
+from shell.cli import app
+from tests.conftest import kraft_acl_command
 
 
-def quick_bench(suite: str) -> dict[str, Any]:
-    """`kraft-acl bench --suite <suite> --quick` in a new process: its JSON output."""
+def decoy_checkout(directory: Path) -> Path:
+    """A source tree whose packages fail on import, as a checkout at another commit (or uncompiled) would."""
+    for package in ("shell", "authorizer", "metadata_log", "snapshots"):
+        (directory / package).mkdir(parents=True)
+        (directory / package / "__init__.py").write_text("raise ImportError('the decoy checkout was imported')\n")
+    return directory
+
+
+def quick_bench(suite: str, cwd: Path) -> dict[str, Any]:
+    """The installed `kraft-acl bench --suite <suite> --quick` started inside `cwd`: its JSON output (stdout
+    holds nothing else), after checking its progress lines on stderr."""
     out = subprocess.run(
-        [sys.executable, "-c", "from shell.cli import main; main()", "bench", "--suite", suite, "--quick"],
+        [*kraft_acl_command(), "bench", "--suite", suite, "--quick"],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
         timeout=300,
+        cwd=decoy_checkout(cwd),
     )
+    assert out.returncode == 0, out.stderr
+    progress = out.stderr.splitlines()
+    assert len(progress) >= 3 and all(re.match(r"kraft-acl bench: +\d+\.\ds ", line) for line in progress), out.stderr
+    assert progress[-1].endswith(" done") and any("(new process)" in line for line in progress)
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
 
-def test_log_suite_quick_reports_every_case() -> None:
-    result = quick_bench("log")
+def test_log_suite_quick_reports_every_case(tmp_path: Path) -> None:
+    result = quick_bench("log", tmp_path)
     assert result["suite"] == "log" and result["records"] == 100_000
     assert result["machine"]["cpus"] >= 1 and result["cpu_probe_us"] > 0
     if os.environ.get("CI") == "true":
@@ -65,8 +83,8 @@ def test_log_suite_quick_reports_every_case() -> None:
     assert result["file"]["append_fsync"]["appends"] == 300
 
 
-def test_authorizer_suite_quick_reports_every_case() -> None:
-    result = quick_bench("authorizer")
+def test_authorizer_suite_quick_reports_every_case(tmp_path: Path) -> None:
+    result = quick_bench("authorizer", tmp_path)
     assert result["suite"] == "authorizer" and result["cpu_probe_us"] > 0
     if os.environ.get("CI") == "true":
         assert result["bulk_rows"] == "native"
@@ -78,8 +96,27 @@ def test_authorizer_suite_quick_reports_every_case() -> None:
     assert result["acls"] == 100_000 and result["index_build_1m_s"] > 0 and result["bytes_per_acl_1m"] > 0
 
 
+def test_a_child_imports_what_its_parent_imported_wherever_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(decoy_checkout(tmp_path))  # `python -c` would put this directory first on sys.path
+    assert in_child("authorizer_suite", "_index_build_child(10)")["acls"] == 10
+
+
 def test_a_child_on_other_loops_than_its_parent_is_refused() -> None:
     assert in_child("authorizer_suite", "_index_build_child(10)")["acls"] == 10
     stale = {**compiled_loops(), "bulk_rows": "stale"}  # as if a compiled source had changed since the parent started
     with pytest.raises(RuntimeError, match=r"_index_build_child\(10\) failed .*used .*, not .*'stale'"):
         in_child("authorizer_suite", "_index_build_child(10)", loops=stale)
+
+
+def test_a_failed_child_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(quick: bool = False) -> dict[str, Any]:
+        return in_child("authorizer_suite", "_no_such_case()")
+
+    monkeypatch.setattr("shell.bench.authorizer_suite.run", failing)
+    result = CliRunner().invoke(app, ["bench", "--suite", "authorizer"])
+    assert result.exit_code == 1 and result.stdout == ""
+    [error] = [line for line in result.stderr.splitlines() if not line.startswith("kraft-acl bench:")]
+    assert error.startswith("kraft-acl: error: bench child authorizer_suite._no_such_case() failed (exit 1): ")
+    assert "AttributeError" in error

@@ -396,11 +396,6 @@ def test_damaged_snapshot_is_reported_and_skipped(log_copy: Path) -> None:
     assert state["snapshot"] is None and ids_of(state["acls"]) == STATES[5]
 
 
-def test_kafka_snapshot_is_refused_with_bad_magic() -> None:
-    code, _, err = cli("snapshot", "verify", GOLDEN_KAFKA_SNAPSHOT)
-    assert_one_line_error(code, err, "bad magic", "not a kraft-acl snapshot")
-
-
 def test_misnamed_snapshot_is_unusable(log_copy: Path) -> None:
     cli("snapshot", "create", "--log-dir", log_copy)
     wrong = log_copy / "00000000000000000003-0000000001.checkpoint"

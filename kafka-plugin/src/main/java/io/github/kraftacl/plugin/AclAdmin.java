@@ -1,0 +1,191 @@
+package io.github.kraftacl.plugin;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.UnknownServerException;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.server.authorizer.AclCreateResult;
+import org.apache.kafka.server.authorizer.AclDeleteResult;
+import org.apache.kafka.server.authorizer.AclDeleteResult.AclBindingDeleteResult;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The ACL management calls (KIP-140's CreateAcls / DescribeAcls / DeleteAcls and KIP-801's AclCount) forwarded to
+ * serve, with Kafka's result types and error codes.
+ *
+ * <p>Thread-safe. Creates and deletes run on one daemon thread, so the controller's request thread only gets
+ * futures (AclApis waits on them in its purgatory); each call is one atomic batch on serve.
+ */
+final class AclAdmin implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(AclAdmin.class);
+
+    private final ServeClient client;
+    private final int timeoutMs;
+    private final ExecutorService writer = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "kraft-acl-admin");
+        t.setDaemon(true);
+        return t;
+    });
+
+    AclAdmin(ServeClient client, int timeoutMs) {
+        this.client = client;
+        this.timeoutMs = timeoutMs;
+    }
+
+    /** One future per binding, in order; every entry fails with the same error when the call as a whole fails. */
+    List<CompletableFuture<AclCreateResult>> create(List<AclBinding> acls) {
+        return forward(acls.size(), () -> WireJson.create(acls), "/v1/acls/create", o -> o.errorCode() == 0
+                ? AclCreateResult.SUCCESS
+                : new AclCreateResult(Errors.forCode((short) o.errorCode()).exception(o.message())),
+                AclCreateResult::new);
+    }
+
+    /** One future per filter, in order, each with every ACL the filter matched (all removed in one batch). */
+    List<CompletableFuture<AclDeleteResult>> delete(List<AclBindingFilter> filters) {
+        return forward(filters.size(), () -> WireJson.delete(filters), "/v1/acls/delete", AclAdmin::deleted,
+                AclDeleteResult::new);
+    }
+
+    private static AclDeleteResult deleted(WireJson.Outcome o) {
+        if (o.errorCode() != 0) {
+            return new AclDeleteResult(Errors.forCode((short) o.errorCode()).exception(o.message()));
+        }
+        List<AclBindingDeleteResult> out = new ArrayList<>(o.acls().size());
+        for (AclBinding b : o.acls()) {
+            out.add(new AclBindingDeleteResult(b));
+        }
+        return new AclDeleteResult(out);
+    }
+
+    private <T> List<CompletableFuture<T>> forward(int n, Supplier<byte[]> body, String path,
+            Function<WireJson.Outcome, T> each, Function<ApiException, T> failed) {
+        List<CompletableFuture<T>> futures = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            futures.add(new CompletableFuture<>());
+        }
+        if (n == 0) {
+            return futures;
+        }
+        Runnable work = () -> {
+            List<T> results;
+            try {
+                results = results(n, body.get(), path, each);
+            } catch (RuntimeException e) {
+                ApiException error = e instanceof ApiException api ? api : new UnknownServerException(e.toString());
+                LOG.warn("kraft-acl serve: {} failed: {}", path, error.getMessage());
+                results = Collections.nCopies(n, failed.apply(error));
+            }
+            for (int i = 0; i < n; i++) {
+                futures.get(i).complete(results.get(i));
+            }
+        };
+        try {
+            writer.execute(work);
+        } catch (RejectedExecutionException e) {
+            T closed = failed.apply(new UnknownServerException("the kraft-acl authorizer is closed"));
+            futures.forEach(f -> f.complete(closed));
+        }
+        return futures;
+    }
+
+    private <T> List<T> results(int n, byte[] body, String path, Function<WireJson.Outcome, T> each) {
+        ServeClient.Reply reply = call(path, body);
+        List<WireJson.Outcome> outcomes;
+        try {
+            outcomes = WireJson.outcomes(reply.body());
+        } catch (IOException e) {
+            throw new UnknownServerException("kraft-acl serve " + reply.server() + " answered " + path
+                    + " with a body the plugin cannot read: " + e.getMessage());
+        }
+        if (outcomes.size() != n) {
+            throw new UnknownServerException("kraft-acl serve " + reply.server() + " answered " + outcomes.size()
+                    + " results for " + n + " entries");
+        }
+        List<T> out = new ArrayList<>(n);
+        for (WireJson.Outcome o : outcomes) {
+            out.add(each.apply(o));
+        }
+        return out;
+    }
+
+    /** DescribeAcls: every ACL the filter matches (throws an ApiException the broker turns into the error code). */
+    List<AclBinding> describe(AclBindingFilter filter) {
+        ServeClient.Reply reply = call("/v1/acls/describe", WireJson.describe(filter));
+        try {
+            return WireJson.describedAcls(reply.body());
+        } catch (IOException e) {
+            throw new UnknownServerException("kraft-acl serve " + reply.server()
+                    + " answered /v1/acls/describe with a body the plugin cannot read: " + e.getMessage());
+        }
+    }
+
+    /** KIP-801's AclCount, or -1 (Kafka's "unknown") when serve does not answer. */
+    int count() {
+        try {
+            ServeClient.Reply reply = client.get("/v1/acls/count", timeoutMs);
+            if (reply.status() == 200) {
+                return WireJson.count(reply.body());
+            }
+            LOG.debug("kraft-acl serve: /v1/acls/count answered HTTP {}", reply.status());
+        } catch (ServeClient.UnavailableException | IOException e) {
+            LOG.debug("kraft-acl serve: /v1/acls/count failed: {}", e.getMessage());
+        }
+        return -1;
+    }
+
+    /** A 200 reply, or the ApiException that stands for serve's error (or for no serve answering). */
+    private ServeClient.Reply call(String path, byte[] body) {
+        ServeClient.Reply reply;
+        try {
+            reply = client.post(path, body, timeoutMs, true);
+        } catch (ServeClient.UnavailableException e) {
+            throw new UnknownServerException(e.getMessage());
+        }
+        if (reply.status() == 200) {
+            return reply;
+        }
+        throw exception(reply, path);
+    }
+
+    /**
+     * serve's error code as Kafka's exception when Kafka has that error (INVALID_REQUEST, ...), else
+     * UNKNOWN_SERVER_ERROR with serve's message (Kafka has no code for AUTHORIZER_NOT_READY either). NOT_CONTROLLER
+     * (every serve that answered has the broker role) is UNKNOWN_SERVER_ERROR too: in a CreateAcls or DeleteAcls
+     * response Kafka's broker takes NOT_CONTROLLER to mean that its own controller moved, and resends the request
+     * until the client gives up, so the client would see a timeout instead of the reason.
+     */
+    static ApiException exception(ServeClient.Reply reply, String path) {
+        WireJson.ErrorBody error = WireJson.error(reply.body());
+        String message = "kraft-acl serve " + reply.server() + " answered " + path + " with HTTP " + reply.status()
+                + (error.code().isEmpty() ? "" : " " + error.code()) + ": " + error.message();
+        if (error.code().equals("NOT_CONTROLLER")) {
+            return new UnknownServerException(message);
+        }
+        try {
+            ApiException known = Errors.valueOf(error.code()).exception(message);
+            if (known != null) {
+                return known;
+            }
+        } catch (IllegalArgumentException e) {
+            // not one of Kafka's error names
+        }
+        return new UnknownServerException(message);
+    }
+
+    @Override
+    public void close() {
+        writer.shutdownNow();
+    }
+}

@@ -1,0 +1,287 @@
+package io.github.kraftacl.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.ClusterResource;
+import org.apache.kafka.common.Endpoint;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.errors.AuthorizerNotReadyException;
+import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.UnknownServerException;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
+import org.apache.kafka.server.authorizer.AclCreateResult;
+import org.apache.kafka.server.authorizer.AclDeleteResult;
+import org.apache.kafka.server.authorizer.Action;
+import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
+import org.apache.kafka.server.authorizer.AuthorizerServerInfo;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The plugin against a fake serve: the JSON it sends, how it reads answers, and what it does when serve fails. */
+class KraftAclAuthorizerTest {
+    private static final String TOKEN = "plugin-token-0123456789";
+    private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
+    private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
+
+    @TempDir
+    Path dir;
+    private FakeServe serve;
+    private KraftAclAuthorizer plugin;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        serve = new FakeServe();
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (plugin != null) {
+            plugin.close();
+        }
+        serve.close();
+    }
+
+    private KraftAclAuthorizer plugin(String urls, String... more) throws Exception {
+        Path token = dir.resolve("token");
+        Files.writeString(token, "# comment\n" + TOKEN + "\n");
+        Map<String, Object> props = new HashMap<>(Map.of(PluginConfig.URLS, urls, PluginConfig.TOKEN_FILE,
+                token.toString(), PluginConfig.REQUEST_TIMEOUT_MS, "500", PluginConfig.READY_POLL_MS, "20",
+                "super.users", "User:admin; User:ANONYMOUS"));
+        for (int i = 0; i < more.length; i += 2) {
+            props.put(more[i], more[i + 1]);
+        }
+        plugin = new KraftAclAuthorizer();
+        plugin.configure(props);
+        return plugin;
+    }
+
+    private static AuthorizableRequestContext ctx(String user) throws Exception {
+        InetAddress address = InetAddress.getByName("10.0.0.7");
+        return new AuthorizableRequestContext() {
+            public String listenerName() { return "SASL_PLAINTEXT"; }
+            public SecurityProtocol securityProtocol() { return SecurityProtocol.SASL_PLAINTEXT; }
+            public KafkaPrincipal principal() { return new KafkaPrincipal("User", user); }
+            public InetAddress clientAddress() { return address; }
+            public int requestType() { return ApiKeys.METADATA.id; }
+            public int requestVersion() { return 12; }
+            public String clientId() { return "test"; }
+            public int correlationId() { return 1; }
+        };
+    }
+
+    private static Action read(String topic) {
+        return new Action(AclOperation.READ, new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL), 1,
+                true, true);
+    }
+
+    private static int deadPort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    @Test
+    void oneCallForTheWholeListResultsInOrder() throws Exception {
+        serve.answer("/v1/authorize", 200, "{\"results\":[\"DENIED\",\"ALLOWED\",\"DENIED\"],\"offset\":7}");
+        Action quiet = new Action(AclOperation.DESCRIBE, new ResourcePattern(ResourceType.GROUP, "g",
+                PatternType.LITERAL), 3, false, false);
+        List<AuthorizationResult> results = plugin(serve.url()).authorize(ctx("alice"),
+                List.of(read("a"), read("b"), quiet));
+        assertEquals(List.of(DENIED, ALLOWED, DENIED), results);
+        List<FakeServe.Received> calls = serve.on("/v1/authorize");
+        assertEquals(1, calls.size());
+        assertEquals("Bearer " + TOKEN, calls.get(0).authorization());
+        assertEquals("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\",\"listener\":\"SASL_PLAINTEXT\","
+                + "\"request\":\"Metadata\",\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\","
+                + "\"resource_name\":\"a\"},{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":"
+                + "\"b\"},{\"operation\":\"DESCRIBE\",\"resource_type\":\"GROUP\",\"resource_name\":\"g\","
+                + "\"ref_count\":3,\"log_if_allowed\":false,\"log_if_denied\":false}]}", calls.get(0).body());
+    }
+
+    @Test
+    void superUsersAreDecidedInTheBroker() throws Exception {
+        assertEquals(List.of(ALLOWED, ALLOWED), plugin(serve.url()).authorize(ctx("admin"), List.of(read("a"),
+                read("b"))));
+        assertEquals(ALLOWED, plugin.authorizeByResourceType(ctx("admin"), AclOperation.WRITE, ResourceType.TOPIC));
+        assertTrue(serve.received.isEmpty());
+    }
+
+    @Test
+    void onlyLiteralPatternsAsKafkaDoes() throws Exception {
+        Action prefixed = new Action(AclOperation.READ, new ResourcePattern(ResourceType.TOPIC, "a",
+                PatternType.PREFIXED), 1, true, true);
+        assertThrows(IllegalArgumentException.class, () -> plugin(serve.url()).authorize(ctx("admin"),
+                List.of(prefixed)));
+    }
+
+    @Test
+    void notReadyIsKafkasException() throws Exception {
+        serve.answer("/v1/authorize", 503, "{\"error\":{\"code\":\"AUTHORIZER_NOT_READY\",\"message\":\"loading\"}}");
+        assertThrows(AuthorizerNotReadyException.class, () -> plugin(serve.url()).authorize(ctx("bob"),
+                List.of(read("a"))));
+    }
+
+    @Test
+    void failsClosedWhenNoServeAnswersInTime() throws Exception {
+        serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}", 6000);
+        serve.answer("/v1/authorize-by-resource-type", 200, "{\"result\":\"ALLOWED\",\"offset\":1}", 6000);
+        KraftAclAuthorizer slow = plugin(serve.url());
+        long started = System.nanoTime();
+        assertEquals(List.of(DENIED), slow.authorize(ctx("bob"), List.of(read("a"))));
+        assertTrue(System.nanoTime() - started < TimeUnit.MILLISECONDS.toNanos(4000), "the request timeout bounds it");
+        assertEquals(DENIED, slow.authorizeByResourceType(ctx("bob"), AclOperation.WRITE, ResourceType.TOPIC));
+        plugin.close();
+        KraftAclAuthorizer down = plugin("http://127.0.0.1:" + deadPort());
+        assertEquals(List.of(DENIED, DENIED), down.authorize(ctx("bob"), List.of(read("a"), read("b"))));
+    }
+
+    @Test
+    void failsClosedOnAnswersItCannotUse() throws Exception {
+        serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}");
+        assertEquals(List.of(DENIED, DENIED), plugin(serve.url()).authorize(ctx("bob"), List.of(read("a"),
+                read("b"))), "one result for two actions");
+        serve.answer("/v1/authorize", 400, "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"no\"}}");
+        assertEquals(List.of(DENIED), plugin.authorize(ctx("bob"), List.of(read("a"))));
+        serve.answer("/v1/authorize", 200, "not json");
+        assertEquals(List.of(DENIED), plugin.authorize(ctx("bob"), List.of(read("a"))));
+    }
+
+    @Test
+    void failsOverToTheNextUrlAndStaysThere() throws Exception {
+        serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}");
+        try (FakeServe loading = new FakeServe()) {
+            loading.answer("/v1/authorize", 503, "{\"error\":{\"code\":\"AUTHORIZER_NOT_READY\",\"message\":\"\"}}");
+            String urls = "http://127.0.0.1:" + deadPort() + "," + loading.url() + "," + serve.url();
+            KraftAclAuthorizer p = plugin(urls);
+            assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
+            assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
+            assertEquals(1, loading.on("/v1/authorize").size(), "the serve that answered is asked first next time");
+            assertEquals(2, serve.on("/v1/authorize").size());
+        }
+    }
+
+    @Test
+    void nonEarlyListenersOpenWhenServeIsReady() throws Exception {
+        serve.answer("/v1/status", 503, "{\"ready\":false,\"last_applied_offset\":-1,\"acl_count\":0}");
+        Endpoint controller = new Endpoint("CONTROLLER", SecurityProtocol.PLAINTEXT, "127.0.0.1", 9093);
+        Endpoint client = new Endpoint("CLIENT", SecurityProtocol.SASL_PLAINTEXT, "127.0.0.1", 9092);
+        Map<Endpoint, ? extends CompletionStage<Void>> futures = plugin(serve.url()).start(info(List.of(controller,
+                client), List.of("CONTROLLER")));
+        assertTrue(futures.get(controller).toCompletableFuture().isDone());
+        Thread.sleep(200);
+        assertFalse(futures.get(client).toCompletableFuture().isDone());
+        serve.answer("/v1/status", 200, "{\"ready\":true,\"last_applied_offset\":5,\"acl_count\":3}");
+        futures.get(client).toCompletableFuture().get(5, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void closeFailsTheFutureOfAListenerStillWaiting() throws Exception {
+        serve.answer("/v1/status", 503, "{\"ready\":false}");
+        Endpoint client = new Endpoint("CLIENT", SecurityProtocol.SASL_PLAINTEXT, "127.0.0.1", 9092);
+        CompletionStage<Void> future = plugin(serve.url()).start(info(List.of(client), List.of())).get(client);
+        plugin.close();
+        assertThrows(ExecutionException.class, () -> future.toCompletableFuture().get(5, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aclManagementHasKafkasResultsAndErrorCodes() throws Exception {
+        serve.answer("/v1/acls/create", 200, "{\"results\":[{\"error_code\":0,\"error\":\"NONE\",\"id\":\"x\"},"
+                + "{\"error_code\":42,\"error\":\"INVALID_REQUEST\",\"message\":\"Resource name should not be empty\"}"
+                + "],\"offset\":3}");
+        AclBinding good = binding("t");
+        AclBinding empty = binding("");
+        List<AclCreateResult> created = plugin(serve.url()).createAcls(ctx("admin"), List.of(good, empty)).stream()
+                .map(f -> f.toCompletableFuture().join()).toList();
+        assertFalse(created.get(0).exception().isPresent());
+        assertTrue(created.get(1).exception().get() instanceof InvalidRequestException);
+        assertEquals("Resource name should not be empty", created.get(1).exception().get().getMessage());
+
+        String acl = "{\"id\":\"x\",\"resource_type\":\"TOPIC\",\"resource_name\":\"t\",\"pattern_type\":\"LITERAL\","
+                + "\"principal\":\"User:bob\",\"host\":\"*\",\"operation\":\"READ\",\"permission_type\":\"ALLOW\"}";
+        serve.answer("/v1/acls/delete", 200, "{\"results\":[{\"error_code\":0,\"error\":\"NONE\",\"acls\":[" + acl
+                + "]}],\"offset\":4}");
+        AclDeleteResult deleted = plugin.deleteAcls(ctx("admin"), List.of(AclBindingFilter.ANY)).get(0)
+                .toCompletableFuture().join();
+        assertEquals(good, deleted.aclBindingDeleteResults().iterator().next().aclBinding());
+        assertTrue(serve.on("/v1/acls/delete").get(0).body().contains("\"resource_name\":null"));
+
+        serve.answer("/v1/acls/describe", 200, "{\"acls\":[" + acl + "],\"offset\":4}");
+        assertEquals(List.of(good), plugin.acls(new AclBindingFilter(new ResourcePatternFilter(ResourceType.TOPIC,
+                "t", PatternType.MATCH), AccessControlEntryFilter.ANY)));
+        serve.answer("/v1/acls/count", 200, "{\"count\":12,\"offset\":4}");
+        assertEquals(12, plugin.aclCount());
+    }
+
+    @Test
+    void aclWritesToABrokerRoleServeFailWithItsReason() throws Exception {
+        serve.answer("/v1/acls/create", 421, "{\"error\":{\"code\":\"NOT_CONTROLLER\",\"message\":\"broker role\"}}");
+        AclCreateResult result = plugin(serve.url()).createAcls(ctx("admin"), List.of(binding("t"))).get(0)
+                .toCompletableFuture().join();
+        assertTrue(result.exception().get() instanceof UnknownServerException);
+        assertTrue(result.exception().get().getMessage().contains("NOT_CONTROLLER: broker role"));
+        serve.answer("/v1/acls/count", 503, "{\"error\":{\"code\":\"AUTHORIZER_NOT_READY\",\"message\":\"\"}}");
+        assertEquals(-1, plugin.aclCount());
+    }
+
+    @Test
+    void configurationErrorsNameTheKey() throws Exception {
+        assertKeyRefused(PluginConfig.URLS, Map.of());
+        assertKeyRefused(PluginConfig.URLS, Map.of(PluginConfig.URLS, "ftp://127.0.0.1:1"));
+        assertKeyRefused(PluginConfig.URLS, Map.of(PluginConfig.URLS, "http://127.0.0.1"));
+        Path shortToken = Files.writeString(dir.resolve("short"), "abc\n");
+        assertKeyRefused(PluginConfig.TOKEN_FILE, Map.of(PluginConfig.URLS, serve.url(), PluginConfig.TOKEN_FILE,
+                shortToken.toString()));
+        assertKeyRefused(PluginConfig.REQUEST_TIMEOUT_MS, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.REQUEST_TIMEOUT_MS, "0"));
+        assertKeyRefused("super.users", Map.of(PluginConfig.URLS, serve.url(), "super.users", "User:a;bob"));
+    }
+
+    private static void assertKeyRefused(String key, Map<String, Object> props) {
+        ConfigException e = assertThrows(ConfigException.class, () -> new KraftAclAuthorizer().configure(props));
+        assertTrue(e.getMessage().contains(key), e.getMessage());
+    }
+
+    private static AclBinding binding(String name) {
+        return new AclBinding(new ResourcePattern(ResourceType.TOPIC, name, PatternType.LITERAL),
+                new AccessControlEntry("User:bob", "*", AclOperation.READ, AclPermissionType.ALLOW));
+    }
+
+    private static AuthorizerServerInfo info(Collection<Endpoint> endpoints, Collection<String> early) {
+        return new AuthorizerServerInfo() {
+            public ClusterResource clusterResource() { return new ClusterResource("c"); }
+            public int brokerId() { return 1; }
+            public Collection<Endpoint> endpoints() { return endpoints; }
+            public Endpoint interBrokerEndpoint() { return endpoints.iterator().next(); }
+            public Collection<String> earlyStartListeners() { return early; }
+        };
+    }
+}

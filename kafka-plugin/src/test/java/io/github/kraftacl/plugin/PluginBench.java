@@ -1,0 +1,185 @@
+package io.github.kraftacl.plugin;
+
+import java.io.Reader;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.auth.SecurityProtocol;
+import org.apache.kafka.server.authorizer.Action;
+import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
+
+/**
+ * The plugin outside a broker, as the broker calls it: {@code authorize(ctx, actions)} on a configured instance.
+ *
+ * <pre>
+ *   PluginBench PROPS decide PRINCIPAL OPERATION TYPE NAME...    one call; prints one result per line
+ *   PluginBench PROPS time PRINCIPAL OPERATION TYPE PREFIX N ITERATIONS
+ *       ITERATIONS calls of N actions (names PREFIX0 .. PREFIX(N-1)) after a warm-up; prints one JSON line:
+ *       {"actions":N,"calls":ITERATIONS,"p50_us":..,"p99_us":..,"mean_us":..,"allowed":..}
+ *   PluginBench PROPS transports PRINCIPAL OPERATION TYPE PREFIX N CALLS
+ *       the same request through HttpURLConnection (the plugin's) and java.net.http.HttpClient, alternating
+ * </pre>
+ * PROPS is a properties file of the broker keys the plugin reads (kraft.acl.*, super.users). Used by
+ * {@code kraft-acl bench --suite plugin} and the TLS test; not part of the plugin jar.
+ */
+public final class PluginBench {
+    private static final int WARM_UP_S = 20;
+
+    private PluginBench() {}
+
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        try (Reader in = Files.newBufferedReader(Path.of(args[0]))) {
+            props.load(in);
+        }
+        Map<String, Object> configs = new HashMap<>();
+        props.forEach((k, v) -> configs.put(k.toString(), v));
+        KraftAclAuthorizer plugin = new KraftAclAuthorizer();
+        plugin.configure(configs);
+        try {
+            AuthorizableRequestContext ctx = context(args[2]);
+            AclOperation op = AclOperation.fromString(args[3]);
+            ResourceType type = ResourceType.fromString(args[4]);
+            if (args[1].equals("decide")) {
+                List<Action> actions = new ArrayList<>();
+                for (String name : Arrays.copyOfRange(args, 5, args.length)) {
+                    actions.add(action(op, type, name));
+                }
+                plugin.authorize(ctx, actions).forEach(System.out::println);
+            } else {
+                List<Action> actions = new ArrayList<>();
+                for (int i = 0; i < Integer.parseInt(args[6]); i++) {
+                    actions.add(action(op, type, args[5] + i));
+                }
+                if (args[1].equals("transports")) {
+                    transports(PluginConfig.parse(configs), args[2], actions, Integer.parseInt(args[7]));
+                } else {
+                    time(plugin, ctx, actions, Integer.parseInt(args[7]));
+                }
+            }
+        } finally {
+            plugin.close();
+        }
+    }
+
+    private static void time(KraftAclAuthorizer plugin, AuthorizableRequestContext ctx, List<Action> actions,
+            int iterations) {
+        // Warm-up, as in a broker that has served for a while: connections and the JIT (the JSON code reaches its
+        // steady 2 us per one-action call only after some 100,000 calls).
+        long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(WARM_UP_S);
+        for (int i = 0; i < 1000 || System.nanoTime() < warm; i++) {
+            plugin.authorize(ctx, actions);
+        }
+        long[] nanos = new long[iterations];
+        long allowed = 0;
+        for (int i = 0; i < iterations; i++) {
+            long start = System.nanoTime();
+            List<AuthorizationResult> results = plugin.authorize(ctx, actions);
+            nanos[i] = System.nanoTime() - start;
+            allowed += results.stream().filter(r -> r == AuthorizationResult.ALLOWED).count();
+        }
+        long total = Arrays.stream(nanos).sum();
+        Arrays.sort(nanos);
+        System.out.printf(Locale.ROOT, "{\"actions\":%d,\"calls\":%d,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+                + "\"mean_us\":%.1f,\"allowed\":%d}%n", actions.size(), iterations, nanos[iterations / 2] / 1e3,
+                nanos[Math.min(iterations - 1, iterations * 99 / 100)] / 1e3, total / 1e3 / iterations, allowed);
+    }
+
+    /**
+     * The same authorize request through the plugin's transport (HttpURLConnection) and through
+     * java.net.http.HttpClient, in alternating rounds of 100 calls in this one JVM, so that both see the same
+     * machine; prints {"HttpURLConnection": {"p50_us", "p99_us"}, "HttpClient": {...}}.
+     */
+    private static void transports(PluginConfig config, String principal, List<Action> actions, int calls)
+            throws Exception {
+        byte[] body = WireJson.authorize(new WireJson.Subject(principal, "127.0.0.1", "SASL_PLAINTEXT", "Metadata"),
+                actions);
+        ServeClient plugin = new ServeClient(config);
+        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofMillis(config.connectTimeoutMs)).build();
+        HttpRequest request = HttpRequest.newBuilder(URI.create(config.urls.get(0) + "/v1/authorize"))
+                .header("Authorization", "Bearer " + config.token.orElse("")).header("Content-Type",
+                        "application/json").timeout(Duration.ofMillis(config.requestTimeoutMs))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
+        int rounds = Math.max(4, calls / 100);
+        long[] viaUrlConnection = new long[rounds * 100];
+        long[] viaHttpClient = new long[rounds * 100];
+        long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(WARM_UP_S);
+        while (System.nanoTime() < warm) {
+            round(() -> plugin.post("/v1/authorize", body, config.requestTimeoutMs, false).status(), null, 0);
+            round(() -> client.send(request, HttpResponse.BodyHandlers.ofByteArray()).statusCode(), null, 0);
+        }
+        for (int r = 0; r < rounds; r++) {
+            round(() -> plugin.post("/v1/authorize", body, config.requestTimeoutMs, false).status(),
+                    viaUrlConnection, r * 100);
+            round(() -> client.send(request, HttpResponse.BodyHandlers.ofByteArray()).statusCode(), viaHttpClient,
+                    r * 100);
+        }
+        System.out.printf(Locale.ROOT, "{\"HttpURLConnection\":%s,\"HttpClient\":%s}%n",
+                summary(viaUrlConnection), summary(viaHttpClient));
+    }
+
+    /** A call answering an HTTP status. */
+    private interface Call {
+        int status() throws Exception;
+    }
+
+    /** 100 calls, their nanoseconds stored from {@code at} (not stored when {@code into} is null). */
+    private static void round(Call call, long[] into, int at) throws Exception {
+        for (int i = 0; i < 100; i++) {
+            long start = System.nanoTime();
+            if (call.status() != 200) {
+                throw new IllegalStateException("serve refused the request");
+            }
+            if (into != null) {
+                into[at + i] = System.nanoTime() - start;
+            }
+        }
+    }
+
+    private static String summary(long[] nanos) {
+        Arrays.sort(nanos);
+        return String.format(Locale.ROOT, "{\"p50_us\":%.1f,\"p99_us\":%.1f}", nanos[nanos.length / 2] / 1e3,
+                nanos[nanos.length * 99 / 100] / 1e3);
+    }
+
+    private static Action action(AclOperation op, ResourceType type, String name) {
+        return new Action(op, new ResourcePattern(type, name, PatternType.LITERAL), 1, true, false);
+    }
+
+    private static AuthorizableRequestContext context(String principal) throws Exception {
+        KafkaPrincipal p = new KafkaPrincipal(principal.substring(0, principal.indexOf(':')),
+                principal.substring(principal.indexOf(':') + 1));
+        InetAddress address = InetAddress.getByName("127.0.0.1");
+        return new AuthorizableRequestContext() {
+            public String listenerName() { return "SASL_PLAINTEXT"; }
+            public SecurityProtocol securityProtocol() { return SecurityProtocol.SASL_PLAINTEXT; }
+            public KafkaPrincipal principal() { return p; }
+            public InetAddress clientAddress() { return address; }
+            public int requestType() { return ApiKeys.METADATA.id; }
+            public int requestVersion() { return 12; }
+            public String clientId() { return "bench"; }
+            public int correlationId() { return 0; }
+        };
+    }
+}

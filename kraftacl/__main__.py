@@ -1,0 +1,5 @@
+"""`python -m kraftacl`: the same as the `kraft-acl` command."""
+
+from kraftacl.main import main
+
+main()

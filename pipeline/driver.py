@@ -1,0 +1,88 @@
+"""The jobs' driver program: `python -m pipeline JOB ...` (what `kraft-acl audit JOB` runs, in local mode by
+default) or `spark-submit [--master URL] pipeline/driver.py JOB ...` on a cluster.
+
+One job per process: it builds the session, runs, prints, stops the session. Bad input or a log that
+breaks an invariant ends with one line `kraft-acl: error: ...` on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from authorizer.errors import AuthorizerError
+from metadata_log.errors import LogError
+from pipeline.cli_args import Args, parser
+from pipeline.errors import PipelineError
+from pipeline.jobs import JOBS
+from pipeline.session import build_session
+from snapshots.errors import SnapshotError
+
+EXIT_INPUT = 2
+EXIT_FAILED = 1
+INPUT_ERRORS = (PipelineError, LogError, SnapshotError, AuthorizerError, OSError)
+
+
+def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
+    """One line on stderr, then exit."""
+    print(f"kraft-acl: error: {' '.join(str(message).split())}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def _spark_message(exc: BaseException) -> str:
+    """The first meaningful line of a Spark or JVM error (no JVM stack trace)."""
+    text = str(getattr(exc, "java_exception", None) or exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextmanager
+def _session(args: Args) -> Iterator[SparkSession]:
+    spark = build_session(
+        f"kraft-acl audit {args.job}",
+        args.master,
+        kafka=args.source.bootstrap is not None,
+        progress=args.progress,
+        conf=args.conf,
+    )
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def run(argv: list[str]) -> dict[str, Any]:
+    """Parse, run one job, print its result; returns the result object (what `-o json` prints)."""
+    args = Args.parse(parser().parse_args(argv))
+    job: Callable[[SparkSession, Args], dict[str, Any]] = JOBS[args.job]
+    with _session(args) as spark:
+        result = job(spark, args)
+    if args.output == "json":
+        print(json.dumps(result))
+    else:
+        for line in result.get("lines", []):
+            print(line)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry: run, turning every known failure into one line and an exit code."""
+    try:
+        run(sys.argv[1:] if argv is None else argv)
+    except INPUT_ERRORS as exc:
+        fail(str(exc))
+    except (PySparkException, Py4JError) as exc:
+        fail(f"Spark: {_spark_message(exc)}", EXIT_FAILED)
+    except KeyboardInterrupt:
+        fail("interrupted", EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""fold: the ACL state at an offset, computed from every record below it (removes after their adds, by offset),
+checked as the single-process replay checks it, and written as a kraft-acl snapshot file.
+
+Functions of a LogEvents and an offset; the snapshot is written by the driver through the snapshot
+library (`snapshots.format`), to a temporary name, fsynced, then renamed: a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from authorizer.records import acl_from_record
+from metadata_log.records import AccessControlEntryRecord
+from pipeline.errors import PipelineError
+from pipeline.events import ACL_FIELDS
+from pipeline.source import LogEvents
+from snapshots.columns import AclColumns
+from snapshots.format import CHUNK_RECORDS, SnapshotHeader, fsync_dir, write_snapshot_chunks
+
+# The order a node writes a snapshot in (AclsImage.chunks: grouped by type, pattern, principal), then by offset.
+SNAPSHOT_ORDER = ("resource_type", "pattern_type", "principal", "offset")
+
+
+def live_acls(events: DataFrame, offset: int) -> DataFrame:
+    """id, the ACL fields and the offset of its add, for every ACL live at `offset` (its last event below is an add)."""
+    last = (
+        events.filter(F.col("offset") < offset)
+        .groupBy("id")
+        .agg(F.max_by(F.struct("add", "offset", *ACL_FIELDS), "offset").alias("e"))
+    )
+    return last.filter(F.col("e.add")).select("id", "e.offset", *(f"e.{name}" for name in ACL_FIELDS))
+
+
+def check_replayable(events: DataFrame, offset: int) -> None:
+    """Raise what the single-process replay would: an add of a live id, a remove of an absent one, the lowest first."""
+    by_id = Window.partitionBy("id").orderBy("offset")
+    flagged = (
+        events.filter(F.col("offset") < offset)
+        .withColumn("prev", F.lag("add").over(by_id))
+        .filter((F.col("prev").isNull() & ~F.col("add")) | (F.col("prev") == F.col("add")))
+    )
+    bad = flagged.orderBy("offset").select("offset", "id", "add").first()
+    if bad is None:
+        return
+    if bad["add"]:
+        raise PipelineError(
+            f"offset {bad['offset']}: AccessControlEntryRecord adds ACL {bad['id']}, which already exists"
+        )
+    raise PipelineError(
+        f"offset {bad['offset']}: RemoveAccessControlEntryRecord names ACL {bad['id']}, which does not exist"
+    )
+
+
+def check_distinct(acls: DataFrame) -> None:
+    """Two live ACLs with the same content are refused, as the authorizer's index refuses them."""
+    dup = acls.groupBy(*ACL_FIELDS).agg(F.count("id").alias("n"), F.min("id").alias("id")).filter("n > 1").first()
+    if dup is not None:
+        acl = acl_from_record(AccessControlEntryRecord(dup["id"], *(dup[name] for name in ACL_FIELDS)))
+        raise PipelineError(f"cannot add {acl}: an ACL with the same content already exists")
+
+
+def state_at(log: LogEvents, offset: int, option: str = "--to-offset") -> DataFrame:
+    """The checked ACL state at `offset` (a batch boundary of the log)."""
+    log.check_offset(option, offset)
+    check_replayable(log.events, offset)
+    acls = live_acls(log.events, offset)
+    check_distinct(acls)
+    return acls
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What fold wrote: the file, its header and its record count."""
+
+    path: Path
+    header: SnapshotHeader
+    acls: int
+
+
+def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
+    """Write the state at `offset` as a snapshot file `out` (end offset, the epoch and time of the last batch)."""
+    acls = state_at(log, offset)
+    header = _header(log, offset)
+    table = acls.orderBy(*SNAPSHOT_ORDER).toArrow()
+    part = out.with_name(f"{out.name}.{os.getpid()}.part")
+    try:
+        with part.open("wb") as fh:
+            count = write_snapshot_chunks(fh, header, _chunks(table))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(part, out)
+        fsync_dir(out.parent)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return FoldResult(out, header, count)
+
+
+def _header(log: LogEvents, offset: int) -> SnapshotHeader:
+    """As a node's snapshot: epoch and timestamp of the batch below `offset` (epoch 0 and now, before any)."""
+    last = log.events.filter(F.col("offset") == offset - 1).select("epoch", "ts").first() if offset else None
+    if last is None:
+        return SnapshotHeader(offset, 0, int(time.time() * 1000))
+    return SnapshotHeader(offset, max(int(last["epoch"]), 0), int(last["ts"]))
+
+
+def _chunks(table: pa.Table) -> Iterator[AclColumns]:
+    for start in range(0, table.num_rows, CHUNK_RECORDS):
+        part = table.slice(start, CHUNK_RECORDS)
+        yield AclColumns(*(part.column(name).to_pylist() for name in ("id", *ACL_FIELDS)))

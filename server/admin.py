@@ -1,0 +1,160 @@
+"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, status).
+
+Callers other than brokers and super users are authorized the way Kafka authorizes its own admin APIs
+(spec §12): DESCRIBE on the cluster to describe, ALTER on the cluster to create or delete. Writes run
+on the writer thread (fsync or a Kafka transaction) so the event loop keeps deciding meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import msgspec
+
+from authorizer.controller import CreateResult, DeleteResult
+from authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
+from authorizer.model import CLUSTER_NAME, AclOperation, AuthorizationResult, ResourceType, StandardAcl, kafka_order
+from authorizer.standard import Action, RequestContext
+from metadata_log.errors import LogError
+from server.auth import Caller
+from server.context import ServeState
+from server.convert import acl_of, acl_out, filter_of
+from server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
+from server.http import Request, Response
+from server.wire import (
+    CountOut,
+    CreateIn,
+    CreateOut,
+    CreateResultOut,
+    DeleteIn,
+    DeleteOut,
+    DeleteResultOut,
+    DescribeIn,
+    DescribeOut,
+    StatusOut,
+)
+
+_DESCRIBE = msgspec.json.Decoder(DescribeIn)
+_CREATE = msgspec.json.Decoder(CreateIn)
+_DELETE = msgspec.json.Decoder(DeleteIn)
+_ENCODE = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+def require_cluster(state: ServeState, caller: Caller, operation: AclOperation) -> None:
+    """Brokers and super users pass; anyone else needs `operation` on CLUSTER kafka-cluster by the ACLs."""
+    if caller.principal in state.trusted:
+        return
+    ctx = RequestContext(caller.principal, caller.host, "", "")
+    action = Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    try:
+        result = state.authorizer.authorize(ctx, [action])[0]
+    except AuthorizerNotReadyError as exc:
+        raise NotReady(str(exc)) from exc
+    if result is not AuthorizationResult.ALLOWED:
+        raise Forbidden(
+            f"{caller.principal} from {caller.host} is not allowed {operation.name} on the cluster",
+            code="CLUSTER_AUTHORIZATION_FAILED",
+        )
+
+
+def _require_ready(state: ServeState) -> None:
+    if not state.authorizer.ready:
+        raise NotReady("the ACLs are not loaded yet (initial load in progress)")
+
+
+def describe(state: ServeState, request: Request, caller: Caller) -> Response:
+    """POST /v1/acls/describe: every ACL the filter matches, in Kafka's order, from one state."""
+    body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
+    _require_ready(state)
+    require_cluster(state, caller, AclOperation.DESCRIBE)
+    acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
+    index, offset = state.authorizer.state()
+    try:
+        found = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
+    except InvalidFilterError as exc:
+        raise BadRequest(str(exc), "$.filter") from exc
+    ordered = kafka_order(found, acl_of=_second)
+    return Response(200, _ENCODE.encode(DescribeOut([acl_out(i, a) for i, a in ordered], offset)))
+
+
+def _second(pair: tuple[str, StandardAcl]) -> StandardAcl:
+    return pair[1]
+
+
+async def create(state: ServeState, request: Request, caller: Caller) -> Response:
+    """POST /v1/acls/create: KIP-140's per-entry results; all new ACLs in one atomic batch."""
+    body = _CREATE.decode(request.body)
+    _require_writable(state)
+    _require_ready(state)
+    require_cluster(state, caller, AclOperation.ALTER)
+    acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(body.acls)]
+    results = await _on_writer(state, lambda: state.node.controller.create_acls(acls))
+    out = [_create_out(r) for r in results]
+    return Response(200, _ENCODE.encode(CreateOut(out, state.node.image.provenance.last_offset)))
+
+
+async def delete(state: ServeState, request: Request, caller: Caller) -> Response:
+    """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch."""
+    body = _DELETE.decode(request.body)
+    _require_writable(state)
+    _require_ready(state)
+    require_cluster(state, caller, AclOperation.ALTER)
+    filters = [filter_of(f) for f in body.filters]
+    results = await _on_writer(state, lambda: state.node.controller.delete_acls(filters))
+    out = [_delete_out(r) for r in results]
+    return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
+
+
+def _require_writable(state: ServeState) -> None:
+    if not state.config.controller:
+        raise NotController(
+            "this serve has process.roles=broker and does not write the log; send ACL changes to the serve "
+            "process with process.roles=controller (the one that owns the log), or use kraft-acl acls --server"
+        )
+
+
+async def _on_writer(state: ServeState, work: Callable[[], T]) -> T:
+    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
+    try:
+        return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+    except LogError as exc:
+        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka, imported only with Kafka
+            raise NotController(f"another controller took over the metadata log: {exc}") from exc
+        raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
+
+
+def _create_out(r: CreateResult) -> CreateResultOut:
+    return CreateResultOut(r.error.code, r.error.name, r.error.message, r.acl_id)
+
+
+def _delete_out(r: DeleteResult) -> DeleteResultOut:
+    return DeleteResultOut(r.error.code, r.error.name, [acl_out(i, a) for i, a in r.deleted], r.error.message)
+
+
+def count(state: ServeState, request: Request, caller: Caller) -> Response:
+    """GET /v1/acls/count: KIP-801's AclCount."""
+    index, offset = state.authorizer.state()
+    return Response(200, _ENCODE.encode(CountOut(len(index), offset)))
+
+
+def status(state: ServeState, request: Request, caller: Caller | None) -> Response:
+    """GET /v1/status: ready, applied offset, high-water mark, lag, the tailer's last error."""
+    index, offset = state.authorizer.state()
+    tail = state.tailer.status() if state.tailer is not None else None
+    node = state.node
+    body = StatusOut(
+        ready=state.authorizer.ready,
+        node_id=state.config.authorizer.node_id,
+        roles=["broker", "controller"] if state.config.controller else ["broker"],
+        listener=request.listener,
+        last_applied_offset=offset,
+        acl_count=len(index),
+        high_watermark=tail.high_watermark if tail else None,
+        lag=tail.lag if tail else None,
+        last_error=tail.last_error if tail else None,
+        snapshot=node.loaded_snapshot.name if node.loaded_snapshot is not None else None,
+    )
+    return Response(200 if state.authorizer.ready else 503, _ENCODE.encode(body))

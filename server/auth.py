@@ -1,0 +1,82 @@
+"""Who is calling serve (bearer token, client certificate, or anonymous on listeners that allow it) and what
+that caller may do: brokers ask on behalf of anyone, everyone else is authorized by the ACLs themselves.
+
+`Authenticator` is immutable after construction; the token file is read once at start-up. Tokens
+are looked up by their SHA-256, so the time a lookup takes does not depend on how many characters a
+guess shares with a real token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from authorizer.errors import ConfigError
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+class TokenFileError(ConfigError):
+    """auth.token.file cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated caller: its principal and the address it connects from."""
+
+    principal: str
+    host: str
+
+
+def load_tokens(path: Path) -> dict[bytes, str]:
+    """`<principal> <token>` per line (`#` comments and blank lines skipped) -> {sha256(token): principal}."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenFileError(f"{path}: cannot read the token file: {exc}") from exc
+    tokens: dict[bytes, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 2 or ":" not in parts[0]:
+            raise TokenFileError(f"{path}: line {number}: expected '<Type:name> <token>'")
+        principal, token = parts
+        if len(token) < 16:
+            raise TokenFileError(f"{path}: line {number}: the token of {principal} is shorter than 16 characters")
+        digest = hashlib.sha256(token.encode()).digest()
+        if digest in tokens:
+            raise TokenFileError(f"{path}: line {number}: this token is already given to {tokens[digest]}")
+        tokens[digest] = principal
+    return tokens
+
+
+def principal_of_cert(cert: Mapping[str, object]) -> str | None:
+    """`User:<CN>` from a verified client certificate's subject (the first commonName)."""
+    subject = cert.get("subject")
+    if not isinstance(subject, tuple):
+        return None
+    for rdn in subject:
+        for pair in rdn:
+            if isinstance(pair, tuple) and len(pair) == 2 and pair[0] == "commonName":
+                return f"User:{pair[1]}"
+    return None
+
+
+class Authenticator:
+    """Maps a request's credentials to a principal; None means 'no credentials offered'."""
+
+    def __init__(self, tokens: dict[bytes, str]) -> None:
+        self.tokens = tokens
+
+    def from_header(self, authorization: bytes | None) -> tuple[str | None, bool]:
+        """(principal, offered): a bearer token's principal, or (None, True) for a token nobody holds."""
+        if authorization is None:
+            return None, False
+        scheme, _, token = authorization.partition(b" ")
+        if scheme.lower() != b"bearer" or not token.strip():
+            return None, True
+        return self.tokens.get(hashlib.sha256(token.strip()).digest()), True

@@ -1,0 +1,36 @@
+"""What every serve handler reads: the node, the authorizer, the configuration, metrics and the decision log.
+
+One `ServeState` per process, built before any listener opens; its fields are set once, except
+`tailer`, which the process sets when the initial load has completed.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from authorizer.node import AclNode
+from authorizer.standard import StandardAuthorizer
+from authorizer.tailer import Tailer
+from server.config import ServeConfig
+from server.decision_log import AclIds, DecisionLog
+from server.metrics import ServeMetrics
+
+
+@dataclass
+class ServeState:
+    """Shared by the handlers; the authorizer is thread-safe, the rest is read on the event loop."""
+
+    config: ServeConfig
+    node: AclNode
+    metrics: ServeMetrics
+    decision_log: DecisionLog | None
+    acl_ids: AclIds
+    writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
+    tailer: Tailer | None = None
+    trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
+
+    @property
+    def authorizer(self) -> StandardAuthorizer:
+        """The node's StandardAuthorizer."""
+        return self.node.authorizer

@@ -1,0 +1,89 @@
+"""The one place that turns the shell's command-line options into an `AclSource`.
+
+Stateless. A new kind of source (`--server URL` of a running `kraft-acl serve`, Apache Kafka's own
+metadata directory or `.checkpoint` files once their readers land) is one more branch here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from authorizer.config import AuthorizerConfig
+from authorizer.errors import ConfigError
+from metadata_log.backend import LogBackend
+from metadata_log.backends.file import FileLog
+from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
+from shell.metashell.snapshot_source import SnapshotSource
+from shell.metashell.source import AclSource, OffsetError, SourceError
+from shell.targets import LogTarget
+from snapshots.errors import CorruptSnapshotError
+
+ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE and --bootstrap-server HOST:PORT"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """Where the ACLs come from, as the command line gave it."""
+
+    log_dir: Path | None = None
+    snapshot: Path | None = None
+    bootstrap_servers: str | None = None
+    command_config: Path | None = None
+    topic: str | None = None
+    at_offset: int | None = None
+    config: AuthorizerConfig = field(default_factory=AuthorizerConfig)
+
+
+def open_source(options: SourceOptions) -> AclSource:
+    """Open the one source the options name, at `--at-offset` if given; SourceError says what is wrong."""
+    chosen = [o for o in (options.log_dir, options.snapshot, options.bootstrap_servers) if o is not None]
+    if len(chosen) != 1:
+        raise SourceError(ONE_SOURCE)
+    try:
+        if options.snapshot is not None:
+            return _snapshot(options.snapshot, options)
+        if options.log_dir is not None:
+            return _log_dir(options.log_dir, options)
+        return _kafka(options)
+    except OffsetError as exc:
+        raise SourceError(f"--at-offset: {exc}") from exc
+    except CorruptSnapshotError as exc:
+        if exc.position == 0 and "bad magic" in exc.reason:  # not ours at all: say what it is not
+            kafka = "Apache Kafka's own .checkpoint files are not read yet"
+            raise SourceError(f"{options.snapshot} is not a kraft-acl snapshot ({kafka})") from exc
+        raise SourceError(str(exc)) from exc
+    except (*SOURCE_ERRORS, ConfigError) as exc:
+        raise SourceError(str(exc)) from exc
+
+
+def _snapshot(path: Path, options: SourceOptions) -> AclSource:
+    if options.at_offset is not None:
+        raise SourceError("--at-offset needs a log (--log-dir or --bootstrap-server): a snapshot holds one state")
+    if not path.is_file():
+        raise SourceError(f"{path}: no such snapshot file")
+    return SnapshotSource(path, options.config)
+
+
+def _log_dir(log_dir: Path, options: SourceOptions) -> AclSource:
+    if not log_dir.is_dir():
+        missing = not log_dir.exists()
+        raise SourceError(f"log directory {log_dir} does not exist" if missing else f"{log_dir} is not a directory")
+    backend = FileLog(log_dir, read_only=True)  # no lock: a writer may be appending while the shell follows
+    return _node(backend, f"log directory {log_dir}", options, log_dir)
+
+
+def _kafka(options: SourceOptions) -> AclSource:
+    from metadata_log.backends.kafka import DEFAULT_TOPIC  # confluent_kafka is loaded only for a Kafka log
+
+    target = LogTarget(None, options.bootstrap_servers, options.command_config, options.topic)
+    description = f"Kafka topic {options.topic or DEFAULT_TOPIC} at {options.bootstrap_servers}"
+    return _node(target.backend(write=False), description, options, None)
+
+
+def _node(backend: LogBackend, description: str, options: SourceOptions, snapshot_dir: Path | None) -> AclSource:
+    try:
+        return NodeSource(backend, description, options.config, snapshot_dir, options.at_offset)
+    except SourceError:
+        backend.close()
+        raise

@@ -1,0 +1,121 @@
+"""A stock Kafka 4.3.1 broker authorized by kraft-acl serve through the plugin: real producers and consumers are
+allowed or denied exactly as the ACLs in serve's log say, and an ACL change bites on the next request.
+
+Each test has its own user, topics and groups, so the tests do not depend on each other's ACLs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+
+from tests.integration.plugin.clients import acl, consume, create_topics, grant, produce, unique, visible_topics
+from tests.integration.plugin.conftest import PluginSetup
+
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
+
+TOPIC_DENIED = KafkaError.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def code(error: KafkaError | None) -> int | None:
+    return None if error is None else error.code()
+
+
+def test_topic_write_group_and_topic_read(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    topic, group = unique("rw"), unique("rw-group")
+    create_topics(broker, topic)
+    assert code(produce(broker, "alice", topic)) == TOPIC_DENIED
+    grant(serve, acl("User:alice", "WRITE", topic))
+    assert produce(broker, "alice", topic) is None
+
+    values, error = consume(broker, "alice", topic, group)
+    assert (values, code(error)) == ([], GROUP_DENIED)
+    grant(serve, acl("User:alice", "READ", group, "GROUP"))
+    values, error = consume(broker, "alice", topic, group)
+    assert (values, code(error)) == ([], TOPIC_DENIED)  # WRITE implies DESCRIBE, not READ
+    grant(serve, acl("User:alice", "READ", topic))
+    values, error = consume(broker, "alice", topic, group)
+    assert (values, error) == ([b"value"], None)
+    assert code(produce(broker, "bob", topic)) == TOPIC_DENIED
+
+
+def test_describe_decides_which_topics_metadata_shows(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    seen, hidden = unique("desc-seen"), unique("desc-hidden")
+    create_topics(broker, seen, hidden)
+    assert not {seen, hidden} & visible_topics(broker, "carol")
+    grant(serve, acl("User:carol", "DESCRIBE", seen))
+    topics = visible_topics(broker, "carol")
+    assert seen in topics and hidden not in topics
+    assert {seen, hidden} <= visible_topics(broker, "admin")  # a super user sees everything
+
+
+def test_idempotent_producer_needs_write_somewhere(plugin_setup: PluginSetup) -> None:
+    """InitProducerId: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic (authorizeByResourceType)."""
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    topic = unique("idem")
+    create_topics(broker, topic)
+    grant(serve, acl("User:dave", "DESCRIBE", topic))
+    assert code(produce(broker, "dave", topic, idempotent=True)) == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    grant(serve, acl("User:dave", "WRITE", topic))
+    assert produce(broker, "dave", topic, idempotent=True) is None
+
+
+def test_transactional_producer_needs_its_transactional_id(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    topic, txn = unique("txn"), unique("erin-txn")
+    create_topics(broker, topic)
+    grant(serve, acl("User:erin", "WRITE", topic))
+    error = produce(broker, "erin", topic, transactional_id=txn)
+    assert code(error) == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, error
+    grant(serve, acl("User:erin", "WRITE", txn, "TRANSACTIONAL_ID"))
+    assert produce(broker, "erin", topic, transactional_id=txn) is None
+
+
+def test_topic_auto_creation_needs_create(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    prefix = unique("auto") + "."
+    grant(serve, acl("User:frank", "WRITE", prefix, pattern="PREFIXED"))
+    assert produce(broker, "frank", prefix + "denied", timeout=8) is not None
+    assert prefix + "denied" not in visible_topics(broker, "admin")
+    grant(serve, acl("User:frank", "CREATE", prefix, pattern="PREFIXED"))
+    assert produce(broker, "frank", prefix + "created") is None
+    assert prefix + "created" in visible_topics(broker, "admin")
+
+
+def test_prefixed_and_wildcard_acls(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    prefix = unique("pre")
+    inside, outside = f"{prefix}.a", unique("elsewhere")
+    create_topics(broker, inside, outside)
+    grant(serve, acl("User:gina", "WRITE", prefix + ".", pattern="PREFIXED"))
+    assert produce(broker, "gina", inside) is None
+    assert code(produce(broker, "gina", outside)) == TOPIC_DENIED
+    assert not {inside, outside} & visible_topics(broker, "hank")
+    grant(serve, acl("User:hank", "DESCRIBE", "*"))
+    assert {inside, outside} <= visible_topics(broker, "hank")
+
+
+def test_deny_wins_over_allow(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    prefix = unique("deny")
+    allowed, denied = f"{prefix}.ok", f"{prefix}.no"
+    create_topics(broker, allowed, denied)
+    grant(serve, acl("User:ivan", "WRITE", prefix + ".", pattern="PREFIXED"))
+    assert produce(broker, "ivan", denied) is None
+    grant(serve, acl("User:*", "WRITE", denied, permission="DENY"))
+    assert code(produce(broker, "ivan", denied)) == TOPIC_DENIED
+    assert produce(broker, "ivan", allowed) is None
+
+
+def test_super_user_is_allowed_whatever_the_acls(plugin_setup: PluginSetup) -> None:
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    topic, group = unique("super"), unique("super-group")
+    create_topics(broker, topic)
+    grant(
+        serve, acl("User:*", "ALL", topic, permission="DENY"), acl("User:*", "ALL", group, "GROUP", "LITERAL", "DENY")
+    )
+    assert produce(broker, "admin", topic) is None
+    assert consume(broker, "admin", topic, group) == ([b"value"], None)

@@ -1,0 +1,120 @@
+"""serve on a Kafka-backed log (a real KRaft broker): several serve processes tail one topic, one controller
+writes, a second controller fences the first, and a broker outage is served through and reported."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration.conftest import _start_broker
+from tests.kafka_broker import KafkaBroker
+from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+
+ACL = {
+    "resource_type": "TOPIC",
+    "resource_name": "orders",
+    "pattern_type": "LITERAL",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
+}
+
+
+def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dict[str, str]:
+    props = base_properties(work, process_roles=roles)
+    del props["metadata.log.dir"]
+    props["metadata.log.bootstrap.servers"] = broker.bootstrap_servers
+    props["metadata.log.topic"] = topic
+    props["metadata.log.snapshot.dir"] = str(work / "snapshots")
+    props["metadata.log.poll.interval.ms"] = "50"
+    return props
+
+
+def _decision(serve: ServeProcess, name: str = "orders") -> str:
+    body = {
+        "principal": "User:alice",
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": name}],
+    }
+    with serve.client(token=BROKER_TOKEN) as client:
+        return str(client.post("/v1/authorize", json=body).json()["results"][0])
+
+
+def _wait(check: object, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    topic = f"kraft-acl-serve-{uuid.uuid4().hex[:8]}"
+    with (
+        ServeProcess(
+            tmp_path / "c1", _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
+        ).start() as c1,
+        ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader,
+    ):
+        with c1.client() as admin:
+            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).json()["results"][0]["error_code"] == 0
+        assert _decision(c1) == "ALLOWED"
+        _wait(lambda: _decision(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
+        with reader.client() as admin:
+            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 421
+        with ServeProcess(
+            tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")
+        ).start() as c2:
+            with c2.client() as admin:
+                second = dict(ACL, resource_name="payments")
+                assert admin.post("/v1/acls/create", json={"acls": [second]}).json()["results"][0]["error_code"] == 0
+            with c1.client() as admin:
+                fenced = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="late")]})
+            assert fenced.status_code == 421, fenced.text
+            assert (
+                fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
+            )
+            _wait(lambda: _decision(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
+            assert _decision(reader, "late") == "DENIED"
+
+
+@pytest.fixture(scope="module")
+def restartable_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A broker this module stops and starts."""
+    broker = _start_broker(tmp_path_factory, "kafka-serve-outage")
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: KafkaBroker, tmp_path: Path) -> None:
+    topic = f"kraft-acl-outage-{uuid.uuid4().hex[:8]}"
+    props = _kafka_props(tmp_path, restartable_broker, topic, "broker,controller")
+    props["metadata.log.kafka.socket.timeout.ms"] = "3000"
+    with ServeProcess(tmp_path, props).start() as serve:
+        with serve.client() as admin:
+            admin.post("/v1/acls/create", json={"acls": [ACL]})
+        restartable_broker.stop(hard=True)
+        try:
+            status_url = serve.listener_url("CLIENT") + "/v1/status"
+            _wait(lambda: httpx.get(status_url).json().get("last_error") is not None, "the outage was not reported", 60)
+            status = httpx.get(status_url).json()
+            assert status["ready"] is True and status["lag"] is None and status["last_applied_offset"] == 0
+            assert _decision(serve) == "ALLOWED"  # the last consistent state is still served
+            metrics = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+            assert "kraft_acl_log_unreachable 1.0" in metrics
+            with serve.client() as admin:
+                refused = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="x")]}, timeout=120)
+            assert refused.status_code in (421, 503), refused.text
+        finally:
+            restartable_broker.start()
+        _wait(lambda: httpx.get(status_url).json().get("last_error") is None, "serve did not recover", 90)
+        assert httpx.get(status_url).json()["lag"] == 0

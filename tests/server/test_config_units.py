@@ -1,0 +1,106 @@
+"""serve's configuration and token file, key by key, without a process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trustme
+
+from server.auth import Authenticator, TokenFileError, load_tokens, principal_of_cert
+from server.config import ServeConfigError, parse
+
+
+def _parse(tmp_path: Path, **props: str) -> object:
+    base = {"listeners": "A://127.0.0.1:1,B://127.0.0.1:2", "metadata.log.dir": str(tmp_path)}
+    return parse(tmp_path / "server.properties", {**base, **{k.replace("_", "."): v for k, v in props.items()}})
+
+
+def test_defaults_and_kafka_backend(tmp_path: Path) -> None:
+    config = parse(
+        tmp_path / "p",
+        {
+            "listeners": "C://:0",
+            "metadata.log.bootstrap.servers": "h:9092",
+            "metadata.log.kafka.security.protocol": "SASL_SSL",
+            "colour": "red",
+        },
+    )
+    assert config.controller is False and config.authorizer.node_id == 1
+    assert config.listeners[0].host == "" and config.listeners[0].tls is None
+    assert config.log.log_dir is None and config.log.snapshot_dir is None
+    assert dict(config.log.kafka_client) == {"security.protocol": "SASL_SSL"}
+    assert config.warnings == (f"{tmp_path / 'p'}: unknown key colour (ignored)",)
+
+
+def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "s.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    config = _parse(
+        tmp_path,
+        **{
+            "listener.security.protocol.map": "A:SSL,B:SSL",
+            "ssl.certfile": str(tmp_path / "s.pem"),
+            "ssl.keyfile": str(tmp_path / "s.pem"),
+            "listener.name.b.ssl.cafile": str(tmp_path / "ca.pem"),
+        },
+    )
+    a, b = config.listeners  # type: ignore[attr-defined]
+    assert a.tls.client_auth == "none" and a.tls.cafile is None and a.scheme == "https"
+    assert b.tls.client_auth == "required" and b.tls.cafile == tmp_path / "ca.pem"
+
+
+@pytest.mark.parametrize(
+    ("props", "words"),
+    [
+        ({"listeners": "A://h:1,A://h:2"}, "listener name A appears twice"),
+        ({"listeners": "A://h:99999"}, "port must be between 0 and 65535"),
+        ({"metadata.log.bootstrap.servers": "h:1"}, "give exactly one of metadata.log.dir"),
+        ({"listener.security.protocol.map": "A:SASL"}, "protocol must be one of PLAINTEXT, SSL"),
+        (
+            {
+                "ssl.client.auth": "required",
+                "ssl.certfile": "/etc/hostname",
+                "ssl.keyfile": "/etc/hostname",
+                "listener.security.protocol.map": "A:SSL",
+            },
+            "client certificates need ssl.cafile",
+        ),
+        ({"auth.public.endpoints": "status,acls"}, "auth.public.endpoints='acls': must be among status, metrics"),
+        ({"auth.anonymous.listeners": "C"}, "auth.anonymous.listeners='C': not a listener"),
+        ({"log.level": "LOUD"}, "log.level='LOUD': must be one of"),
+        ({"decision.log.backups": "-1"}, "must be between 0 and 1000"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path: Path, props: dict[str, str], words: str) -> None:
+    with pytest.raises(ServeConfigError) as err:
+        _parse(tmp_path, **props)
+    assert words in str(err.value) and str(err.value).startswith(str(tmp_path / "server.properties"))
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("User:a tok\n", "shorter than 16 characters"),
+        ("alice 0123456789abcdefgh\n", "expected '<Type:name> <token>'"),
+        ("User:a 0123456789abcdefgh\nUser:b 0123456789abcdefgh\n", "already given to User:a"),
+    ],
+)
+def test_token_file_errors_name_the_line(tmp_path: Path, text: str, words: str) -> None:
+    (tmp_path / "tokens").write_text(text)
+    with pytest.raises(TokenFileError) as err:
+        load_tokens(tmp_path / "tokens")
+    assert words in str(err.value) and "line" in str(err.value)
+
+
+def test_tokens_and_certificates_map_to_principals(tmp_path: Path) -> None:
+    (tmp_path / "tokens").write_text("# comment\n\nUser:broker 0123456789abcdefgh\n")
+    auth = Authenticator(load_tokens(tmp_path / "tokens"))
+    assert auth.from_header(b"Bearer 0123456789abcdefgh") == ("User:broker", True)
+    assert auth.from_header(b"bearer  0123456789abcdefgh ") == ("User:broker", True)
+    assert auth.from_header(b"Basic dXNlcjpwdw==") == (None, True)
+    assert auth.from_header(None) == (None, False)
+    cert = {"subject": ((("countryName", "DE"),), (("commonName", "broker-1"),))}
+    assert principal_of_cert(cert) == "User:broker-1"
+    assert principal_of_cert({"subject": ((("organizationName", "x"),),)}) is None
