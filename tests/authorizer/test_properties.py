@@ -528,6 +528,16 @@ def reference_decisions(
     return out
 
 
+def apply_both(
+    auth: StandardAuthorizer, current: dict[str, AclSpec], removed: list[str], added: list[tuple[str, AclSpec]]
+) -> None:
+    """One batch: to the authorizer, and to `current`, the model of its ACLs by id."""
+    auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
+    for acl_id in removed:
+        del current[acl_id]
+    current.update(added)
+
+
 def with_new_ids(specs: list[AclSpec], remaining: set[AclSpec], next_id: int) -> list[tuple[str, AclSpec]]:
     """The distinct `specs` not in `remaining`, in order, with ids from `id<next_id>` on."""
     fresh = [spec for spec in dict.fromkeys(specs) if spec not in remaining]
@@ -562,10 +572,7 @@ def test_incremental_updates_equal_snapshot_load(
         added = with_new_ids(drawn, remaining, next_id)
         next_id += len(added)
         note(f"step {step}: remove {removed}; add {[(i, fmt(spec)) for i, spec in added]}")
-        auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
-        for acl_id in removed:
-            del current[acl_id]
-        current.update(added)
+        apply_both(auth, current, removed, added)
         history.append((auth.index, dict(current)))
         assert auth.acl_count() == len(current)
 
@@ -642,10 +649,7 @@ def test_changes_concentrated_on_one_large_principal(
             added = with_new_ids(fresh, remaining, next_id)
             next_id += len(added)
             note(f"step {step}: remove {removed}; add {[fmt(spec) for _, spec in added]}")
-            auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
-            for acl_id in removed:
-                del current[acl_id]
-            current.update(added)
+            apply_both(auth, current, removed, added)
             requests = data.draw(st.lists(big_requests, min_size=1, max_size=8), label=f"requests{step}")
             want = reference_decisions(current, frozenset(), allow_everyone, requests)
             assert named(decisions(auth, requests)) == want, f"after step {step}"
@@ -705,10 +709,7 @@ def test_by_resource_type_after_every_batch_matches_reference(
             added = with_new_ids(drawn, remaining, next_id)
             next_id += len(added)
             note(f"step {step}: remove {[fmt(current[i]) for i in removed]}; add {[fmt(s) for _, s in added]}")
-            auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
-            for acl_id in removed:
-                del current[acl_id]
-            current.update(added)
+            apply_both(auth, current, removed, added)
         check_by_resource_type(auth, current, "at the end")
 
 
