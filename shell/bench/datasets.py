@@ -21,7 +21,6 @@ _OPS = [
     AclOperation.DESCRIBE_CONFIGS,
     AclOperation.ALTER_CONFIGS,
 ]
-_READ, _ALLOW = AclOperation.READ, AclPermissionType.ALLOW
 _TYPES = [ResourceType.TOPIC] * 14 + [ResourceType.GROUP] * 4 + [ResourceType.TRANSACTIONAL_ID]
 
 
