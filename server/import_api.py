@@ -17,7 +17,7 @@ import msgspec
 from authorizer.controller import ImportResult, InvalidImportError
 from authorizer.gc_pause import paused_gc
 from authorizer.model import AclOperation, StandardAcl
-from server.admin import _on_writer, _require_ready, _require_writable, require_cluster
+from server.admin import on_writer, require_cluster, require_ready, require_writable
 from server.auth import Caller
 from server.context import ServeState
 from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
@@ -102,10 +102,10 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
 
 async def import_acls(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/import: who may is checked before the body is read."""
-    _require_writable(state)
-    _require_ready(state)
+    require_writable(state)
+    require_ready(state)
     require_cluster(state, caller, AclOperation.ALTER)
-    out = await _on_writer(state, lambda: _run(state, request.body))
+    out = await on_writer(state, lambda: _run(state, request.body))
     state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write
     return Response(200, _ENCODE.encode(out))
 

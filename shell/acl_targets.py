@@ -24,7 +24,7 @@ from authorizer.whatif import acl_to_json
 from metadata_log.backends.dir_files import refuse_foreign
 from metadata_log.backends.memory import MemoryLog
 from shell.server_client import ServerTarget
-from shell.server_client import _acl as server_acl
+from shell.server_client import acl_of_json as server_acl
 from shell.targets import LogTarget
 
 IMPORT_TIMEOUT_S = 900.0  # a million ACLs through a busy serve: parsed, validated, written, caught up
