@@ -21,7 +21,7 @@ from authorizer.memory import release_free_memory
 from authorizer.model import StandardAcl
 from authorizer.records import batch_rows
 from authorizer.standard import StandardAuthorizer
-from metadata_log.backend import LogBackend
+from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.records import AccessControlEntryRecord, RecordBatch
 from metadata_log.replayer import AppliedBatch, Replayer
 from snapshots.columns import AclColumns
@@ -115,6 +115,22 @@ class MetadataLoader:
             if last is not None:
                 self._from_log, self._cut = True, self.replayer.ended_inside_batch
             return applied
+
+    def publish_appended(
+        self, appended: AppendResult, timestamp_ms: int, ids: list[str], acls: list[StandardAcl]
+    ) -> None:
+        """Apply a batch of adds this process has just appended from the ACLs it wrote, without reading and
+        decoding it back (a bulk import's catch-up). Only when the batch directly follows the applied
+        state (the writer's lock keeps it so); otherwise, or for an empty batch, catch up from the log.
+        The batch's bytes are not counted in `applied_bytes` (its records are, by the publish)."""
+        with self._lock:
+            if ids and appended.base_offset == self.next_offset:
+                delta = AclsDelta(self.image)
+                delta.replay_rows(ids, list[StandardAcl | None](acls), appended.base_offset)
+                self._publish(delta, Provenance(appended.last_offset, appended.epoch, timestamp_ms))
+                self._from_log, self._cut = False, False  # the divergence check compares offset and epoch
+                return
+        self.catch_up()
 
     def _applied(self) -> AppliedBatch | None:
         """The batch the log must still hold below `next_offset` (None when nothing, or a cut batch, was applied)."""

@@ -62,6 +62,10 @@ class AclNode:
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
         self._last_bytes = 0  # loader.applied_bytes at the last publish
+        # While set, a snapshot the policy asks for waits for `take_deferred_snapshot` (a bulk import
+        # answers first; the snapshot of a million ACLs takes seconds).
+        self.defer_snapshots = False
+        self._snapshot_due = False
         self.loaded_snapshot: Path | None = None
         self.snapshot_failure: str | None = None  # why the last automatic snapshot failed (None: it did not)
         self.retention_deleted: list[str] = []  # every snapshot file retention removed after this node's snapshots
@@ -170,7 +174,17 @@ class AclNode:
         self._last_bytes = self.loader.applied_bytes
         self.policy.record_applied(max(applied, 0), applied_bytes)
         if self.policy.due() and image.provenance.last_offset >= 0:
-            self._maybe_snapshot(image)
+            if self.defer_snapshots:
+                self._snapshot_due = True
+            else:
+                self._maybe_snapshot(image)
+
+    def take_deferred_snapshot(self) -> None:
+        """The snapshot the policy asked for while `defer_snapshots` was set, if it did (a failure is
+        recorded in `snapshot_failure`, as for any automatic snapshot)."""
+        if self._snapshot_due:
+            self._snapshot_due = False
+            self._maybe_snapshot(self.image)
 
     def _maybe_snapshot(self, image: AclsImage) -> None:
         """The policy's snapshot; a failure never fails the append that triggered it, nor blocks later ones."""

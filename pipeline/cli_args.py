@@ -27,7 +27,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _common(sub: argparse.ArgumentParser) -> None:
     log = sub.add_argument_group("the log (exactly one of)")
-    log.add_argument("--log-dir", type=Path, help="the embedded file log's directory")
+    log.add_argument(
+        "--log-dir",
+        type=Path,
+        help="the embedded file log's directory, or Apache Kafka's metadata.log.dir (or __cluster_metadata-0): "
+        "offsets are then Kafka's",
+    )
     log.add_argument(
         "--bootstrap-server", metavar="HOST:PORT", help="a Kafka-backed log, read with Spark's Kafka source"
     )

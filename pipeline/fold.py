@@ -70,8 +70,10 @@ def check_distinct(acls: DataFrame) -> None:
 def state_at(log: LogEvents, offset: int, option: str = "--to-offset") -> DataFrame:
     """The checked ACL state at `offset` (a batch boundary of the log)."""
     log.check_offset(option, offset)
-    check_replayable(log.events, offset)
-    acls = live_acls(log.events, offset)
+    view = log.for_states(offset)
+    cut = view.cut(offset)
+    check_replayable(view.events, cut)
+    acls = live_acls(view.events, cut)
     check_distinct(acls)
     return acls
 
@@ -88,7 +90,7 @@ class FoldResult:
 def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
     """Write the state at `offset` as a snapshot file `out` (end offset, the epoch and time of the last batch)."""
     acls = state_at(log, offset)
-    header = _header(log, offset)
+    header = _header(log.for_states(offset), offset)
     table = acls.orderBy(*SNAPSHOT_ORDER).toArrow()
     part = out.with_name(f"{out.name}.{os.getpid()}.part")
     try:
@@ -107,10 +109,10 @@ def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
 def _header(log: LogEvents, offset: int) -> SnapshotHeader:
     """As a node's snapshot: the log's identity, epoch and timestamp of the batch below `offset` (epoch 0 and
     now, before any), so that the log accepts it (snapshots.binding)."""
-    last = log.events.filter(F.col("offset") == offset - 1).select("epoch", "ts").first() if offset else None
+    last = log.batch_before(offset)
     if last is None:
         return SnapshotHeader(offset, 0, int(time.time() * 1000), log_id=log.log_id)
-    return SnapshotHeader(offset, max(int(last["epoch"]), 0), int(last["ts"]), log_id=log.log_id)
+    return SnapshotHeader(offset, max(last[0], 0), last[1], log_id=log.log_id)
 
 
 def _chunks(table: pa.Table) -> Iterator[AclColumns]:

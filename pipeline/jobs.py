@@ -129,7 +129,8 @@ def changes_job(spark: SparkSession, args: Args) -> dict[str, Any]:
         raise PipelineError(f"the earlier state (offset {start}) is after the later one (offset {end})")
     log.check_offset("--from-offset", start)
     log.check_offset("--to-offset", end)
-    rows = with_names(changes(log.events, start, end)).orderBy("offset", "change", "id").cache()
+    view = log.for_states(start, end)
+    rows = with_names(changes(view.events, view.cut(start), view.cut(end))).orderBy("offset", "change", "id").cache()
     listed = rows.collect() if o.out is None else []
     written = []
     if o.out is not None:

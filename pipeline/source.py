@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from metadata_log.backends.file import FileLog
 from metadata_log.backends.kafka_message import DEFAULT_TOPIC
 from metadata_log.errors import LogError
+from metadata_log.kafka_format.files import locate
 from pipeline.errors import PipelineError
 from pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
 
@@ -25,7 +26,8 @@ _NO_LIMIT = 1 << 62
 
 @dataclass(frozen=True)
 class LogSource:
-    """Exactly one of `log_dir` (the embedded file log) and `bootstrap` (a Kafka topic, read with Spark's source)."""
+    """Exactly one of `log_dir` (the embedded file log, or Apache Kafka's own KRaft metadata files) and
+    `bootstrap` (a Kafka topic, read with Spark's source)."""
 
     log_dir: Path | None = None
     bootstrap: str | None = None
@@ -63,14 +65,34 @@ class LogEvents:
             )
         if offset <= self.log_start or offset == self.high_watermark:
             return
-        holding = self.events.filter(F.col("offset") == offset).select("base").first()
-        if holding is not None and holding["base"] != offset:
-            base = int(holding["base"])
-            last = int(self.events.filter(F.col("base") == base).agg(F.max("offset")).first()[0])  # type: ignore[index]
+        holding = self.holding_batch(offset)
+        if holding is not None:
+            base, last = holding
             raise PipelineError(
                 f"{option} {offset} is inside the batch at offsets {base}..{last}: its records apply together, "
                 f"so no state exists between them; use {base} or {last + 1}"
             )
+
+    def holding_batch(self, offset: int) -> tuple[int, int] | None:
+        """(base, last offset) of the batch with records on both sides of `offset`, if there is one."""
+        holding = self.events.filter(F.col("offset") == offset).select("base").first()
+        if holding is None or holding["base"] == offset:
+            return None
+        base = int(holding["base"])
+        return base, int(self.events.filter(F.col("base") == base).agg(F.max("offset")).first()[0])  # type: ignore[index]
+
+    def batch_before(self, offset: int) -> tuple[int, int] | None:
+        """(epoch, timestamp) of the batch that ends at `offset`, if there is one."""
+        last = self.events.filter(F.col("offset") == offset - 1).select("epoch", "ts").first() if offset else None
+        return None if last is None else (int(last["epoch"]), int(last["ts"]))
+
+    def for_states(self, *offsets: int) -> LogEvents:
+        """The events to compute the states at `offsets` from (a Kafka source picks its base snapshot)."""
+        return self
+
+    def cut(self, offset: int) -> int:
+        """The state at `offset` is every event below this offset (another one inside a Kafka transaction)."""
+        return offset
 
     def offset_at_time(self, ts_ms: int) -> int:
         """The state after the last batch (in offset order) stamped at or before `ts_ms`; the log start if none."""
@@ -80,6 +102,10 @@ class LogEvents:
 
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:
     """Decode the whole committed log inside Spark tasks; the result is cached for the job's several passes."""
+    if source.log_dir is not None and (kafka := locate(source.log_dir)) is not None:
+        from pipeline.kafka_source import load_kafka_files  # it builds on LogEvents, defined here
+
+        return load_kafka_files(spark, kafka)
     return _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from server import wire
+from server import import_wire, wire
 
 VERSION = "1.1.0"
 ERRORS = {
@@ -63,6 +63,14 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         "DeleteAcls, KIP-140 per-filter results (ALTER on the cluster; controller role)",
         wire.DeleteIn,
         wire.DeleteOut,
+    ),
+    (
+        "post",
+        "/v1/acls/import",
+        "Import ACLs as ONE atomic batch, duplicates skipped and counted (ALTER on the cluster; controller role; "
+        "body limit import.max.bytes)",
+        import_wire.ImportIn,
+        import_wire.ImportOut,
     ),
     ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
     (

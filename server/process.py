@@ -25,6 +25,7 @@ import uvloop
 from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.errors import LogError
+from server import import_api
 from server.api import Api
 from server.auth import Authenticator, load_tokens, principal_of_cert
 from server.config import Listener, ServeConfig
@@ -170,7 +171,12 @@ class Serve:
         self.state = state
         self.api = api
         self.connections = Connections()
-        self.limits = Limits(config.request_max_bytes, config.idle_timeout_s, config.request_timeout_s)
+        self.limits = Limits(
+            config.request_max_bytes,
+            config.idle_timeout_s,
+            config.request_timeout_s,
+            {import_api.PATH.encode(): (config.import_max_bytes, "import.max.bytes")},
+        )
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = {listener.name: bind(listener) for listener in config.listeners}
         self.servers: list[asyncio.AbstractServer] = []

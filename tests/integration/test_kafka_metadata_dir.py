@@ -32,7 +32,8 @@ from authorizer.model import ResourceType as Rt
 from authorizer.model import StandardAcl
 from authorizer.standard import RequestContext
 from metadata_log.kafka_format.files import PARTITION_DIR, locate
-from metadata_log.kafka_format.reader import read_snapshot
+from metadata_log.kafka_format.reader import log_batches, read_snapshot
+from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.kafka_broker import KafkaBroker
 
 pytestmark = pytest.mark.kafka
@@ -261,3 +262,57 @@ def test_the_shell_on_the_brokers_directory(cluster: dict[str, Any], kraft_acl: 
     assert shell("cat", "/provenance/source").startswith(f"Apache Kafka KRaft metadata log {data}")
     assert shell("authorize", "User:bob", "10.0.0.1", "READ", "GROUP:g-1").startswith("DENIED\n")
     assert shell("authorize", "User:alice", "WRITE", "TOPIC:payments").startswith("ALLOWED\n")
+
+
+@pytest.mark.spark
+def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
+    cluster: dict[str, Any], spark: Any, kraft_acl: list[str], tmp_path: Path
+) -> None:
+    """fold equals read_state at the offsets around every ACL batch; `audit changes` equals `kraft-acl diff`."""
+    from pipeline.fold import fold, state_at
+    from pipeline.source import LogSource, load_events
+
+    copy = tmp_path / "meta"
+    shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
+    files = locate(copy)
+    assert files is not None and files.snapshots
+    acl_batches = [
+        d.batch
+        for d in log_batches(files)
+        if any(type(e) in (AccessControlEntryRecord, RemoveAccessControlEntryRecord) for _, e in d.entries)
+    ]
+    end = read_state(copy).high_watermark
+    offsets = sorted({acl_batches[0].base_offset, *(b.next_offset for b in acl_batches), end})
+    events = load_events(spark, LogSource(log_dir=copy))
+    assert events.high_watermark == end
+    for offset in offsets:
+        folded = {r["id"] for r in state_at(events, offset).select("id").collect()}
+        assert folded == set(read_state(copy, offset).image.acls), f"offset {offset}"
+    written = fold(events, end, tmp_path / "broker.checkpoint")
+    verified = subprocess.run(
+        [*kraft_acl, "snapshot", "verify", str(written.path)], capture_output=True, text=True, check=False
+    )
+    assert (
+        verified.stdout.strip()
+        == f"OK: {len(cluster['expected'])} records (end offset {end}, epoch {written.header.epoch})"
+    )
+    peak = max(offsets, key=lambda o: len(read_state(copy, o).image.acls))  # before the deletes
+    between = ["--from-offset", str(peak), "--to-offset", str(end), "-o", "json"]
+    audited = subprocess.run(
+        [*kraft_acl, "audit", "changes", "--log-dir", str(copy), *between],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert audited.returncode == 0, audited.stderr
+    diffed = subprocess.run(
+        [*kraft_acl, "diff", "--log-dir", str(copy), *between], capture_output=True, text=True, timeout=180, check=False
+    )
+    diff = json.loads(diffed.stdout)
+    changed = json.loads(audited.stdout.strip().splitlines()[-1])
+    assert {(c["change"], c["id"]) for c in changed["changes"]} == {
+        *(("added", a["id"]) for a in diff["added"]),
+        *(("removed", a["id"]) for a in diff["removed"]),
+    }
+    assert changed["removed"] == len(diff["removed"]) > 0

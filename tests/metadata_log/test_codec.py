@@ -287,6 +287,20 @@ def test_the_fast_encoder_writes_fastavros_bytes(records: list[MetadataRecord]) 
     assert codec.encode(records) == fastavro_bytes(records)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(aces, removes), max_size=60))
+def test_the_fast_encoder_writes_fastavros_bytes_once_its_text_cache_is_full(
+    records: list[MetadataRecord],
+) -> None:
+    """Past `_TEXTS_CACHED` principals and hosts a batch encodes the rest without remembering them."""
+    limit = codec_fast._TEXTS_CACHED
+    codec_fast._TEXTS_CACHED = 2
+    try:
+        assert codec.encode(records) == fastavro_bytes(records)
+    finally:
+        codec_fast._TEXTS_CACHED = limit
+
+
 def test_the_fast_encoder_leaves_bad_records_to_fastavros_error() -> None:
     good = AccessControlEntryRecord("AAAAAAAAAAAAAAAAAAAAAQ", 2, "t", 3, "User:a", "*", 3, 3)
     for bad in (

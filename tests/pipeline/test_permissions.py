@@ -7,11 +7,10 @@ default rule and the default result the report states for that resource.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from authorizer.config import AuthorizerConfig
 from authorizer.model import ResourceType
@@ -20,7 +19,7 @@ from authorizer.standard import Action, RequestContext
 from pipeline.fold import state_at
 from pipeline.permissions import default_principals, default_resources, report
 from pipeline.source import LogSource, load_events
-from tests.pipeline.logs import NAMES, PRINCIPALS, random_log
+from tests.pipeline.logs import NAMES, PRINCIPALS, GeneratedLog, random_log
 from tests.pipeline.replay import replayed_node
 
 pytestmark = pytest.mark.spark
@@ -42,15 +41,22 @@ def _catalog() -> list[tuple[int, str]]:
     return out
 
 
-@pytest.mark.parametrize(
-    ("seed", "allow_everyone", "supers"), [(31, False, frozenset()), (32, True, frozenset({"User:u1"}))]
-)
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> GeneratedLog:
+    return random_log(tmp_path_factory.mktemp("permissions") / "meta", seed=31, batches=50)
+
+
+@pytest.fixture(scope="module")
+def acls(spark: SparkSession, generated: GeneratedLog) -> DataFrame:
+    """The state at the high-water mark, computed once for every test here."""
+    return state_at(load_events(spark, LogSource(log_dir=generated.directory)), generated.high_watermark).cache()
+
+
+@pytest.mark.parametrize(("allow_everyone", "supers"), [(False, frozenset()), (True, frozenset({"User:u1"}))])
 def test_every_row_is_the_authorizers_decision_and_every_missing_one_the_default(
-    spark: SparkSession, tmp_path: Path, seed: int, allow_everyone: bool, supers: frozenset[str]
+    spark: SparkSession, generated: GeneratedLog, acls: DataFrame, allow_everyone: bool, supers: frozenset[str]
 ) -> None:
-    generated = random_log(tmp_path / "meta", seed=seed, batches=50)
     config = AuthorizerConfig(super_users=supers, allow_everyone_if_no_acl_found=allow_everyone)
-    acls = state_at(load_events(spark, LogSource(log_dir=generated.directory)), generated.high_watermark)
     catalog = _catalog()
     resources = spark.createDataFrame(catalog, "resource_type int, resource_name string")
     built = report(spark, acls, resources, REQUESTERS, config)
@@ -91,9 +97,7 @@ def _compare(
     return checked
 
 
-def test_the_default_catalog_and_principals_are_what_the_acls_name(spark: SparkSession, tmp_path: Path) -> None:
-    generated = random_log(tmp_path / "meta", seed=33, batches=30)
-    acls = state_at(load_events(spark, LogSource(log_dir=generated.directory)), generated.high_watermark)
+def test_the_default_catalog_and_principals_are_what_the_acls_name(generated: GeneratedLog, acls: DataFrame) -> None:
     node = replayed_node(generated.directory, generated.high_watermark)
     try:
         live = list(node.image.acls.values())
