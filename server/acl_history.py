@@ -14,11 +14,11 @@ import msgspec
 from authorizer.acl_history import AclHistory, acl_history
 from authorizer.model import AclOperation
 from metadata_log.errors import LogError
-from server.admin import require_cluster
+from server.admin import require_cluster, require_ready
 from server.auth import Caller
 from server.context import ServeState
 from server.convert import acl_out
-from server.errors import LogUnavailable, NotReady
+from server.errors import LogUnavailable
 from server.http import Request, Response
 from server.wire import AclEventOut, HistoryIn, HistoryOut
 
@@ -29,8 +29,7 @@ _ENCODE = msgspec.json.Encoder()
 async def history(state: ServeState, request: Request, caller: Caller) -> Response:
     """Every record naming the asked ids, per id in offset order."""
     body = _HISTORY.decode(request.body)
-    if not state.authorizer.ready:
-        raise NotReady("the ACLs are not loaded yet (initial load in progress)")
+    require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
     ids = list(dict.fromkeys(body.ids))
     try:
