@@ -36,10 +36,7 @@ $(PLUGIN_JAR): $(PLUGIN_SOURCES)
 ## run: set up, then run the main job: `kraft-acl serve` on the embedded log with a demo config and demo ACLs
 DEMO_LOG := data/serve-demo
 run: setup
-	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --allow-principal User:alice --operation Read --operation Describe \
-	  --topic orders --resource-pattern-type PREFIXED > /dev/null
-	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --deny-principal User:alice --operation Read --topic orders-internal > /dev/null
-	@$(BIN)/kraft-acl acls --log-dir $(DEMO_LOG) --add --producer --topic payments --allow-principal User:bob > /dev/null
+	@$(BIN)/kraft-acl import --from-json examples/serve/acls.json --log-dir $(DEMO_LOG)
 	@echo "Demo ACLs are in $(DEMO_LOG). Try, once serve says ready:"
 	@echo "  curl -s -H 'Authorization: Bearer broker-demo-token-0123456789' http://127.0.0.1:9191/v1/authorize \\"
 	@echo "    -d '{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.1\",\"explain\":true,\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"orders-eu\"}]}'"

@@ -11,7 +11,6 @@ calls: a million ACLs leave no room for Python-level statements per ACL.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +20,10 @@ Grants = dict[str, int]
 #   [1] prefixed   name -> the first ACL on that name (PREFIXED or a hand-made pattern code)
 #   [2] shared     (name, is literal) -> every ACL on that name, in order, when there are several
 #   [3] views      of LITERAL ACLs: principal -> name -> grants (host -> grant mask)
-#   [4] views      of PREFIXED ACLs, the same
-#   [5] views      of hand-made pattern codes, the same
+#   [4] the PREFIXED ACLs, in order (`prefix_tries` makes each principal's tree of them)
+#   [5] views      of hand-made pattern codes, as [3]
 Views = dict[str, dict[str, Grants]]
-TypeGroups = tuple[dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], Views, Views, Views]
+TypeGroups = tuple[dict[str, Any], dict[str, Any], dict[tuple[str, bool], list[Any]], Views, list[Any], Views]
 
 
 WILDCARD_PRINCIPAL = "User:*"  # authorizer.model.WILDCARD_PRINCIPAL (this module imports nothing of the project)
@@ -58,23 +57,23 @@ def group_acls(
     `bits[permission][operation]` is an ACL's grant bit; `singles[host][permission * len(bits[0]) +
     operation]` the interned `{host: that bit}` (keyed by a small int, which CPython never allocates); `intern`
     shares a grants dict; `literal` and `prefixed` are the two pattern members. A name one
-    principal has several ACLs on gets its grants ORed per host and interned.
+    principal has several ACLs on gets its grants ORed per host into one fresh dict (copied once
+    from the shared single, then filled in place), interned once complete: linear in the ACLs even
+    where one principal has thousands of hosts on one name (Kafka's JMH sets put 20,000 on `*`).
     The name maps and the views' name dicts are `hashed_dict`s: a new name's probes then compare
     stored hashes instead of reading the name of every occupied slot they pass, a cache miss each
-    in maps this size.
+    in maps this size. PREFIXED ACLs are only listed here: `prefix_tries` files them.
     """
     out: list[TypeGroups | None] = [None] * n_types
     merged: list[tuple[dict[str, Grants], str]] = []
-    stride = len(bits[0])
+    # ids of the dicts `merged` lists: alive until interned, and never an interned one, so an id is unambiguous.
+    fresh: set[int] = set()
     for acl in acls:
         code: int = acl[0]
         name: str = acl[1]
-        host: str = acl[4]
-        operation: int = acl[5]
-        permission: int = acl[6]
         groups = out[code]
         if groups is None:
-            groups = out[code] = (hashed_dict(), hashed_dict(), {}, {}, {}, {})
+            groups = out[code] = (hashed_dict(), hashed_dict(), {}, {}, [], {})
         pattern: object = acl[2]
         kind = 0 if pattern == literal else (1 if pattern == prefixed else 2)
         buckets = groups[0] if kind == 0 else groups[1]
@@ -87,22 +86,79 @@ def group_acls(
                 groups[2][(name, kind == 0)] = [first, acl]
             else:
                 shared.append(acl)
-        views = groups[3] if kind == 0 else (groups[4] if kind == 1 else groups[5])
+        if kind == 1:
+            groups[4].append(acl)
+            continue
+        views = groups[3] if kind == 0 else groups[5]
         principal: str = acl[3]
         by_name = views.get(principal)
         if by_name is None:
             by_name = views[principal] = hashed_dict()
-        grants = by_name.get(name)
-        if grants is None:
-            by_name[name] = singles[host][permission * stride + operation]
-        else:  # a fresh dict, interned once complete: the shared ones are never mutated
-            combined = dict(grants)
-            combined[host] = combined.get(host, 0) | bits[permission][operation]
-            by_name[name] = combined
-            merged.append((by_name, name))
+        _file_grant(by_name, acl, bits, singles, fresh, merged)
     for by_name, name in merged:
         by_name[name] = intern(by_name[name])
     return out
+
+
+def prefix_tries(
+    acls: list[tuple[Any, ...]], bits: tuple[tuple[int, ...], ...], singles: Any, intern: Callable[[Grants], Grants]
+) -> dict[str, Any]:
+    """principal -> the radix tree (`prefix_trie`) of its grants on the names of PREFIXED ACLs (`acls`, sorted here).
+
+    One principal at a time: its name -> grants dict is built, turned into its tree and dropped
+    before the next one's, so each reuses the memory the last one left (built all at once, the
+    dicts would leave a million-ACL index with holes worth 20 bytes per ACL).
+    """
+    acls.sort(key=_principal)  # stable: each principal's ACLs stay in their order
+    out: dict[str, Any] = {}
+    merged: list[tuple[dict[str, Grants], str]] = []
+    fresh: set[int] = set()
+    start = 0
+    while start < len(acls):
+        principal: str = acls[start][3]
+        by_name: dict[str, Grants] = {}
+        end = start
+        while end < len(acls) and acls[end][3] == principal:
+            _file_grant(by_name, acls[end], bits, singles, fresh, merged)
+            end += 1
+        for grants_of, name in merged:
+            grants_of[name] = intern(grants_of[name])
+        merged.clear()
+        fresh.clear()
+        out[principal] = prefix_trie(by_name)
+        start = end
+    return out
+
+
+def _principal(acl: tuple[Any, ...]) -> str:
+    principal: str = acl[3]
+    return principal
+
+
+def _file_grant(
+    by_name: dict[str, Grants],
+    acl: tuple[Any, ...],
+    bits: tuple[tuple[int, ...], ...],
+    singles: Any,
+    fresh: set[int],
+    merged: list[tuple[dict[str, Grants], str]],
+) -> None:
+    """OR one ACL's grant bit into `by_name[its name]` (see `group_acls`)."""
+    name: str = acl[1]
+    host: str = acl[4]
+    operation: int = acl[5]
+    permission: int = acl[6]
+    grants = by_name.get(name)
+    if grants is None:
+        by_name[name] = singles[host][permission * len(bits[0]) + operation]
+    elif id(grants) in fresh:  # this name's own dict: filled in place
+        grants[host] = grants.get(host, 0) | bits[permission][operation]
+    else:  # a fresh dict, interned once complete: the shared ones are never mutated
+        combined = dict(grants)
+        combined[host] = combined.get(host, 0) | bits[permission][operation]
+        by_name[name] = combined
+        fresh.add(id(combined))
+        merged.append((by_name, name))
 
 
 def apply_new_rows(changes: dict[str, Any], ids: list[str], rows: list[Any]) -> int:
@@ -168,60 +224,124 @@ def add_columns(
     return -1
 
 
-def prefix_tree(prefixed: dict[str, Grants]) -> tuple[tuple[str, ...], tuple[int, ...], tuple[tuple[Grants, ...], ...]]:
-    """Sorted names, parent indexes, and for each name the grants of itself and its ancestors.
+def prefix_trie(prefixed: dict[str, Grants]) -> Any:
+    """The radix tree of `authorizer.trie` over a view's prefixed names (None when there are none), in one pass.
 
-    See `type_index.PrincipalView`, which keeps them to find the prefix ACLs covering a name.
+    Names are taken in sorted order, keeping the path of still-open nodes as lists: each name
+    closes the nodes deeper than what it shares with the previous name (the tree of a sorted set
+    is built left to right), opening a branch point where it leaves a closed node's string.
     """
-    names = tuple(sorted(prefixed))
-    parent: list[int] = []
-    closure: list[tuple[Grants, ...]] = []
-    stack: list[int] = []  # indexes of the current name's ancestors, shortest first
-    for i, name in enumerate(names):
-        while stack and not name.startswith(names[stack[-1]]):
-            stack.pop()
-        up = stack[-1] if stack else -1
-        parent.append(up)
-        closure.append((prefixed[name], *closure[up]) if up >= 0 else (prefixed[name],))
-        stack.append(i)
-    return names, tuple(parent), tuple(closure)
+    names = sorted(prefixed)
+    stack: list[list[Any]] = []  # the open path, [label, grants, depth, keys, kids], shallowest first
+    previous = ""
+    for name in names:
+        if stack:
+            common = _common_prefix(previous, name)
+            while stack[-1][2] > common:
+                done = _closed(stack.pop())
+                if not stack or stack[-1][2] < common:  # `name` leaves `done`'s string below its parent
+                    stack.append([name, None, common, [], []])
+                _adopt(stack[-1], done)
+        stack.append([name, prefixed[name], len(name), [], []])
+        previous = name
+    while len(stack) > 1:
+        done = _closed(stack.pop())
+        _adopt(stack[-1], done)
+    return _closed(stack[0]) if stack else None
+
+
+def _common_prefix(left: str, right: str) -> int:
+    size = min(len(left), len(right))
+    common = 0
+    while common < size and left[common] == right[common]:
+        common += 1
+    return common
+
+
+def _closed(node: list[Any]) -> tuple[Any, ...]:
+    """A node's tuple (see `authorizer.trie`): (label, grants) for a leaf, else (label, grants, depth, keys, *kids)."""
+    kids: list[Any] = node[4]
+    if not kids:
+        return (node[0], node[1])
+    keys: list[str] = node[3]
+    return (node[0], node[1], node[2], "".join(keys), *kids)
+
+
+def _adopt(parent: list[Any], child: tuple[Any, ...]) -> None:
+    label: str = child[0]
+    depth: int = parent[2]
+    parent[3].append(label[depth])
+    parent[4].append(child)
+
+
+def _host_mask(grants: Any, host: str) -> int:
+    """The bits of `grants` for `host` and for `*`: a dict, or an `immutables.Map` of many hosts (`grant_edits`)."""
+    if isinstance(grants, dict):
+        hosts: dict[str, int] = grants
+        return hosts.get(host, 0) | hosts.get("*", 0)
+    found: int = grants.get(host, 0) | grants.get("*", 0)
+    return found
 
 
 def grant_mask(tindex: Any, principal: str, host: str, name: str) -> int:
     """OR of the grants of every ACL on `name` whose principal is `principal` or `User:*` and host matches.
 
-    `tindex` is a TypeIndex. Probes, per principal view: literal `name`, literal `*`, the longest
-    prefixed name covering `name` (its closure holds every shorter one; see PrincipalView), then
-    hand-made UNKNOWN-pattern ACLs. Every `authorize` computes this once per action.
+    `tindex` is a TypeIndex. Probes, per principal view: literal `name` and `*` (in the view's
+    dict, or through the overlay of a view changed since the build: `{}` there is a removed name),
+    the prefixed names covering `name` (a walk down the view's radix tree, `authorizer.trie`),
+    then hand-made UNKNOWN-pattern ACLs. Every `authorize` computes this once per action.
     """
     mask = 0
     principals: Any = tindex.principals
     for who in (principal, WILDCARD_PRINCIPAL):
         view: Any = principals.get(who)
         if view is not None:
-            literal: dict[str, Grants] = view.literal
-            grants = literal.get(name)
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            grants = literal.get("*")
-            if grants:
-                mask |= grants.get(host, 0) | grants.get("*", 0)
-            names: tuple[str, ...] = view.names
-            if names:
-                parent: tuple[int, ...] = view.parent
-                i = bisect_right(names, name) - 1
-                while i >= 0:
-                    if name.startswith(names[i]):
-                        closure: tuple[Grants, ...] = view.closure[i]
-                        for grants in closure:
-                            mask |= grants.get(host, 0) | grants.get("*", 0)
+            literal: Any = view.literal
+            if isinstance(literal, dict):
+                grants = literal.get(name)
+                if grants:
+                    mask |= _host_mask(grants, host)
+                grants = literal.get("*")
+                if grants:
+                    mask |= _host_mask(grants, host)
+            else:
+                mask |= _overlay_mask(literal, host, name)
+            node: Any = view.trie
+            while node is not None:
+                entry: tuple[Any, ...] = node
+                found: Any = entry[1]
+                if found is not None:
+                    label: str = entry[0]
+                    if not name.startswith(label):
                         break
-                    i = parent[i]
-            other: dict[str, Grants] = view.other
+                    mask |= _host_mask(found, host)
+                if len(entry) == 2:  # a leaf
+                    break
+                depth: int = entry[2]
+                if depth >= len(name):
+                    break
+                keys: str = entry[3]
+                at = keys.find(name[depth])
+                if at < 0:
+                    break
+                node = entry[4 + at]
+            other: dict[str, Any] = view.other  # values: a dict, or an `immutables.Map` of many hosts
             if other:
                 for prefix, grants in other.items():
                     if name.startswith(prefix):
-                        mask |= grants.get(host, 0) | grants.get("*", 0)
+                        mask |= _host_mask(grants, host)
         if principal == WILDCARD_PRINCIPAL:  # the requester is `User:*` itself: one view applies
             break
+    return mask
+
+
+def _overlay_mask(literal: Any, host: str, name: str) -> int:
+    """The literal part of `grant_mask` for a view whose names are an OverlayMap (`authorizer.views.NameMap`)."""
+    base: dict[str, Any] = literal._base  # values as `other`'s in `grant_mask`
+    over: Any = literal._over
+    mask = 0
+    for key in (name, "*"):
+        grants: Any = over[key] if key in over else base.get(key)  # `in`: a C slot, cheaper than a `get` call
+        if grants:
+            mask |= _host_mask(grants, host)
     return mask

@@ -10,6 +10,7 @@ it is validated, writes one atomic batch, and is caught up again so the caller r
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -239,8 +240,9 @@ class AclController:
             if dry_run or not fresh:
                 return ImportResult([("", acl) for acl in fresh], present, repeated)
             ids = self.new_ids(len(fresh), set(index.by_id))
-            appended = self.backend.append(records_from_acls(ids, fresh))
-            self.loader.catch_up()
+            now_ms = int(time.time() * 1000)
+            appended = self.backend.append(records_from_acls(ids, fresh), timestamp_ms=now_ms)
+            self.loader.publish_appended(appended, now_ms, ids, fresh)  # not read back and decoded again
             return ImportResult(list(zip(ids, fresh, strict=True)), present, repeated, appended.base_offset)
 
     def new_ids(self, count: int, live: set[str]) -> list[str]:

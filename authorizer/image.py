@@ -21,6 +21,7 @@ from metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from snapshots.columns import AclColumns
 from snapshots.format import CHUNK_RECORDS
 
+_FEW = 8  # a delta of at most this many ids is applied one id at a time (`AclsDelta.apply`)
 # The order of a snapshot's records: the bulk build's grouping (see AclsImage.chunks).
 _SNAPSHOT_ORDER = attrgetter("resource_type", "pattern_type", "principal")
 
@@ -191,6 +192,11 @@ class AclsDelta:
         """The next image; the base is untouched. A change as large as a quarter of the base rebuilds the map."""
         changes = self._changes
         base = self.base.acls
+        if len(changes) <= _FEW:  # one persistent update per id: cheaper than a mutation for a few
+            kept = base
+            for acl_id, change in changes.items():
+                kept = kept.delete(acl_id) if change is None else kept.set(acl_id, change)
+            return AclsImage(kept, provenance)
         if len(changes) < max(len(base), 1024) // 4:
             acls = base.mutate()
             for acl_id, acl in changes.items():

@@ -11,29 +11,35 @@ Layout, per resource type (`TypeIndex`):
                                           prefix ACL iff N[:L] is in `prefixed` for some L <= len(N)
     principals Map principal -> PrincipalView
 
-and per (resource type, principal) a `PrincipalView` of plain dicts `name -> Grants`, where
-`Grants` maps a host to the grant mask of `authorizer.operations`. Worked example, bob's view of
-TOPIC after `foo LITERAL READ ALLOW` and `fo PREFIXED WRITE DENY from 10.0.0.1`:
+and per (resource type, principal) a `PrincipalView` (`authorizer.views`) of `name -> Grants`,
+where `Grants` maps a host to the grant mask of `authorizer.operations`: a dict of LITERAL names
+and a radix tree of PREFIXED ones. Worked example, bob's view of TOPIC after `foo LITERAL READ
+ALLOW` and `fo PREFIXED WRITE DENY from 10.0.0.1`:
 
     literal  {"foo": {"*": 1<<READ}}
-    prefixed {"fo": {"10.0.0.1": 1<<(16+WRITE)}}          lengths (2,)
+    trie     ("fo", {"10.0.0.1": 1<<(16+WRITE)})              lengths (2,)
 
-Authorizing bob READ TOPIC `foobar` from 10.0.0.1 probes literal "foobar" and "*", then prefixed
-"fo" (L=2): mask = 1<<(16+WRITE); DENY test for READ fails, ALLOW test fails: no ACL of bob applies.
+Authorizing bob READ TOPIC `foobar` from 10.0.0.1 probes literal "foobar" and "*", then walks the
+tree: "fo" is a prefix of "foobar": mask = 1<<(16+WRITE); DENY test for READ fails, ALLOW test
+fails: no ACL of bob applies.
+
+An update costs what it changes, not what the index or the changed principal holds (issue #19):
 `by_id`, `literal` and `prefixed` are OverlayMaps (a dict adopted at build time plus a HAMT of later
-changes) and `principals` an `immutables.Map`, so an update copies O(log n) nodes; the dicts inside
-a view are copied when that view changes, which costs O(ACLs of that principal and type). The bulk
-build (snapshot load, initial replay) is one compiled pass over the ACLs, in `index_build`.
+changes), `principals` an `immutables.Map`, a bucket shared by many ACLs a persistent set
+(`type_index`), and a view changes through `grant_edits` and `views` (a HAMT overlay, a tree path
+copy): each change costs O(log n). The bulk build (snapshot load, initial replay) is one compiled
+pass over the ACLs, in `index_build`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
-from typing import Any
 
 import immutables
 
 from authorizer.errors import ImageError
+from authorizer.grant_edits import GrantEdits
 from authorizer.index_build import build_types
 from authorizer.model import PatternType, StandardAcl
 from authorizer.overlay import OverlayMap
@@ -44,11 +50,14 @@ from authorizer.type_index import (
     Grants,
     PrincipalView,
     TypeIndex,
-    bucket_of,
-    grants_of,
-    kind_of,
+    bucket_with,
+    bucket_without,
     members,
 )
+
+# Versions of changed principal views (`PrincipalView.serial`), unique in the process, so that two
+# indexes derived from one base never share one (0 is a bulk-built view, -1 no view).
+_SERIALS = itertools.count(1)
 
 __all__ = ["AclId", "AclIndex", "Bucket", "Grants", "PrincipalView", "TypeIndex", "members"]
 
@@ -130,84 +139,59 @@ class AclIndex:
 
 
 def _apply_type(base: TypeIndex | None, gone: list[StandardAcl], new: list[StandardAcl]) -> TypeIndex | None:
-    """Copy-on-write update of one resource type's index."""
+    """Copy-on-write update of one resource type's index: O(log n) per ACL in every map it touches."""
     if base is None:
-        base = TypeIndex(OverlayMap(), OverlayMap(), immutables.Map(), immutables.Map())
-    literal, prefixed = base.literal.mutate(), base.prefixed.mutate()
-    lengths = base.length_counts.mutate()
-    # (is_literal, name) -> the bucket being edited, as an insertion-ordered set.
-    work: dict[tuple[bool, str], dict[StandardAcl, None]] = {}
-
-    def edit(acl: StandardAcl) -> dict[StandardAcl, None]:
-        key = (acl.pattern_type == PatternType.LITERAL, acl.resource_name)
-        bucket = work.get(key)
-        if bucket is None:
-            bucket = work[key] = dict.fromkeys(members((literal if key[0] else prefixed).get(key[1])))
-        return bucket
-
+        base = TypeIndex(OverlayMap(), OverlayMap(), immutables.Map(), immutables.Map(), walk_marks=(None, False))
+    literal, prefixed = _Buckets(base.literal), _Buckets(base.prefixed)
+    edits = GrantEdits(base.principals, next(_SERIALS))
     for acl in gone:
-        del edit(acl)[acl]
+        (literal if acl.pattern_type == PatternType.LITERAL else prefixed).remove(acl)
+        edits.remove(acl)
     for acl in new:
-        bucket = edit(acl)
-        if acl in bucket:
-            raise ImageError(f"cannot add {acl}: an ACL with the same content already exists")
-        bucket[acl] = None
-    for (is_literal, name), bucket in work.items():
-        bucket_map = literal if is_literal else prefixed
-        existed = name in bucket_map
-        if bucket:
-            bucket_map[name] = bucket_of(bucket)
-        elif existed:
-            del bucket_map[name]
-        if not is_literal and existed != bool(bucket):
-            _count(lengths, len(name), +1 if bucket else -1)
-    touched = work.keys()
-    literal_m, prefixed_m = literal.finish(), prefixed.finish()
-    # principal -> kind -> name -> Grants, or None where the principal no longer has ACLs there.
-    changes: dict[str, dict[str, dict[str, Grants | None]]] = {}
-    for acl in (*gone, *new):
-        changes.setdefault(acl.principal, {}).setdefault(kind_of(acl.pattern_type), {})[acl.resource_name] = None
-    for is_literal, name in touched:
-        grouped: dict[tuple[str, str], list[StandardAcl]] = {}
-        for acl in members((literal_m if is_literal else prefixed_m).get(name)):
-            grouped.setdefault((acl.principal, kind_of(acl.pattern_type)), []).append(acl)
-        for (principal, kind), acls in grouped.items():
-            per_kind = changes.get(principal, {}).get(kind)
-            if per_kind is not None and name in per_kind:
-                per_kind[name] = grants_of(acls)
-    principals = base.principals.mutate()
-    for principal, per_kinds in changes.items():
-        view = _rebuild_view(principals.get(principal), per_kinds)
-        if view is None:
-            principals.pop(principal, None)
-        else:
-            principals[principal] = view
-    result = TypeIndex(literal_m, prefixed_m, lengths.finish(), principals.finish())
+        (literal if acl.pattern_type == PatternType.LITERAL else prefixed).add(acl)
+        edits.add(acl)
+    literal_m, prefixed_m = literal.map, prefixed.map
+    lengths = _recounted(base.length_counts, prefixed.created, prefixed.deleted)
+    principals = edits.finish(literal_m, prefixed_m)
+    marks = base.next_walk_marks([*literal.created, *prefixed.created], [*literal.deleted, *prefixed.deleted])
+    same = base.prefix_lengths if lengths is base.length_counts else None
+    result = TypeIndex(literal_m, prefixed_m, lengths, principals, base.memo, marks, same)
     return result if len(result.literal) or len(result.prefixed) else None
 
 
-def _count(counts: Any, key: int, delta: int) -> None:
-    value = counts.get(key, 0) + delta
-    if value:
-        counts[key] = value
-    else:
-        del counts[key]
-
-
-def _rebuild_view(view: PrincipalView | None, changes: dict[str, dict[str, Grants | None]]) -> PrincipalView | None:
-    """A copy of `view` with the changed names' grants replaced (None removes the name)."""
-    dicts = {
-        "literal": view.literal if view else {},
-        "prefixed": view.prefixed if view else {},
-        "other": view.other if view else {},
-    }
-    for kind, names in changes.items():
-        updated = dict(dicts[kind])
-        for name, grants in names.items():
-            if grants is None:
-                updated.pop(name, None)
+def _recounted(counts: immutables.Map[int, int], created: list[str], deleted: list[str]) -> immutables.Map[int, int]:
+    """Prefixed-name lengths -> how many names have each, after names were created and deleted."""
+    if not created and not deleted:
+        return counts
+    edit = counts.mutate()
+    for names, delta in ((created, 1), (deleted, -1)):
+        for name in names:
+            count = edit.get(len(name), 0) + delta
+            if count:
+                edit[len(name)] = count
             else:
-                updated[name] = grants
-        dicts[kind] = updated
-    fresh = PrincipalView(dicts["literal"], dicts["prefixed"], dicts["other"])
-    return None if fresh.is_empty() else fresh
+                del edit[len(name)]
+    return edit.finish()
+
+
+class _Buckets:
+    """A name -> bucket map as a batch changes it, one persistent update per ACL; the names created and deleted."""
+
+    def __init__(self, source: OverlayMap[str, Bucket]) -> None:
+        self.map = source
+        self.created: list[str] = []
+        self.deleted: list[str] = []
+
+    def add(self, acl: StandardAcl) -> None:
+        current = self.map.get(acl.resource_name)
+        self.map = self.map.set(acl.resource_name, bucket_with(current, acl))
+        if current is None:
+            self.created.append(acl.resource_name)
+
+    def remove(self, acl: StandardAcl) -> None:
+        bucket = bucket_without(self.map.get(acl.resource_name), acl)
+        if bucket is None:
+            self.map = self.map.delete(acl.resource_name)
+            self.deleted.append(acl.resource_name)
+        else:
+            self.map = self.map.set(acl.resource_name, bucket)

@@ -7,7 +7,8 @@ A million ACLs leave no room for a Python statement per ACL per structure, nor f
 ACL tuple more than once: the tuples of a replayed log lie scattered in memory, and each visit is
 a cache miss. So one loop (`bulk_rows.group_acls`, compiled by mypyc) visits every ACL once and
 files it under its type: into the literal or prefixed name map, and into its principal's view as
-`name -> grants`. The grant of one ACL, `{host: bit}`, comes from `_SINGLES[host][code]`, a table
+`name -> grants` (PREFIXED ACLs a second time, principal by principal, into radix trees:
+`bulk_rows.prefix_tries`). The grant of one ACL, `{host: bit}`, comes from `_SINGLES[host][code]`, a table
 that fills itself on first use and hands out the interned dict (see `type_index.intern_grants`).
 What is left here runs once per name shared by several ACLs, per principal, or per type.
 """
@@ -22,9 +23,10 @@ import immutables
 from authorizer.bulk_rows import TypeGroups
 from authorizer.errors import ImageError
 from authorizer.model import PatternType, StandardAcl
-from authorizer.native_rows import group_acls
+from authorizer.native_rows import group_acls, prefix_tries
 from authorizer.overlay import OverlayMap
-from authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeIndex, intern_grants
+from authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeIndex, bucket_of, intern_grants
+from authorizer.views import NO_NAMES
 
 
 class _OneHost(dict[int, Grants]):
@@ -58,18 +60,27 @@ def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
     return tuple(None if groups is None else _type_index(groups) for groups in grouped)
 
 
+def _first_repeat(acls: list[StandardAcl]) -> StandardAcl | None:
+    seen: set[StandardAcl] = set()
+    for acl in acls:
+        if acl in seen:
+            return acl
+        seen.add(acl)
+    return None
+
+
 def _type_index(groups: TypeGroups) -> TypeIndex:
     """One resource type's TypeIndex from its groups; ImageError when two ACLs have the same content."""
-    literal, prefixed, shared, literal_views, prefixed_views, other_views = groups
+    literal, prefixed, shared, literal_views, prefixed_acls, other_views = groups
     for (name, is_literal), acls in shared.items():
         if len(set(acls)) != len(acls):
-            dup = next(acl for acl in acls if acls.count(acl) > 1)
-            raise ImageError(f"cannot add {dup}: an ACL with the same content already exists")
-        (literal if is_literal else prefixed)[name] = tuple(acls)
+            raise ImageError(f"cannot add {_first_repeat(acls)}: an ACL with the same content already exists")
+        (literal if is_literal else prefixed)[name] = bucket_of(acls)
+    tries = prefix_tries(prefixed_acls, BITS, _SINGLES, intern_grants)
     principals = {}
-    for principal in literal_views.keys() | prefixed_views.keys() | other_views.keys():
+    for principal in literal_views.keys() | tries.keys() | other_views.keys():
         principals[principal] = PrincipalView(
-            literal_views.get(principal) or {}, prefixed_views.get(principal) or {}, other_views.get(principal) or {}
+            literal_views.get(principal) or NO_NAMES, tries.get(principal), other_views.get(principal) or NO_NAMES
         )
     return TypeIndex(
         OverlayMap(literal),

@@ -68,6 +68,11 @@ class KafkaAclReplay:
         snapshot = max((s for s in self.files.snapshots if s.end_offset <= target), key=_order, default=None)
         if snapshot is not None and snapshot.end_offset > 0:
             self._load_snapshot(snapshot)
+        elif target > 0 and not self.files.segments:
+            raise KafkaStateError(
+                f"{self.files.named}: no snapshot ends at or below offset {target} and no log segment holds the "
+                f"records below it (the snapshots end at {', '.join(str(s.end_offset) for s in self.files.snapshots)})"
+            )
         self._next = self.image.provenance.next_offset
         start = self.log_start_offset() if self.files.segments else self._next
         if self._next < start and self.files.single_file:  # one segment file, as kafka-metadata-shell reads it

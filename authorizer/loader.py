@@ -3,6 +3,10 @@
 One thread drives a loader (start-up, then tailing); readers only see published, immutable state.
 KIP-801 initialization: `initial_load` replays up to the high-water mark read at start, then
 completes the authorizer's initial load, even when the log is empty.
+
+Every catch-up first checks that the log still holds what was applied (the batch below
+`next_offset`, by end offset, epoch and timestamp): a log that is now shorter or holds another
+batch there raises DivergenceError and nothing after it is applied.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from authorizer.memory import release_free_memory
 from authorizer.model import StandardAcl
 from authorizer.records import batch_rows
 from authorizer.standard import StandardAuthorizer
-from metadata_log.backend import LogBackend
+from metadata_log.backend import AppendResult, LogBackend
 from metadata_log.records import AccessControlEntryRecord, RecordBatch
-from metadata_log.replayer import Replayer
+from metadata_log.replayer import AppliedBatch, Replayer
 from snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,8 @@ class MetadataLoader:
         self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
         self.change_listeners: list[ChangeListener] = []  # told the net changes of every publish
         self._lock = threading.Lock()
+        self._from_log = False  # the provenance came from a whole log batch (else a snapshot, or nothing)
+        self._cut = False  # the last batch applied was cut at a `to_offset` inside it: nothing to check against
 
     @property
     def next_offset(self) -> int:
@@ -80,6 +86,7 @@ class MetadataLoader:
                     delta.replay_snapshot(record, number)
                 delta.finish_snapshot()
                 self._publish(delta, provenance, full=True)
+            self._from_log = self._cut = False
             log.info("loaded %s: %d ACLs up to offset %d", source, len(self.image), provenance.last_offset)
 
     def catch_up(self, to_offset: int | None = None, publish_every_records: int | None = -1) -> int:
@@ -94,7 +101,7 @@ class MetadataLoader:
             applied = pending = 0
             delta = AclsDelta(self.image)
             last: RecordBatch | None = None
-            for batch in self.replayer.batches(self.next_offset, to_offset):
+            for batch in self.replayer.batches(self.next_offset, to_offset, self._applied()):
                 delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
                 self.applied_bytes += batch.size_bytes
                 last = batch
@@ -105,7 +112,32 @@ class MetadataLoader:
             if last is not None and (pending or not delta.is_empty()):
                 self._publish(delta, _provenance(last))
                 applied += pending
+            if last is not None:
+                self._from_log, self._cut = True, self.replayer.ended_inside_batch
             return applied
+
+    def publish_appended(
+        self, appended: AppendResult, timestamp_ms: int, ids: list[str], acls: list[StandardAcl]
+    ) -> None:
+        """Apply a batch of adds this process has just appended from the ACLs it wrote, without reading and
+        decoding it back (a bulk import's catch-up). Only when the batch directly follows the applied
+        state (the writer's lock keeps it so); otherwise, or for an empty batch, catch up from the log.
+        The batch's bytes are not counted in `applied_bytes` (its records are, by the publish)."""
+        with self._lock:
+            if ids and appended.base_offset == self.next_offset:
+                delta = AclsDelta(self.image)
+                delta.replay_rows(ids, list[StandardAcl | None](acls), appended.base_offset)
+                self._publish(delta, Provenance(appended.last_offset, appended.epoch, timestamp_ms))
+                self._from_log, self._cut = False, False  # the divergence check compares offset and epoch
+                return
+        self.catch_up()
+
+    def _applied(self) -> AppliedBatch | None:
+        """The batch the log must still hold below `next_offset` (None when nothing, or a cut batch, was applied)."""
+        p = self.image.provenance
+        if p.last_offset < 0 or self._cut:
+            return None
+        return AppliedBatch(p.last_offset, p.epoch, p.timestamp_ms if self._from_log else None)
 
     def initial_load(self) -> int:
         """Replay to the high-water mark seen now (publishing once), then complete the authorizer's initial load."""

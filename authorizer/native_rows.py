@@ -15,5 +15,6 @@ group_acls = _module.group_acls
 apply_new_rows = _module.apply_new_rows
 add_columns = _module.add_columns
 hashed_dict = _module.hashed_dict
-prefix_tree = _module.prefix_tree
+prefix_trie = _module.prefix_trie
+prefix_tries = _module.prefix_tries
 grant_mask = _module.grant_mask

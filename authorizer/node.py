@@ -4,9 +4,14 @@ write) the controller, started the KIP-801 way.
 A node is driven by one thread (start-up, catch-up, controller calls); any number of threads may
 call its authorizer concurrently.
 
-Start-up (ARCHITECTURE.md "START"): load the newest valid snapshot all-or-nothing, check that the
-log still holds every offset after it, replay the tail up to the high-water mark read at start,
-then complete the authorizer's initial load (even when the log is empty).
+Start-up (ARCHITECTURE.md "START"): refuse a log that ends below a whole snapshot of its own (it
+lost acknowledged batches), load the newest snapshot that validates and belongs to this log at one
+of its batch boundaries, all-or-nothing, check that the log still holds every offset after it,
+replay the tail up to the high-water mark read at start, then complete the authorizer's initial
+load (even when the log is empty).
+
+An automatic snapshot (the policy's) that fails after a durable append is logged and kept in
+`snapshot_failure`; the append stands, and later appends go on.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from authorizer.image import AclsImage, Provenance
 from authorizer.loader import MetadataLoader
 from authorizer.memory import release_free_memory
 from authorizer.standard import StandardAuthorizer
+from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
 from metadata_log.codec import new_uuid
-from snapshots.format import SnapshotHeader
+from metadata_log.errors import LogLostDataError
+from snapshots.format import SnapshotHeader, SnapshotReader
 from snapshots.policy import SnapshotPolicy
 from snapshots.store import SnapshotStore
 
@@ -49,13 +56,20 @@ class AclNode:
     ) -> None:
         self.backend = backend
         self.authorizer = StandardAuthorizer(config)
-        self.snapshots = SnapshotStore(snapshot_dir, retain_snapshots) if snapshot_dir is not None else None
+        self.snapshots = SnapshotStore(snapshot_dir, retain_snapshots, backend) if snapshot_dir is not None else None
         self.policy = policy
         self.loader = MetadataLoader(backend, self.authorizer, publishers=[self._on_publish])
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
         self._last_bytes = 0  # loader.applied_bytes at the last publish
+        # While set, a snapshot the policy asks for waits for `take_deferred_snapshot` (a bulk import
+        # answers first; the snapshot of a million ACLs takes seconds).
+        self.defer_snapshots = False
+        self._snapshot_due = False
         self.loaded_snapshot: Path | None = None
+        self.snapshot_failure: str | None = None  # why the last automatic snapshot failed (None: it did not)
+        self.retention_deleted: list[str] = []  # every snapshot file retention removed after this node's snapshots
+        self.tailer: Tailer | None = None
 
     @property
     def image(self) -> AclsImage:
@@ -79,6 +93,8 @@ class AclNode:
         self.authorizer.complete_initial_load()
 
     def _load(self, to_offset: int | None) -> None:
+        if to_offset is None:
+            self.check_not_lost()
         self.load_snapshot(below=to_offset)
         start = self.backend.log_start_offset()
         if self.loader.next_offset < start:
@@ -89,16 +105,34 @@ class AclNode:
             )
         self.loader.catch_up(to_offset, publish_every_records=None)  # not serving yet: publish once
 
+    def check_not_lost(self) -> None:
+        """LogLostDataError when a whole snapshot of this log ends beyond the log's end (batches were lost)."""
+        if self.snapshots is None:
+            return
+        lost = self.snapshots.lost_evidence(self.backend)
+        if lost is not None:
+            snapshot, _ = lost
+            evidence = f"its snapshot {snapshot.file_name()}"
+            hwm = self.backend.high_watermark()
+            raise LogLostDataError(self.snapshots.directory, hwm, snapshot.end_offset, evidence)
+
     def load_snapshot(self, below: int | None = None) -> None:
-        """Load the newest snapshot that validates (ending at or below `below`), all or nothing."""
+        """Load the newest snapshot that validates and belongs to this log (ending at or below `below`), all or
+        nothing; unusable ones are skipped loudly."""
         if self.snapshots is None:
             return
         hwm = self.backend.high_watermark()
         limit = hwm if below is None else min(below, hwm)
         found = self.snapshots.latest_valid(below=limit)
-        if found is None:
-            return
-        reader, count = found
+        if found is not None:
+            self._load_reader(*found)
+
+    def load_snapshot_file(self, path: Path) -> None:
+        """Load one snapshot file, whatever log it names (recovery), all or nothing."""
+        reader = SnapshotReader(path)
+        self._load_reader(reader, reader.validate())
+
+    def _load_reader(self, reader: SnapshotReader, count: int) -> None:
         h = reader.header
         self._last_published = h.end_offset - 1  # the snapshot's records are not "new" for the policy
         self.loader.load_snapshot(
@@ -117,9 +151,15 @@ class AclNode:
         image = self.loader.image
         p = image.provenance
         header = SnapshotHeader(
-            p.next_offset, max(p.epoch, 0), p.timestamp_ms if p.timestamp_ms >= 0 else int(time.time() * 1000)
+            p.next_offset,
+            max(p.epoch, 0),
+            p.timestamp_ms if p.timestamp_ms >= 0 else int(time.time() * 1000),
+            log_id=self.backend.log_id,
         )
         path = self.snapshots.write_chunks(header, image.chunks())
+        for gone in self.snapshots.last_deleted:
+            self.retention_deleted.append(gone.file_name())
+            log.info("retention deleted snapshot %s", gone.file_name())
         if self.policy is not None:
             self.policy.reset()
         return path
@@ -134,9 +174,44 @@ class AclNode:
         self._last_bytes = self.loader.applied_bytes
         self.policy.record_applied(max(applied, 0), applied_bytes)
         if self.policy.due() and image.provenance.last_offset >= 0:
+            if self.defer_snapshots:
+                self._snapshot_due = True
+            else:
+                self._maybe_snapshot(image)
+
+    def take_deferred_snapshot(self) -> None:
+        """The snapshot the policy asked for while `defer_snapshots` was set, if it did (a failure is
+        recorded in `snapshot_failure`, as for any automatic snapshot)."""
+        if self._snapshot_due:
+            self._snapshot_due = False
+            self._maybe_snapshot(self.image)
+
+    def _maybe_snapshot(self, image: AclsImage) -> None:
+        """The policy's snapshot; a failure never fails the append that triggered it, nor blocks later ones."""
+        try:
             self.take_snapshot()
+            self.snapshot_failure = None
+        except Exception as exc:  # disk full, a bad directory, ...: the batches stay applied and durable
+            assert self.policy is not None
+            self.policy.reset()  # try again after another interval, not on every publish
+            offset = image.provenance.next_offset
+            self.snapshot_failure = f"the automatic snapshot at offset {offset} failed: {exc}"
+            log.error("%s (the log up to offset %d is durable and applied)", self.snapshot_failure, offset)
+
+    def tail(self, interval_s: float = 0.2) -> Tailer:
+        """Start following the log in the background (a started node); `ready` then reports whether it keeps up."""
+        if self.tailer is None:
+            self.tailer = Tailer(self.loader, interval_s).start()
+        return self.tailer
+
+    @property
+    def ready(self) -> bool:
+        """Loaded, and (when tailing) following its log: not failing, not diverged."""
+        return self.authorizer.ready and (self.tailer is None or self.tailer.status().following)
 
     def close(self) -> None:
-        """Close the backend (releasing the writer lock)."""
+        """Stop the tailer, close the backend (releasing the writer lock)."""
+        if self.tailer is not None:
+            self.tailer.stop()
         self.authorizer.close()
         self.backend.close()

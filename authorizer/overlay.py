@@ -33,7 +33,8 @@ class _Reads(Generic[K, V]):
 
     __slots__ = ()
     _base: dict[K, V]
-    _over: Any  # immutables.Map or its MapMutation: key -> value or _GONE
+    _over: Any  # immutables.Map or its MapMutation: key -> value or the tombstone
+    _gone: Any = _GONE  # the tombstone (a subclass may choose its own)
 
     @overload
     def get(self, key: K, /) -> V | None: ...
@@ -44,7 +45,7 @@ class _Reads(Generic[K, V]):
         if self._over:
             value = self._over.get(key, _ABSENT)
             if value is not _ABSENT:
-                return default if value is _GONE else value
+                return default if value is self._gone else value
         return self._base.get(key, default)
 
     def __getitem__(self, key: K) -> V:
@@ -75,6 +76,11 @@ class OverlayMap(_Reads[K, V], Mapping[K, V]):
         out._base, out._over, out._len = base, over, length
         return out
 
+    @classmethod
+    def fold_floor(cls) -> int:
+        """Overlays smaller than this are never folded (read at each fold; a subclass may choose its own)."""
+        return _MIN_FOLD
+
     def __len__(self) -> int:
         return self._len
 
@@ -86,8 +92,9 @@ class OverlayMap(_Reads[K, V], Mapping[K, V]):
         for key in self._base:
             if key not in over:
                 yield key
+        gone = self._gone
         for key, value in over.items():
-            if value is not _GONE:
+            if value is not gone:
                 yield key
 
     def items(self) -> ItemsView[K, V]:
@@ -107,41 +114,83 @@ class OverlayMap(_Reads[K, V], Mapping[K, V]):
         for key, value in self._base.items():
             if key not in over:
                 yield key, value
+        gone = self._gone
         for key, value in over.items():
-            if value is not _GONE:
+            if value is not gone:
                 yield key, value
 
     def __repr__(self) -> str:
         return f"OverlayMap({len(self)} entries, {len(self._over)} in the overlay)"
 
     def mutate(self) -> OverlayMutation[K, V]:
-        """A private, mutable copy-on-write view; `finish()` returns the new OverlayMap."""
+        """A private, mutable copy-on-write view; `finish()` returns the new OverlayMap (of the same class)."""
         return OverlayMutation(self)
+
+    def set(self, key: K, value: V) -> OverlayMap[K, V]:
+        """A map with `key` set to `value` (one HAMT insert, no mutation object: the cheap way to change one key)."""
+        over = self._over
+        old = over.get(key, _ABSENT)
+        grew = old is self._gone or (old is _ABSENT and key not in self._base)
+        return self._settled(self._base, over.set(key, value), self._len + grew)
+
+    def delete(self, key: K) -> OverlayMap[K, V]:
+        """A map without `key` (KeyError when it has none)."""
+        over = self._over
+        old = over.get(key, _ABSENT)
+        in_base = key in self._base
+        if old is self._gone or (old is _ABSENT and not in_base):
+            raise KeyError(key)
+        smaller = over.set(key, self._gone) if in_base else over.delete(key)
+        return self._settled(self._base, smaller, self._len - 1)
+
+    @classmethod
+    def _settled(cls, base: dict[K, V], over: immutables.Map[K, Any], length: int) -> OverlayMap[K, V]:
+        """The map of `base` and `over`; a large overlay is folded into a new base dict (leaving the old base alone)."""
+        if len(over) < max(cls.fold_floor(), len(base) // 16):
+            return cls._of(base, over, length)
+        fresh = base.copy()
+        for key, value in over.items():
+            if value is cls._gone:
+                del fresh[key]
+            else:
+                fresh[key] = value
+        return cls(fresh)
+
+    def folded(self) -> dict[K, V] | None:
+        """The base dict when the overlay is empty (the map is exactly that dict, never to be mutated), else None."""
+        return None if self._over else self._base
 
 
 class OverlayMutation(_Reads[K, V]):
     """Edits of one OverlayMap; the original is never touched."""
 
-    __slots__ = ("_base", "_len", "_over")
+    __slots__ = ("_base", "_gone", "_kind", "_len", "_over")
 
     def __init__(self, source: OverlayMap[K, V]) -> None:
         self._base = source._base
         self._over = source._over.mutate()
         self._len = source._len
+        self._kind = type(source)
+        self._gone = source._gone
 
     def __setitem__(self, key: K, value: V) -> None:
-        if key not in self:
+        over = self._over
+        old = over.get(key, _ABSENT)
+        if old is self._gone or (old is _ABSENT and key not in self._base):
             self._len += 1
-        self._over[key] = value
+        over[key] = value
 
     def __delitem__(self, key: K) -> None:
-        if key not in self:
+        over = self._over
+        old = over.get(key, _ABSENT)
+        in_base = key in self._base
+        if old is self._gone or (old is _ABSENT and not in_base):
             raise KeyError(key)
         self._len -= 1
-        if key in self._base:
-            self._over[key] = _GONE
+        if in_base:
+            over[key] = self._gone
         else:
-            del self._over[key]
+            del over[key]
 
     def pop(self, key: K, default: Any = None) -> Any:
         """Remove `key` and return its value, or return `default` when it is absent."""
@@ -153,16 +202,7 @@ class OverlayMutation(_Reads[K, V]):
 
     def finish(self) -> OverlayMap[K, V]:
         """The edited map; folds a large overlay into a new base dict (the old base stays untouched)."""
-        over = self._over.finish()
-        if len(over) < max(_MIN_FOLD, len(self._base) // 16):
-            return OverlayMap._of(self._base, over, self._len)
-        base = self._base.copy()
-        for key, value in over.items():
-            if value is _GONE:
-                del base[key]
-            else:
-                base[key] = value
-        return OverlayMap(base)
+        return self._kind._settled(self._base, self._over.finish(), self._len)
 
 
 class _Items(ItemsView[K, V]):

@@ -11,16 +11,37 @@ from typing import Any
 
 import immutables
 
+from authorizer.errors import ImageError
 from authorizer.model import PatternType, StandardAcl
-from authorizer.native_rows import prefix_tree
 from authorizer.operations import grant_bit
 from authorizer.overlay import OverlayMap
+from authorizer.views import PrincipalView
+
+__all__ = [
+    "BITS",
+    "N_TYPES",
+    "AclId",
+    "Bucket",
+    "Grants",
+    "PrincipalView",
+    "TypeIndex",
+    "bucket_of",
+    "bucket_with",
+    "bucket_without",
+    "grants_of",
+    "intern_grants",
+    "kind_of",
+    "members",
+]
 
 Grants = dict[str, int]
 AclId = str
 # A bucket holds the ACLs of one (type, name, literal-or-not): the bare ACL when there is one (most
-# names), a tuple when there are several. `members` hides the difference.
-Bucket = StandardAcl | tuple[StandardAcl, ...]
+# names), a tuple when there are several, and a persistent set (an `immutables.Map` of ACL -> None)
+# beyond `TUPLE_LIMIT`, so that adding or removing one costs O(log n) on a name thousands of ACLs
+# share (Kafka's JMH sets put 24,000 on `*`). `members` hides the difference.
+Bucket = StandardAcl | tuple[StandardAcl, ...] | immutables.Map[StandardAcl, None]
+TUPLE_LIMIT = 16
 
 
 def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
@@ -29,22 +50,65 @@ def members(bucket: Bucket | None) -> tuple[StandardAcl, ...]:
         return ()
     if isinstance(bucket, StandardAcl):  # checked first: an ACL is itself a (named) tuple
         return (bucket,)
+    if isinstance(bucket, immutables.Map):
+        return tuple(bucket)
     return bucket
 
 
 def bucket_of(acls: list[StandardAcl] | dict[StandardAcl, None]) -> Bucket:
-    return next(iter(acls)) if len(acls) == 1 else tuple(acls)
+    """The bucket of some distinct ACLs (at least one)."""
+    if len(acls) == 1:
+        return next(iter(acls))
+    if len(acls) <= TUPLE_LIMIT:
+        return tuple(acls)
+    return immutables.Map(dict.fromkeys(acls))
+
+
+def bucket_with(bucket: Bucket | None, acl: StandardAcl) -> Bucket:
+    """`bucket` plus `acl`; ImageError when an ACL with the same content is already there."""
+    if bucket is None:
+        return acl
+    if isinstance(bucket, immutables.Map):
+        if acl in bucket:
+            raise ImageError(f"cannot add {acl}: an ACL with the same content already exists")
+        return bucket.set(acl, None)
+    group = members(bucket)
+    if acl in group:
+        raise ImageError(f"cannot add {acl}: an ACL with the same content already exists")
+    return bucket_of([*group, acl])
+
+
+def bucket_without(bucket: Bucket | None, acl: StandardAcl) -> Bucket | None:
+    """`bucket` less `acl` (None when it was the last one); ImageError when `acl` is not there."""
+    if isinstance(bucket, immutables.Map):
+        if acl not in bucket:
+            raise ImageError(f"cannot remove {acl}: no ACL with that content is indexed")
+        smaller = bucket.delete(acl)
+        return smaller if len(smaller) > TUPLE_LIMIT else bucket_of(list(smaller))
+    group = members(bucket)
+    if acl not in group:
+        raise ImageError(f"cannot remove {acl}: no ACL with that content is indexed")
+    rest = [member for member in group if member != acl]
+    return bucket_of(rest) if rest else None
 
 
 _EMPTY_GRANTS: Grants = {}
 _INTERNED: dict[tuple[tuple[str, int], ...], Grants] = {}
+_INTERN_HOSTS = 8
 N_TYPES = 8
+WalkMarks = tuple[str | None, bool]
 # BITS[permission code][operation code] == grant_bit(operation, permission), for the hot build loop.
 BITS: tuple[tuple[int, ...], ...] = tuple(tuple(grant_bit(op, perm) for op in range(16)) for perm in range(4))
 
 
 def intern_grants(grants: Grants) -> Grants:
-    """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it."""
+    """Share one dict per distinct grant shape (`{"*": 8}` is the same object everywhere); never mutate it.
+
+    Grants of more than `_INTERN_HOSTS` hosts are returned as they are: such shapes rarely repeat,
+    and their key would cost a sort and a tuple as large as the dict.
+    """
+    if len(grants) > _INTERN_HOSTS:
+        return grants
     if len(grants) == 1:
         key: tuple[tuple[str, int], ...] = tuple(grants.items())
     else:
@@ -63,51 +127,23 @@ def grants_of(acls: Iterable[StandardAcl]) -> Grants:
     return intern_grants(out) if out else _EMPTY_GRANTS
 
 
+_KINDS: dict[int, str] = {PatternType.LITERAL: "literal", PatternType.PREFIXED: "prefixed"}
+
+
 def kind_of(pattern_type: int) -> str:
-    if pattern_type == PatternType.LITERAL:
-        return "literal"
-    if pattern_type == PatternType.PREFIXED:
-        return "prefixed"
-    return "other"  # hand-made records: acts as PREFIXED in authorize, ignored by_resource_type
-
-
-class PrincipalView:
-    """One principal's ACLs of one resource type, as name -> Grants dicts (immutable once published).
-
-    Prefixed names are also kept sorted, each with `parent` (the index of its longest proper
-    prefix among them, or -1) and `closure` (its grants and all its ancestors', as a tuple). The
-    longest prefixed name that is a prefix of N is then found with one bisect and a short walk up
-    the parent chain, and its closure holds every prefix ACL covering N. Example, sorted names:
-
-        0 "ab"      parent -1   closure ab
-        1 "abcd"    parent 0    closure ab|abcd
-        2 "abx"     parent 0    closure ab|abx
-        3 "b"       parent -1   closure b
-
-    N = "abcz": the largest name <= N is "abcd" (1), not a prefix of N; its parent "ab" (0) is,
-    so closure[0] applies. N = "abcdef": "abcd" is a prefix of N, so closure[1] (ab and abcd).
-    Why the walk is enough: any prefix p of N with p <= cand is also a prefix of cand.
-    """
-
-    __slots__ = ("brt_cache", "closure", "literal", "names", "other", "parent", "prefixed")
-
-    def __init__(self, literal: dict[str, Grants], prefixed: dict[str, Grants], other: dict[str, Grants]):
-        self.literal = literal
-        self.prefixed = prefixed
-        self.other = other
-        self.names, self.parent, self.closure = prefix_tree(prefixed)
-        # authorize_by_resource_type summaries, keyed by (host, op); safe because the view is immutable.
-        self.brt_cache: dict[tuple[str, int], Any] = {}
-
-    def is_empty(self) -> bool:
-        """True when the principal has no ACL of this type left."""
-        return not (self.literal or self.prefixed or self.other)
+    """Which names of a view an ACL of this pattern type is filed under (see `views`)."""
+    return _KINDS.get(pattern_type, "other")  # hand-made codes: PREFIXED in authorize, ignored by_resource_type
 
 
 class TypeIndex:
-    """All ACLs of one resource type (immutable once published)."""
+    """All ACLs of one resource type (immutable once published, but for the `memo` its readers share).
 
-    __slots__ = ("_walk_marks", "length_counts", "literal", "prefix_lengths", "prefixed", "principals")
+    `memo` is one dict shared by every index derived from one bulk build: `authorize_by_resource_type`'s
+    answers, each naming the view versions it holds for (`PrincipalView.serial`). Readers fill it,
+    from any thread.
+    """
+
+    __slots__ = ("_walk_marks", "length_counts", "literal", "memo", "prefix_lengths", "prefixed", "principals")
 
     def __init__(
         self,
@@ -115,18 +151,39 @@ class TypeIndex:
         prefixed: OverlayMap[str, Bucket],
         length_counts: immutables.Map[int, int],
         principals: immutables.Map[str, PrincipalView],
+        memo: dict[Any, Any] | None = None,
+        walk_marks: WalkMarks | None = None,
+        prefix_lengths: tuple[int, ...] | None = None,
     ) -> None:
         self.literal = literal
         self.prefixed = prefixed
         self.length_counts = length_counts
-        self.prefix_lengths: tuple[int, ...] = tuple(sorted(length_counts.keys()))
+        # the sorted keys of `length_counts` (passed when known: an update that creates no prefix name)
+        self.prefix_lengths = tuple(sorted(length_counts.keys())) if prefix_lengths is None else prefix_lengths
         self.principals = principals
-        self._walk_marks: tuple[str | None, bool] | None = None
+        self.memo: dict[Any, Any] = {} if memo is None else memo
+        self._walk_marks = walk_marks
 
-    def walk_marks(self) -> tuple[str | None, bool]:
+    def next_walk_marks(self, created: Iterable[str], deleted: Iterable[str]) -> WalkMarks | None:
+        """`walk_marks` after names gain their first ACL or lose their last; None when only a pass can tell."""
+        marks = self._walk_marks
+        if marks is None:
+            return None
+        above, below = marks
+        for name in deleted:
+            if name == above or "" < name < "*":
+                return None
+        for name in created:
+            if name > "*" and (above is None or name < above):
+                above = name
+            below = below or "" < name < "*"
+        return (above, below)
+
+    def walk_marks(self) -> WalkMarks:
         """(the least name above "*", whether any name lies between "" and "*"): see `walk_order`.
 
-        One pass over every name, on first use, then cached: the index is immutable.
+        One pass over every name, on first use, then cached (and carried to the next index by
+        `next_walk_marks` when a change allows).
         """
         marks = self._walk_marks
         if marks is None:

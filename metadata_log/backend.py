@@ -55,6 +55,19 @@ class LogBackend(abc.ABC):
     def log_start_offset(self) -> int:
         """The first offset the log still holds."""
 
+    @property
+    def log_id(self) -> str | None:
+        """The log's identity (a Kafka Uuid text made when it was created), None where the backend keeps none.
+
+        A snapshot names the log it was taken from; one naming another log is never used on this one.
+        """
+        return None
+
+    @property
+    def legacy(self) -> bool:
+        """True when snapshots written without a log id may be this log's (it has no identity, or predates them)."""
+        return True
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release files, locks and connections; idempotent."""

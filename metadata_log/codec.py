@@ -24,6 +24,7 @@ import fastavro
 import fastavro.schema
 
 from metadata_log import avro_strict, codec_fast
+from metadata_log.codec_rows import MAX_STRING_BYTES
 from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
 from metadata_log.lazy_records import LazyRecords
 from metadata_log.records import (
@@ -111,6 +112,20 @@ def _bad_field(record: AccessControlEntryRecord) -> str:
     return "a field has a value its schema type cannot hold"  # pragma: no cover
 
 
+# A string of at most this many characters is at most 32767 UTF-8 bytes (4 bytes a character).
+_SHORT = MAX_STRING_BYTES // 4
+_STRING_FIELDS = ("resource_name", "principal", "host")
+
+
+def _check_lengths(index: int, record: AccessControlEntryRecord) -> None:
+    """EncodeError for a string field over Kafka's 32767 UTF-8 bytes (spec §2)."""
+    for name in _STRING_FIELDS:
+        value = getattr(record, name)
+        size = len(value.encode("utf-8", "surrogatepass")) if type(value) is str else 0
+        if size > MAX_STRING_BYTES:
+            raise EncodeError(index, f"field {name!r} is {size} UTF-8 bytes, over Kafka's limit of {MAX_STRING_BYTES}")
+
+
 def _raw_ids(records: Sequence[MetadataRecord]) -> list[bytes]:
     """The records' 16-byte ids; EncodeError for a non-record or an id that is not canonical text.
 
@@ -141,6 +156,12 @@ def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:
                 ok = False
             if not ok:
                 raise EncodeError(index, _bad_field(r))
+            try:
+                long = len(r.resource_name) > _SHORT or len(r.principal) > _SHORT or len(r.host) > _SHORT
+            except TypeError:  # not a string: fastavro's error below names the field
+                long = False
+            if long:
+                _check_lengths(index, r)
             append(
                 (
                     ACE_NAME,
@@ -167,6 +188,9 @@ def _records_from_datums(datums: list[Datum]) -> list[MetadataRecord]:
     for index, (name, d) in enumerate(datums):
         try:
             if name == ACE_NAME:
+                for field in ("resourceName", "principal", "host"):
+                    if len(d[field]) > _SHORT and len(d[field].encode()) > MAX_STRING_BYTES:
+                        raise ValueError(f"record {index} field {field!r}: over Kafka's {MAX_STRING_BYTES}-byte limit")
                 out.append(
                     AccessControlEntryRecord(
                         uuid_to_text(d["id"]),

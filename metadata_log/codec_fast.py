@@ -147,24 +147,30 @@ def _text(value: object, index: int, field: str) -> bytes:
     if type(value) is not str:
         raise ValueError(f"record {index}: field {field!r} = {value!r} is not a string")
     raw = value.encode("utf-8")
+    if len(raw) > codec_rows.MAX_STRING_BYTES:
+        raise ValueError(f"record {index}: field {field!r} is over Kafka's {codec_rows.MAX_STRING_BYTES}-byte limit")
     return _zigzag(len(raw)) + raw
 
 
-def _slow_fields(r: AccessControlEntryRecord, index: int, texts: dict[str, bytes]) -> tuple[bytes, ...]:
-    """The encoded fields of a record the fast lookups missed (a large code, a new principal or host)."""
-    fields = (
+def _codes(r: AccessControlEntryRecord, index: int) -> tuple[bytes, bytes, bytes, bytes]:
+    """The four encoded codes of a record the table missed (a code beyond one byte, or not an int)."""
+    return (
         _code(r.resource_type, index, "resource_type"),
         _code(r.pattern_type, index, "pattern_type"),
         _code(r.operation, index, "operation"),
         _code(r.permission_type, index, "permission_type"),
-        _text(r.principal, index, "principal"),
-        _text(r.host, index, "host"),
     )
-    _text(r.resource_name, index, "resource_name")
-    if len(texts) < 1 << 16:
-        texts[r.principal] = fields[4]
-        texts[r.host] = fields[5]
-    return fields
+
+
+_TEXTS_CACHED = 1 << 16  # principals and hosts remembered per batch (each costs ~100 bytes)
+
+
+def _new_text(value: object, index: int, field: str, texts: dict[str, bytes]) -> bytes:
+    """A principal or host not seen yet in this batch: encoded, and remembered while there is room."""
+    encoded = _text(value, index, field)
+    if len(texts) < _TEXTS_CACHED:
+        texts[value] = encoded  # type: ignore[index]  # _text checked it is a str
+    return encoded
 
 
 def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
@@ -172,24 +178,31 @@ def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
 
     `raw_ids` are the records' 16-byte ids (checked by the caller). ValueError names the record and
     field that the schema cannot hold. Codes come from a table and principals and hosts (shared by
-    many ACLs) are encoded once each, so a record costs a few dict lookups and one list extend.
+    many ACLs) are encoded once each, so a record costs a few dict lookups and one list extend; a miss
+    encodes only what missed (an encoded text is never empty, so `or` falls through on a miss only).
     """
     texts: dict[str, bytes] = {}
     small, cached = _SMALL.get, texts.get
     out = [_zigzag(len(records))] if records else []
     extend = out.extend
+    ace = AccessControlEntryRecord
     for index, r in enumerate(records):
-        if type(r) is RemoveAccessControlEntryRecord:
+        if type(r) is not ace:
+            if type(r) is not RemoveAccessControlEntryRecord:
+                raise ValueError(f"record {index}: {type(r).__name__} is not a v1 metadata record")
             extend((b"\x02", raw_ids[index]))
             continue
-        assert type(r) is AccessControlEntryRecord
         rt, pt, op, pm = small(r.resource_type), small(r.pattern_type), small(r.operation), small(r.permission_type)
-        principal, host, name = cached(r.principal), cached(r.host), r.resource_name
-        if rt is None or pt is None or op is None or pm is None or principal is None or host is None:
-            rt, pt, op, pm, principal, host = _slow_fields(r, index, texts)
+        if rt is None or pt is None or op is None or pm is None:
+            rt, pt, op, pm = _codes(r, index)
+        principal = cached(r.principal) or _new_text(r.principal, index, "principal", texts)
+        host = cached(r.host) or _new_text(r.host, index, "host", texts)
+        name = r.resource_name
         if type(name) is not str:
             raise ValueError(f"record {index}: field 'resource_name' = {name!r} is not a string")
         raw = name.encode("utf-8")
+        if len(raw) > codec_rows.MAX_STRING_BYTES:
+            raise ValueError(f"record {index}: field 'resource_name' is over Kafka's string limit")
         length = small(len(raw)) or _zigzag(len(raw))
         extend((b"\x00", raw_ids[index], rt, length, raw, pt, principal, host, op, pm))
     out.append(b"\x00")

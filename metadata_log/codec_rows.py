@@ -39,12 +39,17 @@ def varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError(f"varint longer than 10 bytes at byte {pos}")
 
 
+MAX_STRING_BYTES = 32767  # Kafka's limit on every string field (spec §2); lengths of 64+ take this path
+
+
 def string_end(buf: bytes, pos: int) -> tuple[int, int]:
     """Decode a string length at `pos`; return (end of the string, start of the string)."""
     start = pos
     length, pos = varint(buf, pos)
     if length < 0:
         raise ValueError(f"negative string length {length} at byte {start}")
+    if length > MAX_STRING_BYTES:
+        raise ValueError(f"a string of {length} bytes at byte {start}, over Kafka's limit of {MAX_STRING_BYTES}")
     return pos + length, pos
 
 

@@ -107,11 +107,12 @@ def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
 
 
 def _header(log: LogEvents, offset: int) -> SnapshotHeader:
-    """As a node's snapshot: epoch and timestamp of the batch below `offset` (epoch 0 and now, before any)."""
+    """As a node's snapshot: the log's identity, epoch and timestamp of the batch below `offset` (epoch 0 and
+    now, before any), so that the log accepts it (snapshots.binding)."""
     last = log.batch_before(offset)
     if last is None:
-        return SnapshotHeader(offset, 0, int(time.time() * 1000))
-    return SnapshotHeader(offset, max(last[0], 0), last[1])
+        return SnapshotHeader(offset, 0, int(time.time() * 1000), log_id=log.log_id)
+    return SnapshotHeader(offset, max(last[0], 0), last[1], log_id=log.log_id)
 
 
 def _chunks(table: pa.Table) -> Iterator[AclColumns]:

@@ -100,7 +100,7 @@ def _without(batches: Iterator[pa.RecordBatch], begins: np.ndarray, closes: np.n
         yield batch.filter(pa.array(~inside))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class KafkaLog(LogEvents):
     """Kafka's files as loaded: every tagged row of the segments (cached), the markers, the snapshots.
 

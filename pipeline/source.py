@@ -46,6 +46,7 @@ class LogEvents:
     events: DataFrame
     high_watermark: int
     log_start: int
+    log_id: str | None = None  # the file log's identity (FileLog.log_id); None for a Kafka topic
 
     def batches(self) -> DataFrame:
         """One row per batch: base, next (exclusive end), epoch, ts."""
@@ -113,14 +114,14 @@ def _file_events(spark: SparkSession, log_dir: Path) -> LogEvents:
     if not log_dir.is_dir():
         raise PipelineError(f"log directory {log_dir} does not exist")
     try:
-        with FileLog(log_dir, read_only=True) as log:
-            hwm, start, plan = log.high_watermark(), log.log_start_offset(), log.read_plan(0)
+        with FileLog(log_dir, read_only=True) as log:  # stops at the durable end; refuses a log that lost data
+            hwm, start, plan, log_id = log.high_watermark(), log.log_start_offset(), log.read_plan(0), log.log_id
     except LogError as exc:
         raise PipelineError(str(exc)) from exc
     rows = [(str(s.path), s.schema.json_text, s.start, s.base_offset, s.end) for s in plan]
     spans = spark.createDataFrame(rows, SPAN_DDL).repartition(max(len(rows), 1))
     events = spans.mapInArrow(partial(span_rows, below=hwm), EVENT_DDL).persist(StorageLevel.MEMORY_AND_DISK)
-    return LogEvents(events, hwm, start)
+    return LogEvents(events, hwm, start, log_id)
 
 
 def _kafka_events(spark: SparkSession, source: LogSource) -> LogEvents:

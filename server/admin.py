@@ -1,4 +1,5 @@
-"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, status).
+"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, the
+whole image with ids for the metadata shell, status).
 
 Callers other than brokers and super users are authorized the way Kafka authorizes its own admin APIs
 (spec §12): DESCRIBE on the cluster to describe, ALTER on the cluster to create or delete. Writes run
@@ -33,6 +34,7 @@ from server.wire import (
     DeleteResultOut,
     DescribeIn,
     DescribeOut,
+    ImageOut,
     StatusOut,
 )
 
@@ -60,7 +62,8 @@ def require_cluster(state: ServeState, caller: Caller, operation: AclOperation) 
         )
 
 
-def _require_ready(state: ServeState) -> None:
+def require_ready(state: ServeState) -> None:
+    """503 AUTHORIZER_NOT_READY until the initial load completed."""
     if not state.authorizer.ready:
         raise NotReady("the ACLs are not loaded yet (initial load in progress)")
 
@@ -68,7 +71,7 @@ def _require_ready(state: ServeState) -> None:
 def describe(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/describe: every ACL the filter matches, in Kafka's order, from one state."""
     body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
-    _require_ready(state)
+    require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     index, offset = state.authorizer.state()
@@ -87,11 +90,11 @@ def _second(pair: tuple[str, StandardAcl]) -> StandardAcl:
 async def create(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/create: KIP-140's per-entry results; all new ACLs in one atomic batch."""
     body = _CREATE.decode(request.body)
-    _require_writable(state)
-    _require_ready(state)
+    require_writable(state)
+    require_ready(state)
     require_cluster(state, caller, AclOperation.ALTER)
     acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(body.acls)]
-    results = await _on_writer(state, lambda: state.node.controller.create_acls(acls))
+    results = await on_writer(state, lambda: state.node.controller.create_acls(acls))
     out = [_create_out(r) for r in results]
     return Response(200, _ENCODE.encode(CreateOut(out, state.node.image.provenance.last_offset)))
 
@@ -99,16 +102,17 @@ async def create(state: ServeState, request: Request, caller: Caller) -> Respons
 async def delete(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch."""
     body = _DELETE.decode(request.body)
-    _require_writable(state)
-    _require_ready(state)
+    require_writable(state)
+    require_ready(state)
     require_cluster(state, caller, AclOperation.ALTER)
     filters = [filter_of(f) for f in body.filters]
-    results = await _on_writer(state, lambda: state.node.controller.delete_acls(filters))
+    results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
     out = [_delete_out(r) for r in results]
     return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
 
 
-def _require_writable(state: ServeState) -> None:
+def require_writable(state: ServeState) -> None:
+    """421 NOT_CONTROLLER on a serve without the controller role."""
     if not state.config.controller:
         raise NotController(
             "this serve has process.roles=broker and does not write the log; send ACL changes to the serve "
@@ -116,7 +120,7 @@ def _require_writable(state: ServeState) -> None:
         )
 
 
-async def _on_writer(state: ServeState, work: Callable[[], T]) -> T:
+async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
     """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
     try:
         return await asyncio.get_running_loop().run_in_executor(state.writer, work)
@@ -140,13 +144,29 @@ def count(state: ServeState, request: Request, caller: Caller) -> Response:
     return Response(200, _ENCODE.encode(CountOut(len(index), offset)))
 
 
+def image(state: ServeState, request: Request, caller: Caller) -> Response:
+    """GET /v1/acls/image: every ACL with its id from one image (one reference: ACLs and provenance agree)."""
+    require_ready(state)
+    require_cluster(state, caller, AclOperation.DESCRIBE)
+    current = state.node.image
+    p = current.provenance
+    cfg = state.config.authorizer
+    acls = [acl_out(i, a) for i, a in current.acls.items()]
+    body = ImageOut(
+        acls, p.last_offset, p.epoch, p.timestamp_ms, sorted(cfg.super_users), cfg.allow_everyone_if_no_acl_found
+    )
+    return Response(200, _ENCODE.encode(body))
+
+
 def status(state: ServeState, request: Request, caller: Caller | None) -> Response:
-    """GET /v1/status: ready, applied offset, high-water mark, lag, the tailer's last error."""
+    """GET /v1/status: ready (loaded and following its log), applied offset, high-water mark, lag, the tailer's
+    last error, since when it fails, and a divergence; 503 unless ready (decisions go on from the last state)."""
     index, offset = state.authorizer.state()
     tail = state.tailer.status() if state.tailer is not None else None
     node = state.node
+    ready = node.ready
     body = StatusOut(
-        ready=state.authorizer.ready,
+        ready=ready,
         node_id=state.config.authorizer.node_id,
         roles=["broker", "controller"] if state.config.controller else ["broker"],
         listener=request.listener,
@@ -156,5 +176,9 @@ def status(state: ServeState, request: Request, caller: Caller | None) -> Respon
         lag=tail.lag if tail else None,
         last_error=tail.last_error if tail else None,
         snapshot=node.loaded_snapshot.name if node.loaded_snapshot is not None else None,
+        following=tail.following if tail else False,
+        diverged=tail.diverged if tail else None,
+        failing_since=tail.since if tail else None,
+        failures=tail.failures if tail else 0,
     )
-    return Response(200 if state.authorizer.ready else 503, _ENCODE.encode(body))
+    return Response(200 if ready else 503, _ENCODE.encode(body))

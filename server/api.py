@@ -12,7 +12,7 @@ from http import HTTPStatus
 
 import msgspec
 
-from server import admin, decide
+from server import acl_history, admin, decide, import_api
 from server.auth import ANONYMOUS, Authenticator, Caller
 from server.context import ServeState
 from server.errors import ApiFailure, Unauthenticated
@@ -43,7 +43,10 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/v1/acls/describe"): Route(admin.describe, "describe_acls"),
     ("POST", "/v1/acls/create"): Route(admin.create, "create_acls"),
     ("POST", "/v1/acls/delete"): Route(admin.delete, "delete_acls"),
+    ("POST", import_api.PATH): Route(import_api.import_acls, "import_acls"),
     ("GET", "/v1/acls/count"): Route(admin.count, "acl_count"),
+    ("GET", "/v1/acls/image"): Route(admin.image, "acl_image"),
+    ("POST", "/v1/acls/history"): Route(acl_history.history, "acl_history"),
     ("GET", "/v1/status"): Route(admin.status, "status", "status"),
     ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics"),
     ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always"),

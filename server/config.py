@@ -69,6 +69,7 @@ KEYS: dict[str, str] = {
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
     "request.max.bytes": "largest request body accepted (default 16777216)",
+    "import.max.bytes": "largest body of POST /v1/acls/import (default 268435456: about 1.5M ACLs)",
     "request.max.actions": "most actions in one authorize call (default 100000)",
     "connections.max.idle.ms": "close a keep-alive connection idle this long (default 600000)",
     "request.timeout.ms": "a request must arrive whole within this time (default 30000)",
@@ -142,6 +143,7 @@ class ServeConfig:
     decision_log_backups: int
     request_max_bytes: int
     request_max_actions: int
+    import_max_bytes: int
     idle_timeout_s: float
     request_timeout_s: float
     shutdown_timeout_s: float
@@ -356,6 +358,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         decision_log_backups=r.integer("decision.log.backups", 5, 0, 1000),
         request_max_bytes=r.integer("request.max.bytes", 16 * 1024 * 1024, 1024),
         request_max_actions=r.integer("request.max.actions", 100_000, 1),
+        import_max_bytes=r.integer("import.max.bytes", 256 * 1024 * 1024, 1024),
         idle_timeout_s=r.integer("connections.max.idle.ms", 600_000, 1) / 1000,
         request_timeout_s=r.integer("request.timeout.ms", 30_000, 1) / 1000,
         shutdown_timeout_s=r.integer("shutdown.timeout.ms", 5_000, 0) / 1000,

@@ -66,6 +66,7 @@ class Limits:
     max_body: int
     idle_timeout_s: float
     request_timeout_s: float
+    body_limits: Mapping[bytes, tuple[int, str]] = field(default_factory=dict)  # URL -> own limit, its config key
 
 
 def error_body(status: int, code: str, message: str) -> Response:
@@ -156,6 +157,7 @@ class HttpProtocol(asyncio.Protocol):
         self.head_bytes = 0
         self.body: list[bytes] = []
         self.body_bytes = 0
+        self.body_limit = (limits.max_body, "request.max.bytes")
         self.in_request = False
         self.queue: list[Request] = []  # pipelined requests waiting behind an async handler
         self.busy = False  # an async handler is running
@@ -252,16 +254,16 @@ class HttpProtocol(asyncio.Protocol):
             raise httptools.HttpParserError("head too large")
 
     def on_headers_complete(self) -> None:
+        self.body_limit = self.limits.body_limits.get(self.url, (self.limits.max_body, "request.max.bytes"))
         if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         self.body_bytes += len(body)
-        if self.body_bytes > self.limits.max_body:
+        limit, key = self.body_limit
+        if self.body_bytes > limit:
             self._fail(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                "INVALID_REQUEST",
-                f"the request body exceeds request.max.bytes ({self.limits.max_body})",
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "INVALID_REQUEST", f"the request body exceeds {key} ({limit})"
             )
             raise httptools.HttpParserError("body too large")
         self.body.append(body)

@@ -92,6 +92,7 @@ class ServeMetrics:
         lag: Callable[[], float],
         ready: Callable[[], float],
         log_error: Callable[[], float],
+        diverged: Callable[[], float],
     ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -104,8 +105,15 @@ class ServeMetrics:
             "Records between the log's high-water mark and the state (NaN while the log is unreachable)",
             registry=r,
         ).set_function(lag)
-        Gauge("kraft_acl_ready", "1 once the initial load (KIP-801) completed", registry=r).set_function(ready)
+        Gauge(
+            "kraft_acl_ready", "1 while ready: the initial load (KIP-801) completed and the log is followed", registry=r
+        ).set_function(ready)
         Gauge("kraft_acl_log_unreachable", "1 while the tailer cannot read the log", registry=r).set_function(log_error)
+        Gauge(
+            "kraft_acl_log_diverged",
+            "1 once the log no longer holds what was applied: the node stopped following it for good",
+            registry=r,
+        ).set_function(diverged)
         self.figures = RequestFigures()
         r.register(self.figures)
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from server import wire
+from server import import_wire, wire
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -64,8 +64,37 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         wire.DeleteIn,
         wire.DeleteOut,
     ),
+    (
+        "post",
+        "/v1/acls/import",
+        "Import ACLs as ONE atomic batch, duplicates skipped and counted (ALTER on the cluster; controller role; "
+        "body limit import.max.bytes)",
+        import_wire.ImportIn,
+        import_wire.ImportOut,
+    ),
     ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
-    ("get", "/v1/status", "Readiness and replay progress (503 until the initial load completes)", None, wire.StatusOut),
+    (
+        "get",
+        "/v1/acls/image",
+        "Every ACL with its id at one offset, with super.users and allow.everyone.if.no.acl.found (DESCRIBE on "
+        "the cluster; since 1.1.0)",
+        None,
+        wire.ImageOut,
+    ),
+    (
+        "post",
+        "/v1/acls/history",
+        "When each ACL id was added and removed, read from the metadata log (DESCRIBE on the cluster; since 1.1.0)",
+        wire.HistoryIn,
+        wire.HistoryOut,
+    ),
+    (
+        "get",
+        "/v1/status",
+        "Readiness and replay progress (503 until the initial load completes, and while the log is not followed)",
+        None,
+        wire.StatusOut,
+    ),
     (
         "post",
         "/v1/data/kafka/authz/allow",

@@ -23,9 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 import uvloop
 
 from authorizer.node import AclNode
-from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
 from metadata_log.errors import LogError
+from server import import_api
 from server.api import Api
 from server.auth import Authenticator, load_tokens, principal_of_cert
 from server.config import Listener, ServeConfig
@@ -82,20 +82,22 @@ def bind(listener: Listener) -> socket.socket:
     return sock
 
 
-def open_backend(config: ServeConfig) -> LogBackend:
-    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences)."""
+def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
+    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences);
+    `write=False` opens a reader whatever the role (one more, beside the node's)."""
     lc = config.log
+    writer = config.controller if write is None else write
     try:
         if lc.log_dir is not None:
             from metadata_log.backends.file import FileLog
 
             lc.log_dir.mkdir(parents=True, exist_ok=True)
-            return FileLog(lc.log_dir, read_only=not config.controller)
+            return FileLog(lc.log_dir, read_only=not writer)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         assert lc.bootstrap_servers is not None
         kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))
-        return KafkaLog(kafka, writer=config.controller)
+        return KafkaLog(kafka, writer=writer)
     except LogError as exc:
         raise ServeError(f"cannot open the metadata log: {exc}") from exc
     except OSError as exc:
@@ -123,8 +125,9 @@ def build_state(config: ServeConfig) -> ServeState:
         acl_count=lambda: float(len(node.authorizer.state()[0])),
         last_offset=lambda: float(node.authorizer.state()[1]),
         lag=lambda: _lag(holder[0]),
-        ready=lambda: 1.0 if node.authorizer.ready else 0.0,
+        ready=lambda: 1.0 if node.ready else 0.0,
         log_error=lambda: _log_error(holder[0]),
+        diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
     node.loader.change_listeners.append(ids.on_change)
@@ -152,7 +155,12 @@ def _lag(state: ServeState) -> float:
 
 def _log_error(state: ServeState) -> float:
     tail = state.tailer.status() if state.tailer is not None else None
-    return 1.0 if tail is not None and tail.last_error is not None else 0.0
+    return 1.0 if tail is not None and tail.last_error is not None and tail.diverged is None else 0.0
+
+
+def _diverged(state: ServeState) -> float:
+    tail = state.tailer.status() if state.tailer is not None else None
+    return 1.0 if tail is not None and tail.diverged is not None else 0.0
 
 
 class Serve:
@@ -163,7 +171,12 @@ class Serve:
         self.state = state
         self.api = api
         self.connections = Connections()
-        self.limits = Limits(config.request_max_bytes, config.idle_timeout_s, config.request_timeout_s)
+        self.limits = Limits(
+            config.request_max_bytes,
+            config.idle_timeout_s,
+            config.request_timeout_s,
+            {import_api.PATH.encode(): (config.import_max_bytes, "import.max.bytes")},
+        )
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = {listener.name: bind(listener) for listener in config.listeners}
         self.servers: list[asyncio.AbstractServer] = []
@@ -197,8 +210,7 @@ class Serve:
             for listener in self.config.listeners:
                 if not listener.early_start:
                     await self._open(listener, "")
-            tailer = Tailer(self.state.node.loader, interval_s=self.config.log.poll_interval_s)
-            self.state.tailer = tailer.start()
+            self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
             index, offset = self.state.authorizer.state()
             say(f"ready: {len(index)} ACLs, last applied offset {offset}")
             await self.stop.wait()

@@ -225,6 +225,47 @@ class StatusOut(msgspec.Struct, frozen=True):
     lag: int | None = None
     last_error: str | None = None
     snapshot: str | None = None
+    following: bool = False  # the tailer's last poll succeeded and the log never diverged
+    diverged: str | None = None  # why the node stopped following for good (the log lost or changed what it applied)
+    failing_since: float | None = None  # epoch seconds the current run of failed polls began
+    failures: int = 0  # failed polls in that run
+
+
+class ImageOut(msgspec.Struct, frozen=True):
+    """GET /v1/acls/image: every ACL with its id at one offset, and the settings decisions on them use (the
+    metadata shell's `--server` source). Every field always present."""
+
+    acls: list[AclOut]
+    offset: int  # the last log offset applied (-1: none)
+    epoch: int  # the epoch of that offset's batch (-1: none)
+    timestamp_ms: int  # that batch's append time (-1: none)
+    super_users: list[str]
+    allow_everyone_if_no_acl_found: bool
+
+
+class HistoryIn(_In, frozen=True):
+    """POST /v1/acls/history: the ACL ids to trace (Kafka's base64 form)."""
+
+    ids: Annotated[list[Text], msgspec.Meta(max_length=10_000)]
+
+
+class AclEventOut(_Out, frozen=True):
+    """One record about an id: `acl` is the ACL an AccessControlEntryRecord added; absent for a removal."""
+
+    id: str
+    offset: int
+    epoch: int
+    timestamp_ms: int
+    acl: AclOut | None = None
+
+
+class HistoryOut(msgspec.Struct, frozen=True):
+    """Every record naming the asked ids between `log_start` (older ones survive only in snapshots) and `end`
+    (exclusive), per id in offset order, ids in the order asked."""
+
+    log_start: int
+    end: int
+    events: list[AclEventOut]
 
 
 class ErrorBody(_Out, frozen=True):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -53,10 +53,11 @@ from shell.acls_options import (
     parse_pattern_type,
 )
 from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.kafka_source import kafka_files, kafka_state
 from shell.log_state import acl_json
 from shell.output import Output
 from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
-from shell.targets import AclService, LogTarget, NodeService
+from shell.targets import AclService, KafkaStateService, LogTarget, NodeService
 from snapshots.errors import SnapshotError
 
 
@@ -118,6 +119,10 @@ def acls_command(
     idempotent: Idempotent = False,
     force: Force = False,
     output: OutputOpt = Output.table,
+    lock_timeout: Annotated[
+        float,
+        typer.Option("--lock-timeout", metavar="SECONDS", help="how long to wait for another writer's lock"),
+    ] = 5.0,
 ) -> None:
     """Add, remove or list ACLs with kafka-acls' options and messages; every change is one atomic batch on
     the log (an embedded --log-dir, a Kafka topic with --bootstrap-server, or through a running serve
@@ -139,7 +144,7 @@ def acls_command(
             fail("give one of --log-dir, --bootstrap-server and --server")
         target = ServerTarget(server, token, token_file, cert, key, cacert)
     else:
-        target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+        target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
         target.check()
     try:
         opts = AclOptions(
@@ -175,9 +180,11 @@ def acls_command(
 
 
 def _open(target: LogTarget | ServerTarget, write: bool) -> AclService:
-    """The log's node, or a client of serve."""
+    """The log's node, or a client of serve; to list, Apache Kafka's own metadata too (a writer refuses it)."""
     if isinstance(target, ServerTarget):
         return target.connect()
+    if not write and target.log_dir is not None and kafka_files(target.log_dir) is not None:
+        return KafkaStateService(kafka_state(target.log_dir, None, "--log-dir"))
     return NodeService(target.open_node(write=write))
 
 
@@ -188,6 +195,7 @@ def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: Outp
         results = service.create_acls(acls)
     finally:
         service.close()
+    _warn_snapshot(service)
     outcomes = list(zip(acls, results, strict=True))
     if output.is_json:
         typer.echo(
@@ -219,6 +227,19 @@ def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: Outp
                 typer.echo(f"Error while adding {acl.binding()}: {result.error}", err=True)
     if any(r.error.code != 0 for r in results):
         raise typer.Exit(EXIT_FAILED)
+
+
+def _warn_snapshot(service: AclService) -> None:
+    """The batch is durable and applied; an automatic snapshot that failed after it is only a warning, and what
+    retention removed after one that succeeded is said too (a serve reports its own snapshots)."""
+    if not isinstance(service, NodeService):
+        return
+    node = service.node
+    if node.snapshot_failure is not None:
+        print(f"kraft-acl: warning: {node.snapshot_failure}", file=sys.stderr)
+    kept = node.snapshots.retain if node.snapshots is not None else 0
+    for name in node.retention_deleted:
+        print(f"deleted by retention (newest {kept} usable kept): {name}", file=sys.stderr)
 
 
 def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:
@@ -254,6 +275,7 @@ def _remove(target: LogTarget | ServerTarget, filters: list[AclBindingFilter], f
         results = service.delete_acls(filters)
     finally:
         service.close()
+    _warn_snapshot(service)
     if output.is_json:
         payload: list[dict[str, Any]] = [
             {

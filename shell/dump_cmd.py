@@ -17,6 +17,7 @@ import typer
 from metadata_log.backends.file import FileLog
 from metadata_log.backends.file_dir import list_segments
 from metadata_log.backends.file_format import FrameError, decode_frame, iter_frames, read_segment_header
+from metadata_log.backends.file_meta import DurableEnd
 from metadata_log.codec import DEFAULT_CODEC, BatchSchema
 from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
@@ -92,9 +93,13 @@ def dump_command(
         ),
     ],
     from_offset: Annotated[
-        int,
-        typer.Option("--from-offset", metavar="N", help="start with the batch that holds offset N (printed whole)"),
-    ] = 0,
+        int | None,
+        typer.Option(
+            "--from-offset",
+            metavar="N",
+            help="start with the batch that holds offset N (printed whole); default: the log start",
+        ),
+    ] = None,
     output: Annotated[
         Output, output_option("table (kafka-dump-log's text; text is the same) or json (one object per batch)")
     ] = Output.table,
@@ -109,24 +114,24 @@ def dump_command(
       kraft-acl log dump --log-dir /var/lib/kafka/meta/__cluster_metadata-0 -o json
     """
     emit = _emit_json if output.is_json else _emit_text
-    if from_offset < 0:
+    if from_offset is not None and from_offset < 0:
         fail(f"--from-offset {from_offset} is negative")
     from shell.kafka_dump import dump_kafka  # it imports this module's record_payload
     from shell.kafka_source import kafka_files
 
     kafka = kafka_files(log_dir)
     if kafka is not None:  # Apache Kafka's own KRaft files: a directory, a .log segment or a .checkpoint
-        dump_kafka(kafka, from_offset, output)
+        dump_kafka(kafka, from_offset or 0, output)
         return
     check_log_dir(log_dir)
     try:
         backend = FileLog(log_dir, read_only=True)
-    except CorruptLogError as exc:  # damage in the middle: show what comes before it
-        fail(f"the log cannot be read from offset {_salvage(log_dir, from_offset, emit)}: {exc}")
+    except CorruptLogError as exc:  # damage in the middle, or lost batches: show what comes before it
+        fail(f"the log cannot be read from offset {_salvage(log_dir, from_offset or 0, emit)}: {exc}")
     except LIBRARY_ERRORS as exc:
         fail(str(exc))
     with backend:
-        expected = from_offset
+        expected = from_offset = backend.log_start_offset() if from_offset is None else from_offset
         try:
             check_offset("--from-offset", from_offset, backend.high_watermark())
             for batch in backend.read(from_offset):
@@ -147,6 +152,11 @@ def _salvage(log_dir: Path, from_offset: int, emit: Emit) -> int:
     damage are still worth seeing, as kafka-dump-log prints the records before an error.
     """
     expected = 0
+    try:
+        found = DurableEnd(log_dir).read()  # never show a batch whose fsync had not returned
+    except LogError:
+        return 0
+    durable_end = None if found is None else found[0]
     for number, (base, path) in enumerate(list_segments(log_dir)):
         if number and base != expected:
             return expected
@@ -156,6 +166,8 @@ def _salvage(log_dir: Path, from_offset: int, emit: Emit) -> int:
                 schema_json, start = read_segment_header(f)
                 schema = BatchSchema.from_json(schema_json)
                 for frame in iter_frames(f, start, os.fstat(f.fileno()).st_size, base):
+                    if durable_end is not None and frame.next_offset > durable_end:
+                        return expected
                     batch = decode_frame(DEFAULT_CODEC, frame, schema, path)
                     if batch.next_offset > from_offset:
                         emit(batch)

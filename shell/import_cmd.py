@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,16 +20,19 @@ import typer
 
 from authorizer.acls_json import acls_json_text
 from authorizer.config import load_properties
-from authorizer.controller import ImportResult, InvalidImportError
+from authorizer.controller import InvalidImportError
+from authorizer.gc_pause import paused_gc
 from authorizer.inputs import InputError
 from authorizer.metadata_source import read_state
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from authorizer.whatif import acl_to_json, load_acls
-from shell.acl_targets import AclTarget, LogAclTarget
+from shell.acl_targets import AclTarget, Imported, LogAclTarget, ServerAclTarget
 from shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
-from shell.errors import EXIT_FAILED, fail
+from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from shell.log_integrity_cmd import LockTimeout
 from shell.log_state import library_errors
 from shell.output import Output, output_option
+from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
 from shell.targets import LogTarget
 
 
@@ -73,22 +77,33 @@ def _source(
 
 
 def _target(
-    log_dir: Path | None, bootstrap: str | None, config: Path | None, topic: str | None, cluster: bool
+    log_dir: Path | None,
+    bootstrap: str | None,
+    config: Path | None,
+    topic: str | None,
+    cluster: bool,
+    server: ServerTarget | None,
+    lock_s: float,
 ) -> AclTarget:
-    """The embedded log, or a Kafka-backed one on --bootstrap-server (with --from-cluster: the same cluster,
-    named explicitly by --metadata-topic so no cluster gets a topic by accident)."""
+    """A running serve, the embedded log, or a Kafka-backed one on --bootstrap-server (with --from-cluster:
+    the same cluster, named explicitly by --metadata-topic so no cluster gets a topic by accident)."""
+    if server is not None:
+        if log_dir is not None or (bootstrap is not None and not cluster):
+            fail("give one place to import into: --server URL, --log-dir DIR or --bootstrap-server HOST:PORT")
+        return ServerAclTarget(server)
     if log_dir is not None:
-        return LogAclTarget(LogTarget(log_dir=log_dir))
+        return LogAclTarget(LogTarget(log_dir=log_dir, lock_timeout_s=lock_s))
     if bootstrap is None or (cluster and topic is None):
         fail(
-            "give where to import: --log-dir DIR (embedded log) or --bootstrap-server HOST:PORT "
-            "[--metadata-topic NAME] (a Kafka-backed log; with --from-cluster, --metadata-topic names it)"
+            "give where to import: --log-dir DIR (embedded log), --server URL (a running kraft-acl serve) or "
+            "--bootstrap-server HOST:PORT [--metadata-topic NAME] (a Kafka-backed log; with --from-cluster, "
+            "--metadata-topic names it)"
         )
     return LogAclTarget(LogTarget(bootstrap_servers=bootstrap, command_config=config, topic=topic))
 
 
 def _read(source: AclSource) -> list[StandardAcl]:
-    with library_errors():
+    with library_errors(), paused_gc():  # a million ACLs: millions of objects, no cycles to find meanwhile
         try:
             return source.read()
         except InputError as exc:
@@ -125,7 +140,14 @@ def import_command(
     ] = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be added; write nothing")] = False,
+    lock_timeout: LockTimeout = 5.0,
     check: Annotated[
         bool, typer.Option("--check", help="afterwards compare source and log; exit 1 on a difference")
     ] = False,
@@ -140,46 +162,63 @@ def import_command(
     \b
     Example:
       kraft-acl import --from-json acls.json --log-dir data/meta --check
+      kraft-acl import --from-json acls.json --server http://127.0.0.1:9191 --token-file admin.token
       kraft-acl import --from-kafka-dir /var/lib/kafka/meta --log-dir data/meta --dry-run
       kraft-acl import --from-cluster --bootstrap-server kafka:9092 --command-config client.properties \\
         --log-dir data/meta -o json
     """
     source = _source(from_json, from_kafka_dir, from_cluster, bootstrap_server, command_config)
-    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster)
+    remote = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
+    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, remote, lock_timeout)
     acls = _read(source)
-    with library_errors():
+    with library_errors(), _server_errors(source):
         try:
             result = target.import_acls(acls, dry_run)
         except InvalidImportError as exc:
             fail(f"{source.label}: {exc}")
-    report: dict[str, Any] = _report(source, target, acls, result, dry_run)
-    if check:
-        report["check"] = _check(source, target, acls)
-    if output.is_json:
-        typer.echo(json.dumps(report))
-    else:
-        _print_report(report)
+        try:
+            report: dict[str, Any] = _report(source, target, acls, result, dry_run)
+            if check:
+                result.finish()  # the log is read back through the snapshot the import left to the policy
+                report["check"] = _check(source, target, acls)
+            if output.is_json:
+                typer.echo(json.dumps(report))
+            else:
+                _print_report(report)
+            sys.stdout.flush()
+        finally:
+            result.finish()  # the report is out: now the policy's snapshot (seconds for 1M ACLs), then close
     if check and not report["check"]["equal"]:
         raise typer.Exit(EXIT_FAILED)
 
 
+@contextmanager
+def _server_errors(source: AclSource | None = None) -> Iterator[None]:
+    """serve's refusal as one line: a 400 (an ACL it refuses, naming the element and field) exits 2."""
+    try:
+        yield
+    except ServerError as exc:
+        if exc.status == 400:
+            fail(f"{source.label}: {exc}" if source is not None else str(exc), EXIT_INPUT)
+        fail(str(exc), EXIT_FAILED)
+
+
 def _report(
-    source: AclSource, target: AclTarget, acls: list[StandardAcl], result: ImportResult, dry_run: bool
+    source: AclSource, target: AclTarget, acls: list[StandardAcl], result: Imported, dry_run: bool
 ) -> dict[str, Any]:
-    added = [a for _, a in result.added]
-    offsets = None if result.base_offset is None else [result.base_offset, result.base_offset + len(added) - 1]
+    offsets = None if result.base_offset is None else [result.base_offset, result.base_offset + result.added - 1]
     report: dict[str, Any] = {
         "source": source.label,
         "target": target.description,
         "read": len(acls),
-        "added": len(added),
+        "added": result.added,
         "present": result.present,
         "repeated": result.repeated,
         "offsets": offsets,
         "dry_run": dry_run,
     }
     if dry_run:
-        report["would_add"] = [acl_to_json(a) for a in _sorted(added)]
+        report["would_add"] = [acl_to_json(a) for a in _sorted(result.would_add)]
     return report
 
 
@@ -244,6 +283,12 @@ def export_command(
     bootstrap_server: BootstrapServer = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
     at_offset: Annotated[int | None, typer.Option("--at-offset", metavar="N", help="the state at offset N")] = None,
     out: Annotated[
         Path | None,
@@ -257,15 +302,24 @@ def export_command(
     Example:
       kraft-acl export --log-dir data/meta --out acls.json
       kraft-acl export --log-dir /var/lib/kafka/meta/__cluster_metadata-0 --at-offset 120 > acls.json
+      kraft-acl export --server http://127.0.0.1:9191 --token-file admin.token --out acls.json
     """
     if not output.is_json:
         fail("export writes acls.json only; use -o json or leave -o out")
-    log = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
-    log.check()
     if at_offset is not None and at_offset < 0:
         fail(f"--at-offset {at_offset} is negative")
-    target = LogAclTarget(log)
-    with library_errors():
+    target: AclTarget
+    if server is not None:
+        if log_dir is not None or bootstrap_server is not None:
+            fail("give one of --log-dir, --bootstrap-server and --server")
+        if at_offset is not None:
+            fail("--at-offset reads a log (--log-dir or --bootstrap-server); serve answers its current state")
+        target = ServerAclTarget(ServerTarget(server, token, token_file, cert, key, cacert))
+    else:
+        log = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
+        log.check()
+        target = LogAclTarget(log)
+    with library_errors(), _server_errors():
         acls = target.acls_at(at_offset)
     text = acls_json_text(acls.values())
     if out is None:

@@ -18,6 +18,7 @@ from authorizer.model import StandardAcl
 from shell.dump_cmd import dump_command
 from shell.errors import fail
 from shell.kafka_source import kafka_files, kafka_state
+from shell.log_integrity_cmd import check_command, recover_command
 from shell.log_state import (
     STATE_AT_HELP,
     acl_json,
@@ -35,6 +36,8 @@ from snapshots.naming import parse_name
 
 log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
 log_app.command("dump")(dump_command)
+log_app.command("check")(check_command)
+log_app.command("recover")(recover_command)
 
 LogDir = Annotated[
     Path,

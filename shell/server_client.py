@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
+from authorizer.acl_history import AclEvent, AclHistory
 from authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AclBindingFilter
@@ -97,7 +98,8 @@ def _filter_json(f: AclBindingFilter) -> dict[str, Any]:
     }
 
 
-def _acl(obj: dict[str, Any]) -> tuple[str, StandardAcl]:
+def acl_of_json(obj: dict[str, Any]) -> tuple[str, StandardAcl]:
+    """(id, ACL) of one ACL as serve's API writes it."""
     fields = {k: v for k, v in obj.items() if k != "id"}
     return str(obj["id"]), AclEntry.model_validate(fields).to_acl()
 
@@ -138,7 +140,9 @@ class ServerClient:
 
     def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
         """ACLs matching the filter, with their ids."""
-        return [_acl(a) for a in self.call("POST", "/v1/acls/describe", {"filter": _filter_json(acl_filter)})["acls"]]
+        return [
+            acl_of_json(a) for a in self.call("POST", "/v1/acls/describe", {"filter": _filter_json(acl_filter)})["acls"]
+        ]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         """CreateAcls: per-entry results, one atomic batch on serve's log."""
@@ -148,7 +152,7 @@ class ServerClient:
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
         """DeleteAcls: per-filter results, one atomic batch on serve's log."""
         answer = self.call("POST", "/v1/acls/delete", {"filters": [_filter_json(f) for f in filters]})
-        return [DeleteResult(_error(r), [_acl(a) for a in r["acls"]]) for r in answer["results"]]
+        return [DeleteResult(_error(r), [acl_of_json(a) for a in r["acls"]]) for r in answer["results"]]
 
     def evaluate(self, request: Request, explain: bool) -> dict[str, Any]:
         """One requests.jsonl line, answered by serve, in `authorizer.whatif.evaluate`'s output form."""
@@ -174,6 +178,25 @@ class ServerClient:
         if explain:
             out["rule"] = answer["rules"][0]["text"]
         return out
+
+    def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], dict[str, Any]]:
+        """GET /v1/acls/image: every ACL with its id at one offset, and the rest of the answer (offset, epoch,
+        timestamp_ms, super_users, allow_everyone_if_no_acl_found)."""
+        answer = self.call("GET", "/v1/acls/image")
+        return [acl_of_json(a) for a in answer.pop("acls")], answer
+
+    def acl_history(self, acl_ids: list[str]) -> AclHistory:
+        """POST /v1/acls/history: when each id was added and removed, from serve's log."""
+        answer = self.call("POST", "/v1/acls/history", {"ids": acl_ids})
+        events: dict[str, list[AclEvent]] = {acl_id: [] for acl_id in acl_ids}
+        for e in answer["events"]:
+            acl = None if e.get("acl") is None else acl_of_json(e["acl"])[1]
+            events[e["id"]].append(AclEvent(e["offset"], e["epoch"], e["timestamp_ms"], acl))
+        return AclHistory(answer["log_start"], answer["end"], {i: tuple(found) for i, found in events.items()})
+
+    def status(self) -> dict[str, Any]:
+        """GET /v1/status (ServerError with status 503 while serve is still loading)."""
+        return self.call("GET", "/v1/status")
 
     def close(self) -> None:
         """Close the connection."""

@@ -1,6 +1,8 @@
 """`kraft-acl snapshot create|list|inspect|verify`: write, list and check ACL snapshot files.
 
-Stateless; only `create` writes (as the log's one writer, so it fails while another writer holds the lock).
+Stateless; only `create` writes (as the log's one writer, so it waits up to --lock-timeout for another
+writer's lock). `list` and `verify --log-dir` also say whether each snapshot belongs to the log, at
+one of its batch boundaries (`snapshots.binding`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from rich.table import Table
 
 from authorizer.image import AclsDelta, AclsImage, Provenance
 from authorizer.node import AclNode
+from metadata_log.backends.dir_files import is_kafka_file
 from metadata_log.backends.file import FileLog
+from metadata_log.backends.file_check import scan_directory
 from shell.errors import fail
 from shell.kafka_dump import inspect_kafka, verify_kafka
 from shell.kafka_source import kafka_files
+from shell.log_integrity_cmd import LockTimeout
 from shell.log_state import (
     LIBRARY_ERRORS,
     acl_json,
@@ -30,8 +35,10 @@ from shell.log_state import (
     sorted_acls,
 )
 from shell.output import Output, OutputOpt, print_table
+from snapshots.binding import unusable
 from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from snapshots.format import SnapshotReader
+from snapshots.history import USABLE, ScanView, SnapshotRow, check_history
 from snapshots.naming import SUFFIX, SnapshotId, parse_name
 
 snapshot_app = typer.Typer(
@@ -80,8 +87,11 @@ def load_image(path: Path) -> tuple[SnapshotReader, AclsImage]:
 @snapshot_app.command("create")
 def create_command(
     log_dir: LogDir,
-    retain: Annotated[int, typer.Option("--retain", metavar="N", help="keep the newest N snapshots (0: all)")] = 3,
+    retain: Annotated[
+        int, typer.Option("--retain", metavar="N", help="keep the newest N usable snapshots (0: all)")
+    ] = 3,
     output: OutputOpt = Output.table,
+    lock_timeout: LockTimeout = 5.0,
 ) -> None:
     """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
 
@@ -94,7 +104,7 @@ def create_command(
         fail(f"--retain {retain} is negative")
     before = {p.name for p in log_dir.glob(f"*{SUFFIX}")}
     with library_errors():
-        backend = FileLog(log_dir)  # the writer lock: no other writer may append while we snapshot
+        backend = FileLog(log_dir, lock_timeout_s=lock_timeout)  # the writer lock: no other writer appends meanwhile
     node = AclNode(backend, snapshot_dir=log_dir, retain_snapshots=retain)
     try:
         if backend.recovery is not None:
@@ -130,7 +140,7 @@ def create_command(
 
 @dataclass(frozen=True, slots=True)
 class SnapshotStatus:
-    """One row of `snapshot list`."""
+    """One row of `snapshot list`: the file's own validity, then whether this log may use it."""
 
     file: str
     end_offset: int | None
@@ -139,9 +149,14 @@ class SnapshotStatus:
     valid: bool
     records: int | None
     error: str | None
+    usable: bool = False
+    unusable: str | None = None  # "<problem>: <reason>" when valid but not usable on this log
 
 
-def _status(path: Path) -> SnapshotStatus:
+KAFKA_SNAPSHOT = "not kraft-acl's: Apache Kafka's own KRaft snapshot (`snapshot inspect|verify` read it)"
+
+
+def _status(path: Path, bound: SnapshotRow | None) -> SnapshotStatus:
     """Check one file completely; damage becomes the row's error, never an exception."""
     size = path.stat().st_size
     try:
@@ -149,6 +164,8 @@ def _status(path: Path) -> SnapshotStatus:
     except SnapshotNameError:
         return SnapshotStatus(path.name, None, None, size, False, None, "not a snapshot file name")
     row = SnapshotStatus(path.name, named.end_offset, named.epoch, size, False, None, None)
+    if is_kafka_file(path):
+        return replace(row, error=KAFKA_SNAPSHOT)
     try:
         _, image = load_image(path)
     except CorruptSnapshotError as exc:
@@ -157,12 +174,16 @@ def _status(path: Path) -> SnapshotStatus:
         return replace(row, error=exc.reason)
     except LIBRARY_ERRORS as exc:  # ImageError (a duplicate id), OSError: each makes it unusable
         return replace(row, error=str(exc))
-    return replace(row, valid=True, records=len(image))
+    row = replace(row, valid=True, records=len(image))
+    if bound is None or bound.status == USABLE:
+        return replace(row, usable=bound is not None)
+    return replace(row, unusable=f"{bound.status}: {bound.reason}")
 
 
 @snapshot_app.command("list")
 def list_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
-    """Every snapshot file in the log directory, oldest first, each checked: valid, or the damage found.
+    """Every snapshot file in the log directory, oldest first, each checked: valid and usable on this log, or
+    what is damaged, or why this log cannot use it (another log's, inside a batch, wrong epoch, beyond the end).
 
     \b
     Example:
@@ -170,8 +191,9 @@ def list_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
     """
     check_log_dir(log_dir)
     with library_errors():
+        bound = {row.file: row for row in check_history(log_dir).snapshots}
         paths = [p for p in log_dir.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
-        rows = sorted((_status(p) for p in paths), key=_order)
+        rows = sorted((_status(p, bound.get(p.name)) for p in paths), key=_order)
     if output.is_json:
         typer.echo(json.dumps([asdict(r) for r in rows]))
         return
@@ -180,15 +202,16 @@ def list_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
         return
     table = Table("file", "end offset", "epoch", "size", "records", "status")
     for r in rows:
-        table.add_row(
-            r.file,
-            _text(r.end_offset),
-            _text(r.epoch),
-            str(r.size),
-            _text(r.records),
-            "valid" if r.valid else f"DAMAGED: {r.error}" if r.end_offset is not None else r.error,
-        )
+        table.add_row(r.file, _text(r.end_offset), _text(r.epoch), str(r.size), _text(r.records), _row_status(r))
     print_table(table)
+
+
+def _row_status(r: SnapshotStatus) -> str:
+    if r.usable:
+        return "valid"
+    if r.valid:
+        return f"UNUSABLE ({r.unusable})"
+    return f"DAMAGED: {r.error}" if r.end_offset is not None and r.error != KAFKA_SNAPSHOT else str(r.error)
 
 
 def _order(status: SnapshotStatus) -> tuple[int, int, str]:
@@ -247,19 +270,35 @@ def inspect_command(file: SnapshotFile, output: OutputOpt = Output.table) -> Non
 
 
 @snapshot_app.command("verify")
-def verify_command(file: SnapshotFile) -> None:
-    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2).
+def verify_command(
+    file: SnapshotFile,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", metavar="DIR", help="also check that this log may use it (its log, a batch end)"),
+    ] = None,
+) -> None:
+    """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2); with
+    --log-dir, also that the snapshot belongs to that log at one of its batch boundaries with the right epoch.
 
     An Apache Kafka `.checkpoint` is checked batch by batch (CRC-32C, SnapshotHeader, SnapshotFooter).
 
     \b
     Example:
-      kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint
+      kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint --log-dir data/meta
     """
     kafka = kafka_files(file) if file.is_file() else None
     if kafka is not None:
+        if log_dir is not None:
+            fail(f"{file} is Apache Kafka's own snapshot; --log-dir checks a kraft-acl snapshot against its log")
         verify_kafka(kafka)
         return
     reader, image = _open(file)
     h = reader.header
-    typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch})")
+    if log_dir is not None:
+        check_log_dir(log_dir)
+        with library_errors():
+            problem = unusable(h, ScanView(scan_directory(log_dir)))
+        if problem is not None:
+            fail(f"snapshot {file} cannot be used on the log in {log_dir} ({problem.problem}): {problem.reason}")
+    where = "" if log_dir is None else f", usable on the log in {log_dir}"
+    typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch}){where}")

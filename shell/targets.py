@@ -5,6 +5,7 @@ Immutable values plus one opener; each command opens its own node and closes it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -13,10 +14,12 @@ from authorizer.config import load_properties
 from authorizer.controller import CreateResult, DeleteResult
 from authorizer.errors import ConfigError
 from authorizer.filters import AclBindingFilter
+from authorizer.metadata_source import MetadataState, authorizer_for
 from authorizer.model import StandardAcl
 from authorizer.node import AclNode
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
+from metadata_log.errors import LogError
 from shell.errors import fail
 from snapshots.policy import SnapshotPolicy
 
@@ -29,6 +32,7 @@ class LogTarget:
     bootstrap_servers: str | None = None
     command_config: Path | None = None
     topic: str | None = None
+    lock_timeout_s: float = 0.0  # how long a writer waits for another writer's lock on the log directory
 
     def check(self) -> None:
         """One clear line when the choice of log is missing or ambiguous."""
@@ -40,7 +44,7 @@ class LogTarget:
         if self.log_dir is not None:
             if not write and not self.log_dir.is_dir():
                 fail(f"log directory {self.log_dir} does not exist")
-            return FileLog(self.log_dir, read_only=not write)
+            return FileLog(self.log_dir, read_only=not write, lock_timeout_s=self.lock_timeout_s)
         from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         try:
@@ -53,12 +57,20 @@ class LogTarget:
 
     def open_node(self, write: bool) -> AclNode:
         """A started node on this log (snapshots live in the log directory of an embedded log)."""
+        backend = self.backend(write)
         node = AclNode(
-            self.backend(write),
+            backend,
             snapshot_dir=self.log_dir,
             policy=SnapshotPolicy() if write and self.log_dir is not None else None,
         )
-        node.start()
+        recovered = getattr(backend, "recovery", None)
+        if recovered is not None:
+            print(f"kraft-acl: warning: {recovered}", file=sys.stderr)
+        try:
+            node.start()
+        except BaseException:
+            node.close()
+            raise
         return node
 
 
@@ -95,3 +107,24 @@ class NodeService:
     def close(self) -> None:
         """Close the node (releasing the writer lock)."""
         self.node.close()
+
+
+class KafkaStateService:
+    """`acls --list` on Apache Kafka's own KRaft metadata: describe over the state at its end, read-only."""
+
+    def __init__(self, state: MetadataState) -> None:
+        self.authorizer = authorizer_for(state)
+        self.path = state.path
+
+    def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
+        raise LogError(f"{self.path} is Apache Kafka's own KRaft metadata: kraft-acl never writes it")
+
+    def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
+        raise LogError(f"{self.path} is Apache Kafka's own KRaft metadata: kraft-acl never writes it")
+
+    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
+        """The ACLs matching the filter, with their ids (Kafka's record ids)."""
+        return self.authorizer.acls_with_ids(acl_filter)
+
+    def close(self) -> None:
+        """Nothing to release: the files were read and closed."""

@@ -26,6 +26,7 @@ import fastavro
 
 from metadata_log import avro_strict
 from metadata_log.codec import BatchSchema
+from metadata_log.codec_rows import MAX_STRING_BYTES
 from metadata_log.records import AccessControlEntryRecord
 from metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
 from schemas import load_schema
@@ -34,6 +35,9 @@ CHUNK_SCHEMA = BatchSchema.from_schema(load_schema("AclSnapshotChunk"))
 _INT_FIELDS = ("resourceTypes", "patternTypes", "operations", "permissionTypes")
 _UUID_LINES = re.compile(f"(?:{UUID_TEXT.pattern}\n)*")  # ids joined by newlines, one regex pass
 _SURROGATES = range(0xD800, 0xE000)  # not encodable as UTF-8: never a separator
+_SHORT = MAX_STRING_BYTES // 4  # a string of at most this many characters fits Kafka's 32767 UTF-8 bytes
+# A string of more than _SHORT characters covers a whole window of this many, aligned at a multiple of it.
+_WINDOW = _SHORT // 2 + 1
 if array("i").itemsize != 4:  # pragma: no cover - every supported platform has a 4-byte C int
     raise ImportError("snapshots.columns needs array('i') to hold 32-bit ints")
 
@@ -82,6 +86,9 @@ def encode_columns(columns: AclColumns) -> bytes:
     _check_ids(c.ids)
     principal_dict = list(dict.fromkeys(c.principals))
     host_dict = list(dict.fromkeys(c.hosts))
+    _check_lengths(c.resource_names, "row")
+    _check_lengths(principal_dict, "distinct principal")
+    _check_lengths(host_dict, "distinct host")
     separator = _separator(c.resource_names + principal_dict + host_dict)
     principal_index = {p: i for i, p in enumerate(principal_dict)}
     host_index = {h: i for i, h in enumerate(host_dict)}
@@ -182,10 +189,30 @@ def _unpack(raw: bytes, count: int, field: str) -> list[int]:
     return values.tolist()
 
 
+def _check_lengths(strings: list[str], field: str) -> None:
+    """ValueError naming the first string over Kafka's 32767 UTF-8 bytes (spec §2); one C-level pass when none is."""
+    if not strings or max(map(len, strings)) <= _SHORT:
+        return
+    for index, text in enumerate(strings):
+        size = len(text.encode("utf-8", "surrogatepass")) if len(text) > _SHORT else 0
+        if size > MAX_STRING_BYTES:
+            raise ValueError(f"{field} {index} is {size} UTF-8 bytes, over Kafka's limit of {MAX_STRING_BYTES}")
+
+
+def _may_hold_long(text: str, separator: str) -> bool:
+    """False when no entry of `text` can be longer than _SHORT characters: every aligned window of _WINDOW
+    characters holds a separator. A few thousand `find`s that stop at once for a million names (the exact
+    check over every entry costs 4% of a snapshot load)."""
+    find = text.find
+    return any(find(separator, start, start + _WINDOW) < 0 for start in range(0, len(text) - _WINDOW + 1, _WINDOW))
+
+
 def _split(text: str, separator: str, count: int, field: str) -> list[str]:
     parts = text.split(separator) if count or text else []
     if len(parts) != count:
         raise ValueError(f"field {field!r} holds {len(parts)} entries, not {count}")
+    if _may_hold_long(text, separator):
+        _check_lengths(parts, f"field {field!r} entry")
     return parts
 
 
@@ -193,6 +220,7 @@ def _lookup(datum: dict[str, Any], what: str, separator: str, count: int) -> lis
     """Expand a dictionary-encoded column; the distinct strings are interned."""
     entries = datum[f"{what}Dictionary"]
     dictionary = list(map(sys.intern, entries.split(separator))) if count or entries else []
+    _check_lengths(dictionary, f"field '{what}Dictionary' entry")
     if not count and dictionary:
         raise ValueError(f"field '{what}Dictionary' has entries but the chunk has no rows")
     indexes = _unpack(datum[f"{what}s"], count, f"{what}s")

@@ -2,6 +2,7 @@
 
     SnapshotError                 base class
     ├── CorruptSnapshotError      a damaged or truncated file (path, byte position, reason)
+    ├── SnapshotIOError           reading or writing a file failed for an OS reason (ENOSPC, EMFILE, EIO), named
     └── SnapshotNameError         a file name that is not `<20 digits>-<10 digits>.checkpoint`
 
 Plain exception values; safe to raise from any thread.
@@ -10,6 +11,8 @@ Plain exception values; safe to raise from any thread.
 from __future__ import annotations
 
 from pathlib import Path
+
+from metadata_log.errors import os_reason
 
 
 class SnapshotError(Exception):
@@ -24,6 +27,15 @@ class CorruptSnapshotError(SnapshotError):
         self.path = path
         self.position = position
         self.reason = reason
+
+
+class SnapshotIOError(SnapshotError):
+    """An OS error reading or writing a snapshot file, named (no space, too many open files, I/O), never "damaged"."""
+
+    def __init__(self, path: Path, exc: OSError, action: str) -> None:
+        super().__init__(f"cannot {action} snapshot {path}: {os_reason(exc)}")
+        self.path = path
+        self.errno = exc.errno
 
 
 class SnapshotNameError(SnapshotError, ValueError):

@@ -5,14 +5,17 @@ Writer and reader are single-threaded objects; a finished file is immutable.
 Layout (all integers big-endian):
 
     header   magic b"KACLSNAP" | u16 format version | u32 header length | u32 CRC-32 of the JSON
-             | JSON {end_offset, epoch, timestamp_ms, writer_schema}
+             | JSON {end_offset, epoch, timestamp_ms, writer_schema[, log_id]}
     chunk*   u32 payload length | u32 record count | u32 CRC-32 of payload | payload
              (format 2: one columnar `AclSnapshotChunk` datum, see snapshots.columns; format 1, still
              read: one row-wise `RecordBatch` datum)
     footer   u32 0xFFFFFFFF | u64 record count | u32 chunk count | u32 CRC-32 of the chunk CRCs | b"KACLEND!"
 
 A reader accepts a file only if the header, every chunk and the footer check out and nothing
-follows the footer; anything else is a CorruptSnapshotError naming the byte position.
+follows the footer; anything else is a CorruptSnapshotError naming the byte position. The header
+JSON is read strictly: no duplicate key, no NaN, integers in range (end offset int64, epoch
+int32, timestamp -1..int64), `log_id` a Kafka Uuid text naming the log the snapshot was taken
+from (absent in files written before log identities; readers that predate it ignore it).
 """
 
 from __future__ import annotations
@@ -26,13 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from metadata_log import strict_json
+from metadata_log.backends.dir_files import SNAPSHOT_MAGIC
 from metadata_log.codec import BatchSchema, Codec
 from metadata_log.errors import DecodeError
 from metadata_log.records import AccessControlEntryRecord
+from metadata_log.uuids import UUID_TEXT
 from snapshots.columns import CHUNK_SCHEMA, AclColumns, columns_of, decode_chunk, encode_columns
 from snapshots.errors import CorruptSnapshotError
 
-MAGIC = b"KACLSNAP"
+MAGIC = SNAPSHOT_MAGIC
 END_MAGIC = b"KACLEND!"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)  # 1: row-wise chunks, as written before the columnar chunk
@@ -41,6 +47,9 @@ CHUNK_RECORDS = 10_000
 _HEAD = struct.Struct(">8sHII")
 _CHUNK = struct.Struct(">III")
 _FOOTER = struct.Struct(">QII8s")
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+MAX_WRITER_SCHEMA = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,7 @@ class SnapshotHeader:
     epoch: int
     timestamp_ms: int
     writer_schema: str = CHUNK_SCHEMA.json_text
+    log_id: str | None = None  # the log the snapshot belongs to (FileLog.log_id); None: written without one
 
 
 def write_snapshot_file(fh: BinaryIO, header: SnapshotHeader, records: Iterable[AccessControlEntryRecord]) -> int:
@@ -87,15 +97,16 @@ def write_snapshot_chunks(fh: BinaryIO, header: SnapshotHeader, chunks: Iterable
 
     The caller fsyncs. ValueError names the records of a chunk that cannot be stored.
     """
-    meta = json.dumps(
-        {
-            "end_offset": header.end_offset,
-            "epoch": header.epoch,
-            "timestamp_ms": header.timestamp_ms,
-            "writer_schema": CHUNK_SCHEMA.json_text,
-        },
-        separators=(",", ":"),
-    ).encode()
+    fields: dict[str, object] = {
+        "end_offset": header.end_offset,
+        "epoch": header.epoch,
+        "timestamp_ms": header.timestamp_ms,
+        "writer_schema": CHUNK_SCHEMA.json_text,
+    }
+    if header.log_id is not None:
+        fields["log_id"] = header.log_id
+    check_header(header)
+    meta = json.dumps(fields, separators=(",", ":")).encode()
     fh.write(_HEAD.pack(MAGIC, VERSION, len(meta), zlib.crc32(meta)) + meta)
     total = count = 0
     crcs = bytearray()
@@ -126,28 +137,8 @@ class SnapshotReader:
         return CorruptSnapshotError(self.path, position, reason)
 
     def _read_header(self) -> SnapshotHeader:
-        data = self._data
-        if len(data) < _HEAD.size:
-            raise self._corrupt(0, f"file is {len(data)} bytes, shorter than a header")
-        magic, version, length, crc = _HEAD.unpack_from(data)
-        if magic != MAGIC:
-            raise self._corrupt(0, f"bad magic {magic!r} (not a kraft-acl snapshot)")
-        if version not in READABLE_VERSIONS:
-            raise self._corrupt(8, f"unsupported format version {version} (this reader reads {READABLE_VERSIONS})")
-        self.version = version
-        meta = data[_HEAD.size : _HEAD.size + length]
-        if len(meta) != length or zlib.crc32(meta) != crc:
-            raise self._corrupt(_HEAD.size, "header checksum mismatch")
-        try:
-            fields = json.loads(meta)
-            return SnapshotHeader(
-                int(fields["end_offset"]),
-                int(fields["epoch"]),
-                int(fields["timestamp_ms"]),
-                str(fields["writer_schema"]),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise self._corrupt(_HEAD.size, f"header field: {exc}") from exc
+        header, self.version = parse_header(self._data, self.path)
+        return header
 
     def _chunks(self) -> Iterator[tuple[int, int, bytes]]:
         """(position, record count, payload) per chunk, after validating the whole file (once per reader)."""
@@ -244,6 +235,63 @@ class SnapshotReader:
                     raise self._corrupt(pos, f"record {number}: a snapshot holds only AccessControlEntryRecords")
                 yield record
                 number += 1
+
+
+def read_snapshot_header(path: Path) -> SnapshotHeader:
+    """Only the header of a snapshot file (checked, CRC included), without reading its chunks."""
+    with open(path, "rb") as f:
+        head = f.read(_HEAD.size)
+        length = _HEAD.unpack(head)[2] if len(head) == _HEAD.size and head[:8] == MAGIC else 0
+        data = head + f.read(min(length, MAX_WRITER_SCHEMA * 2))
+    return parse_header(data, path)[0]
+
+
+def parse_header(data: bytes, path: Path) -> tuple[SnapshotHeader, int]:
+    """(header, format version) from the first bytes of a snapshot file; CorruptSnapshotError names the byte."""
+    if len(data) < _HEAD.size:
+        raise CorruptSnapshotError(path, 0, f"file is {len(data)} bytes, shorter than a header")
+    magic, version, length, crc = _HEAD.unpack_from(data)
+    if magic != MAGIC:
+        raise CorruptSnapshotError(path, 0, f"bad magic {magic!r} (not a kraft-acl snapshot)")
+    if version not in READABLE_VERSIONS:
+        reason = f"unsupported format version {version} (this reader reads {READABLE_VERSIONS})"
+        raise CorruptSnapshotError(path, 8, reason)
+    meta = data[_HEAD.size : _HEAD.size + length]
+    if len(meta) != length or zlib.crc32(meta) != crc:
+        raise CorruptSnapshotError(path, _HEAD.size, "header checksum mismatch")
+    try:
+        fields = strict_json.loads(meta)
+        if not isinstance(fields, dict):
+            raise ValueError("the header is not a JSON object")
+        header = SnapshotHeader(
+            fields["end_offset"], fields["epoch"], fields["timestamp_ms"], fields["writer_schema"], fields.get("log_id")
+        )
+        check_header(header)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptSnapshotError(path, _HEAD.size, f"header field: {_describe(exc)}") from exc
+    return header, version
+
+
+def check_header(header: SnapshotHeader) -> None:
+    """ValueError unless every header field is within Kafka's limits: end offset int64, epoch int32,
+    timestamp -1..int64, a writer schema of at most 1 MiB, a log id that is a Kafka Uuid text (or None)."""
+    for name, value, low, high in (
+        ("end_offset", header.end_offset, 0, INT64_MAX),
+        ("epoch", header.epoch, 0, INT32_MAX),
+        ("timestamp_ms", header.timestamp_ms, -1, INT64_MAX),
+    ):
+        if type(value) is not int or not low <= value <= high:
+            raise ValueError(f"{name} = {value!r} is not an integer in {low}..{high}")
+    if type(header.writer_schema) is not str or len(header.writer_schema) > MAX_WRITER_SCHEMA:
+        raise ValueError(f"writer_schema is not a string of at most {MAX_WRITER_SCHEMA} characters")
+    if header.log_id is not None and (type(header.log_id) is not str or UUID_TEXT.fullmatch(header.log_id) is None):
+        raise ValueError(f"log_id = {header.log_id!r} is not a Kafka Uuid text")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing {exc}"
+    return str(exc)
 
 
 def fsync_dir(path: Path) -> None:

@@ -14,7 +14,9 @@ from snapshots.errors import SnapshotNameError
 SUFFIX = ".checkpoint"
 PART_SUFFIX = ".checkpoint.part"
 DELETED_SUFFIX = ".checkpoint.deleted"
-_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_NAME = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
+INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -32,7 +34,10 @@ class SnapshotId:
 def parse_name(path: Path | str) -> SnapshotId:
     """The id in a snapshot file name; SnapshotNameError for anything else."""
     name = Path(path).name
-    match = _NAME.match(name)
+    match = _NAME.fullmatch(name)
     if match is None:
         raise SnapshotNameError(f"{name}: not a snapshot name (<20-digit end offset>-<10-digit epoch>{SUFFIX})")
-    return SnapshotId(int(match.group(1)), int(match.group(2)))
+    end, epoch = int(match.group(1)), int(match.group(2))
+    if end > INT64_MAX or epoch > INT32_MAX:
+        raise SnapshotNameError(f"{name}: not a snapshot name (end offset beyond int64 or epoch beyond int32)")
+    return SnapshotId(end, epoch)

@@ -7,16 +7,20 @@ A segment file `<20-digit base offset>.log` is one header followed by frames, al
 
     segment header                          batch frame (repeated)
     0   4  magic           b"KACS"          0   4  magic           b"KACB"
-    4   1  format version  1                4   8  base offset     int64
+    4   1  format version  2 (1: no log id) 4   8  base offset     int64
     5   3  reserved        0                12  4  record count    int32, >= 1
-    8   4  schema length   N                16  4  writer epoch    int32
-    12  4  crc32           over 0..11       20  8  timestamp ms    int64
-                           and the schema   28  4  payload length  L, int32
-    16  N  writer schema   JSON (UTF-8)     32  4  crc32           over 0..31 and the payload
-                                            36  L  payload         one Avro RecordBatch datum
+    8   4  schema length   N                16  4  writer epoch    int32, >= 0
+    12  4  crc32           over 0..11,      20  8  timestamp ms    int64
+                           log id, schema   28  4  payload length  L, int32
+    16 16  log id          (format 2 only)  32  4  crc32           over 0..31 and the payload
+    32  N  writer schema   JSON (UTF-8)     36  L  payload         one Avro RecordBatch datum
 
 The writer schema in the header is the self-contained `RecordBatch` schema every payload of the
 segment was written with (as in Avro object container files); readers resolve it to their own.
+The log id is the random identity the log got when it was created (`file_meta`): a segment of
+another log is refused, never mixed in. Format-1 segments (written before log identities) are read.
+A file whose first bytes are not the segment magic (Kafka's own `.log` segments, anything else) is
+`foreign`: never a torn tail, never truncated or removed.
 """
 
 from __future__ import annotations
@@ -33,7 +37,10 @@ from metadata_log.codec import BatchSchema, Codec
 from metadata_log.records import RecordBatch
 
 SEGMENT_MAGIC = b"KACS"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_FORMAT_VERSION = 1  # no log id in the header
+LOG_ID_BYTES = 16
+INT64_MAX = (1 << 63) - 1
 FRAME_MAGIC = b"KACB"
 SEGMENT_HEADER = struct.Struct(">4sB3xII")
 FRAME_HEADER = struct.Struct(">4sqiiqiI")
@@ -46,14 +53,26 @@ class FrameError(Exception):
     """A frame or header at `position` is not whole and valid; `torn` if it could be a cut-off write.
 
     `torn` is False when the bytes are intact (CRC matches) but break an invariant, e.g. a base
-    offset out of sequence: that is corruption wherever it appears.
+    offset out of sequence: that is corruption wherever it appears. `foreign` marks a segment file
+    that is not kraft-acl's at all (its first bytes are not the segment magic).
     """
 
-    def __init__(self, position: int, reason: str, *, torn: bool = True) -> None:
+    def __init__(self, position: int, reason: str, *, torn: bool = True, foreign: bool = False) -> None:
         super().__init__(f"at byte position {position}: {reason}")
         self.position = position
         self.reason = reason
-        self.torn = torn
+        self.torn = torn and not foreign
+        self.foreign = foreign
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentHeader:
+    """A parsed segment header: writer schema, where the first frame starts, format and log id (None in format 1)."""
+
+    schema_json: str
+    data_start: int
+    version: int
+    log_id: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,38 +97,50 @@ class Frame:
         return self.base_offset + self.record_count
 
 
-def encode_segment_header(schema_json: str) -> bytes:
-    """The header that opens a segment whose payloads are written with `schema_json`."""
+def encode_segment_header(schema_json: str, log_id: bytes | None = None) -> bytes:
+    """The header that opens a segment whose payloads are written with `schema_json` (format 2 with a log id)."""
     schema = schema_json.encode("utf-8")
-    fixed = SEGMENT_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION, len(schema), 0)[:12]
-    crc = zlib.crc32(schema, zlib.crc32(fixed))
-    return fixed + struct.pack(">I", crc) + schema
+    version = LEGACY_FORMAT_VERSION if log_id is None else FORMAT_VERSION
+    ident = b"" if log_id is None else log_id
+    if len(ident) not in (0, LOG_ID_BYTES):
+        raise ValueError(f"a log id is {LOG_ID_BYTES} bytes, not {len(ident)}")
+    fixed = SEGMENT_HEADER.pack(SEGMENT_MAGIC, version, len(schema), 0)[:12]
+    crc = zlib.crc32(schema, zlib.crc32(ident, zlib.crc32(fixed)))
+    return fixed + struct.pack(">I", crc) + ident + schema
 
 
 def read_segment_header(f: BinaryIO) -> tuple[str, int]:
     """Read the header at the start of `f`; return (writer schema JSON, position of the first frame)."""
+    header = read_segment_header_full(f)
+    return header.schema_json, header.data_start
+
+
+def read_segment_header_full(f: BinaryIO) -> SegmentHeader:
+    """Read and check the header at the start of `f` (both formats); FrameError says what is wrong."""
     f.seek(0)
     fixed = f.read(SEGMENT_HEADER.size)
+    if not SEGMENT_MAGIC.startswith(fixed[:4]):  # a cut-off header still starts with (part of) the magic
+        reason = f"not a kraft-acl segment: it starts with {fixed[:8]!r}, not {SEGMENT_MAGIC!r}"
+        raise FrameError(0, reason, foreign=True)
     if len(fixed) < SEGMENT_HEADER.size:
         raise FrameError(0, f"short segment header ({len(fixed)} of {SEGMENT_HEADER.size} bytes)")
-    magic, version, length, crc = SEGMENT_HEADER.unpack(fixed)
-    if magic != SEGMENT_MAGIC:
-        raise FrameError(0, f"bad segment magic {magic!r} (expected {SEGMENT_MAGIC!r})")
+    _, version, length, crc = SEGMENT_HEADER.unpack(fixed)
     if length > MAX_SCHEMA_BYTES:
         raise FrameError(0, f"implausible schema length {length} in the segment header")
+    ident = f.read(LOG_ID_BYTES) if version == FORMAT_VERSION else b""
     schema = f.read(length)
-    if len(schema) < length:
-        raise FrameError(0, f"short segment header schema ({len(schema)} of {length} bytes)")
-    computed = zlib.crc32(schema, zlib.crc32(fixed[:12]))
+    if len(schema) < length or len(ident) != (LOG_ID_BYTES if version == FORMAT_VERSION else 0):
+        raise FrameError(0, f"short segment header (log id {len(ident)} bytes, schema {len(schema)} of {length})")
+    computed = zlib.crc32(schema, zlib.crc32(ident, zlib.crc32(fixed[:12])))
     if computed != crc:
         raise FrameError(0, f"segment header CRC mismatch (stored {crc:#010x}, computed {computed:#010x})")
-    if version != FORMAT_VERSION:
+    if version not in (FORMAT_VERSION, LEGACY_FORMAT_VERSION):
         raise FrameError(0, f"unsupported segment format version {version}", torn=False)
     try:
         text = schema.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FrameError(0, f"segment header schema is not UTF-8: {exc}", torn=False) from exc
-    return text, SEGMENT_HEADER.size + length
+    return SegmentHeader(text, SEGMENT_HEADER.size + len(ident) + length, version, ident or None)
 
 
 def decode_frame(
@@ -176,6 +207,10 @@ def iter_frames(f: BinaryIO, start: int, end: int, expected_base: int) -> Iterat
             raise FrameError(pos, f"batch CRC mismatch (stored {crc:#010x}, computed {computed:#010x})")
         if count < 1:
             raise FrameError(pos, f"batch at base offset {base} has record count {count}", torn=False)
+        if epoch < 0:
+            raise FrameError(pos, f"batch at base offset {base} has epoch {epoch}, not 0..2147483647", torn=False)
+        if base > INT64_MAX - count:
+            raise FrameError(pos, f"batch at base offset {base} with {count} records overflows int64", torn=False)
         if base != expected_base:
             raise FrameError(pos, f"batch has base offset {base} but offset {expected_base} was expected", torn=False)
         yield Frame(pos, base, count, epoch, ts, payload)

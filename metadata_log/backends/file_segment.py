@@ -28,10 +28,10 @@ from metadata_log.backends.file_format import (
     decode_frame,
     find_frame_after,
     iter_frames,
-    read_segment_header,
+    read_segment_header_full,
 )
 from metadata_log.codec import BatchSchema, Codec
-from metadata_log.errors import CorruptLogError
+from metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
 from metadata_log.records import RecordBatch
 
 READ_BUFFER = 1 << 20
@@ -50,6 +50,8 @@ class Segment:
     last_epoch: int = -1
     index_offsets: list[int] = field(default_factory=list)
     index_positions: list[int] = field(default_factory=list)
+    log_id: bytes | None = None  # from the header; None in a format-1 segment
+    batches: int = 0  # whole frames added so far
 
     @property
     def empty(self) -> bool:
@@ -64,6 +66,7 @@ class Segment:
         self.end = frame.position + frame.size
         self.next_offset = frame.next_offset
         self.last_epoch = frame.epoch
+        self.batches += 1
 
     def locate(self, offset: int) -> tuple[int, int]:
         """(position, base offset) of the indexed frame at or before the one holding `offset`."""
@@ -83,6 +86,7 @@ class Damage:
     torn: bool  # the bytes could be a cut-off write (and nothing valid follows)
     following: Frame | None
     file_size: int
+    foreign: bool = False  # not a kraft-acl segment at all: never cut, never removed
 
     def describe(self) -> str:
         """The reason, plus why this is not a torn tail when a valid batch follows."""
@@ -124,58 +128,106 @@ def repair_tail(damage: Damage, *, remove: bool) -> Recovery:
     return Recovery(damage.path, damage.position, damage.file_size - damage.position, damage.reason)
 
 
+def _open(path: Path, missing_ok: bool = False) -> BinaryIO:
+    """Open a segment for reading; an OS error other than a missing file is named as what it is (EMFILE, EIO)."""
+    try:
+        return open(path, "rb", buffering=READ_BUFFER)
+    except FileNotFoundError:
+        if missing_ok:
+            raise
+        raise CorruptLogError(path, 0, "the segment file is missing") from None
+    except OSError as exc:
+        raise LogResourceError(path, exc, "open") from exc
+
+
 def _damage(f: BinaryIO, path: Path, err: FrameError, size: int) -> Damage:
     following = find_frame_after(f, err.position) if err.torn else None
-    return Damage(path, err.position, err.reason, err.torn and following is None, following, size)
+    return Damage(path, err.position, err.reason, err.torn and following is None, following, size, err.foreign)
 
 
-def open_segment(path: Path, base_offset: int, interval: int) -> tuple[Segment | None, Damage | None]:
-    """Scan a segment file: its header, then every frame. None for the segment if its header is bad."""
-    with open(path, "rb", buffering=READ_BUFFER) as f:
+def open_segment(
+    path: Path, base_offset: int, interval: int, limit: int | None = None
+) -> tuple[Segment | None, Damage | None]:
+    """Scan a segment file: its header, then every frame below `limit` (the durable end, None: every whole one).
+
+    The segment is None if its header is bad (or not kraft-acl's: `Damage.foreign`).
+    """
+    with _open(path) as f:
         size = os.fstat(f.fileno()).st_size
         try:
-            schema_json, start = read_segment_header(f)
+            header = read_segment_header_full(f)
         except FrameError as err:
             return None, _damage(f, path, err, size)
         try:
-            schema = BatchSchema.from_json(schema_json)
+            schema = BatchSchema.from_json(header.schema_json)
         except ValueError as err:
             return None, Damage(path, 0, f"writer schema in the segment header: {err}", False, None, size)
-        segment = Segment(path, base_offset, schema, start, start, base_offset)
-        return segment, scan_tail(segment, f, size, interval)
+        start = header.data_start
+        segment = Segment(path, base_offset, schema, start, start, base_offset, log_id=header.log_id)
+        return segment, scan_tail(segment, f, size, interval, limit)
 
 
-def scan_tail(segment: Segment, f: BinaryIO, size: int, interval: int) -> Damage | None:
-    """Add the whole, valid frames in [segment.end, size) to `segment`; return the damage that stopped it."""
+def scan_tail(segment: Segment, f: BinaryIO, size: int, interval: int, limit: int | None = None) -> Damage | None:
+    """Add the whole, valid frames in [segment.end, size) below `limit` to `segment`; return the damage that
+    stopped it. Nothing at or beyond `limit` is read: a batch being written there is none of our business."""
+    frames = iter_frames(f, segment.end, size, segment.next_offset)
     try:
-        for frame in iter_frames(f, segment.end, size, segment.next_offset):
+        while limit is None or segment.next_offset < limit:
+            frame = next(frames, None)
+            if frame is None:
+                break
+            if limit is not None and frame.next_offset > limit:
+                reason = f"batch {frame.base_offset}..{frame.next_offset - 1} crosses the durable end {limit}"
+                return Damage(segment.path, frame.position, reason, False, None, size)
             segment.add(frame, interval)
     except FrameError as err:
         return _damage(f, segment.path, err, size)
     return None
 
 
-def rescan_segment(segment: Segment, interval: int, retries: int = 3) -> Damage | None:
-    """Read-only follow: add frames a live writer appended since the last scan.
+def rescan_segment(segment: Segment, interval: int, limit: int | None = None, retries: int = 3) -> Damage | None:
+    """Read-only follow: add frames a live writer made durable (below `limit`) since the last scan.
 
-    A frame being written when we look is partial; if it completes and the writer appends more
-    before `find_frame_after` runs, it looks like mid-log damage, so damage is re-read after a short
-    pause before it is believed.
+    A segment that shrank below what was read from it, or vanished, is a DivergenceError: this reader
+    served batches the log no longer holds. Without a durable end (a log no writer of this version opened), a frame
+    being written when we look is partial; if it completes and the writer appends more before
+    `find_frame_after` runs, it looks like mid-log damage, so damage is re-read after a short pause.
     """
     damage: Damage | None = None
     for attempt in range(retries):
         try:
-            with open(segment.path, "rb", buffering=READ_BUFFER) as f:
+            with _open(segment.path, missing_ok=True) as f:
                 size = os.fstat(f.fileno()).st_size
-                if size <= segment.end:
+                if size < segment.end:
+                    raise DivergenceError(
+                        f"{segment.path} shrank to {size} bytes, below the {segment.end} bytes already read: the log "
+                        f"no longer holds batches it served (up to offset {segment.next_offset})",
+                        segment.next_offset,
+                    )
+                if size == segment.end or (limit is not None and segment.next_offset >= limit):
                     return None
-                damage = scan_tail(segment, f, size, interval)
-        except FileNotFoundError:
-            return None
+                damage = scan_tail(segment, f, size, interval, limit)
+        except FileNotFoundError as exc:
+            raise DivergenceError(
+                f"{segment.path} was removed: the log no longer holds batches it served", segment.base_offset
+            ) from exc
         if damage is None or damage.torn:
             return damage
         time.sleep(0.02 * (attempt + 1))
     return damage
+
+
+def frame_holding(segment: Segment, offset: int) -> Frame:
+    """The committed frame of `segment` that holds `offset` (found from the sparse index; nothing is decoded)."""
+    position, base = segment.locate(offset)
+    with _open(segment.path) as f:
+        try:
+            for frame in iter_frames(f, position, segment.end, base):
+                if frame.next_offset > offset:
+                    return frame
+        except FrameError as err:
+            raise CorruptLogError(segment.path, err.position, f"committed batch is damaged: {err.reason}") from err
+    raise CorruptLogError(segment.path, segment.end, f"no batch holds offset {offset}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +258,7 @@ def plan_read(segments: list[Segment], from_offset: int) -> list[ReadSpan]:
 def read_spans(spans: list[ReadSpan], from_offset: int, codec: Codec) -> Iterator[RecordBatch]:
     """Yield the decoded batches of `spans`, skipping whole batches that end before `from_offset`."""
     for span in spans:
-        with open(span.path, "rb", buffering=READ_BUFFER) as f:
+        with _open(span.path) as f:
             try:
                 for frame in iter_frames(f, span.start, span.end, span.base_offset):
                     if frame.next_offset <= from_offset:
@@ -214,3 +266,5 @@ def read_spans(spans: list[ReadSpan], from_offset: int, codec: Codec) -> Iterato
                     yield decode_frame(codec, frame, span.schema, span.path)
             except FrameError as err:  # committed bytes changed under us: corruption, not a torn tail
                 raise CorruptLogError(span.path, err.position, f"committed batch is damaged: {err.reason}") from err
+            except OSError as exc:  # EIO and friends: the disk, not the log's bytes
+                raise LogResourceError(span.path, exc) from exc

@@ -10,8 +10,10 @@ Stateless functions over the file system (read-only: nothing here opens a file f
         quorum-state, partition.metadata, leader-epoch-checkpoint
 
 kraft-acl's own segments use the same `<20 digits>.log` names, so files are told apart by their
-bytes: kraft-acl's start with b"KACS" (segments) or b"KACLSNAP" (snapshots); Kafka's start with a
-record batch whose magic byte (position 16) is 2.
+bytes, by one rule shared with the file log (`metadata_log.backends.dir_files`): kraft-acl's start with
+b"KACS" (segments) or b"KACLSNAP" (snapshots); Kafka's start with a record batch whose magic byte
+(position 16) is 2. A directory holding kraft-acl segments is kraft-acl's, whatever else lies there: its
+readers and writers then name every file that is not theirs and change none of them.
 """
 
 from __future__ import annotations
@@ -21,13 +23,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from metadata_log.kafka_format.batches import MAGIC
+from metadata_log.backends.dir_files import KAFKA_MARKERS, KAFKA_PARTITION_DIR, is_kafka_file, is_own_segment
 
-PARTITION_DIR = "__cluster_metadata-0"
+PARTITION_DIR = KAFKA_PARTITION_DIR
 SEGMENT_NAME = re.compile(r"(\d{20})\.log")
 SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
-KAFKA_MARKERS = ("quorum-state", "partition.metadata", "leader-epoch-checkpoint")
-KRAFT_ACL_MAGICS = (b"KACS", b"KACLSNAP")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +51,6 @@ class KafkaMetadataFiles:
     @property
     def single_file(self) -> bool:
         return self.named.is_file()
-
-
-def is_kafka_file(path: Path) -> bool:
-    """True when the file starts like a Kafka record batch (magic 2) and not like a kraft-acl file."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(17)
-    except OSError:
-        return False
-    return len(head) == 17 and head[16] == MAGIC and not head.startswith(KRAFT_ACL_MAGICS)
 
 
 def locate(path: Path) -> KafkaMetadataFiles | None:
@@ -91,13 +81,13 @@ def locate(path: Path) -> KafkaMetadataFiles | None:
 def _kafka_directory(
     nested: bool, names: list[str], segments: tuple[tuple[int, Path], ...], snapshots: tuple[SnapshotFile, ...]
 ) -> bool:
-    """Kafka's: a `__cluster_metadata-0` inside, a file only Kafka keeps there, a Kafka segment, or Kafka
-    snapshots beside no kraft-acl segment (kraft-acl segments win: foreign snapshots there are strays)."""
+    """Kafka's: a `__cluster_metadata-0` inside, a file only Kafka keeps there, or Kafka segments or snapshots
+    beside no kraft-acl segment (kraft-acl segments win: Kafka files there are strays the file log refuses)."""
     if nested or any(n in KAFKA_MARKERS for n in names):
         return True
-    if any(is_kafka_file(p) for _, p in segments):
-        return True
-    return not segments and any(is_kafka_file(s.path) for s in snapshots)
+    if any(is_own_segment(p) for _, p in segments):
+        return False
+    return any(is_kafka_file(p) for _, p in segments) or any(is_kafka_file(s.path) for s in snapshots)
 
 
 def _snapshot(path: Path) -> SnapshotFile | None:

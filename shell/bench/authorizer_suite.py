@@ -1,4 +1,4 @@
-"""The `authorizer` benchmark suite: decision latency, the Kafka JMH shape, index build and memory (issue #2).
+"""The `authorizer` benchmark suite: decision latency, the Kafka JMH shape, changes, index build and memory (issue #2).
 
 Runs sequentially; each case builds its own data and drops it afterwards. The index build runs in a
 fresh child process, so that its memory figure does not depend on what earlier cases freed.
@@ -18,6 +18,13 @@ from authorizer.index import AclIndex
 from authorizer.memory import release_free_memory
 from authorizer.model import AclOperation, ResourceType
 from authorizer.standard import RequestContext, StandardAuthorizer
+from shell.bench.authorizer_updates import (
+    apply_latency,
+    batch_per_acl,
+    by_resource_type_jmh,
+    owner_batches,
+    update_benchmark,
+)
 from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
 from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
 
@@ -66,11 +73,10 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
             lambda: authorizer.authorize_by_resource_type(next(brt_ctx), AclOperation.WRITE, ResourceType.TOPIC),
             20_000,
         )
-        # cold: no per-view summary cached yet
+        # cold: nothing remembered yet (the memo the GROUP index's line shares, authorizer/resource_type.py)
         cold = []
         for ctx in ctxs:
-            for view in authorizer.index.types[ResourceType.GROUP].principals.values():  # type: ignore[union-attr]
-                view.brt_cache.clear()
+            authorizer.index.types[ResourceType.GROUP].memo.clear()  # type: ignore[union-attr]
             start = time.perf_counter_ns()
             authorizer.authorize_by_resource_type(ctx, AclOperation.READ, ResourceType.GROUP)
             cold.append(time.perf_counter_ns() - start)
@@ -81,15 +87,19 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
     }
 
 
-def jmh_test_authorizer(sizes: tuple[int, ...] = (10_000, 50_000, 200_000)) -> dict[str, Any]:
-    """Kafka's JMH `testAuthorizer`: WRITE on TOPIC foo-bar35_resource-95 as test-user from 127.0.0.1."""
-    out: dict[str, Any] = {}
+def jmh_sets(sizes: tuple[int, ...] = (10_000, 50_000, 200_000), cycles: int = 200) -> dict[str, Any]:
+    """Kafka's JMH sets at each size, built once: `testAuthorizer` (WRITE on TOPIC foo-bar35_resource-95 as
+    test-user from 127.0.0.1), then `testAuthorizeByResourceType` warm and after changes, then one-ACL
+    changes of test-user (authorizer_updates.py)."""
+    decisions: dict[str, Any] = {}
+    by_type: dict[str, dict[str, Any]] = {}
+    updates: dict[str, Any] = {}
     ctx = RequestContext("User:test-user", "127.0.0.1")
     for size in sizes:
         acls = jmh_set(size, acl_count=10, deny_percentage=20)
         authorizer = _loaded(acls)
         with frozen_gc():
-            out[str(size)] = mean_us(
+            decisions[str(size)] = mean_us(
                 lambda a=authorizer: a.authorize_one(
                     ctx,
                     AclOperation.WRITE,
@@ -98,10 +108,15 @@ def jmh_test_authorizer(sizes: tuple[int, ...] = (10_000, 50_000, 200_000)) -> d
                 ),
                 200_000,
             )
-        out[f"{size}_acls"] = len(acls)
-        del authorizer, acls
+        decisions[f"{size}_acls"] = len(acls)
+        del acls
+        for key, value in by_resource_type_jmh(authorizer, cycles).items():
+            by_type.setdefault(key.removesuffix("_us"), {})[str(size)] = value
+        updates[str(size)] = apply_latency(authorizer, owner_batches(cycles))
+        updates[str(size)]["batch_1000"] = batch_per_acl(authorizer)
+        del authorizer
         gc.collect()
-    return out
+    return {"jmh_test_authorizer_us": decisions, "by_resource_type_jmh_us": by_type, "update_us": {"jmh": updates}}
 
 
 def index_build(count: int = 1_000_000) -> dict[str, Any]:
@@ -143,7 +158,11 @@ def run(quick: bool = False) -> dict[str, Any]:
     out["authorize_100k"] = authorize_latency(100_000 // scale, 100_000 // scale)
     progress("authorizer: per-resource figures")
     out.update(per_resource_figures(100_000 // scale))
-    progress("authorizer: Kafka's JMH testAuthorizer shapes")
-    out["jmh_test_authorizer_us"] = jmh_test_authorizer((1000, 5000) if quick else (10_000, 50_000, 200_000))
+    progress("authorizer: Kafka's JMH sets (testAuthorizer, by-resource-type, one-ACL changes)")
+    out.update(jmh_sets((1000, 5000) if quick else (10_000, 50_000, 200_000)))
+    progress("authorizer: Kafka's StandardAuthorizerUpdateBenchmark shape")
+    counts = (25_000, 50_000, 75_000, 100_000)
+    out["update_us"]["update_benchmark"] = update_benchmark(tuple(count // scale for count in counts))
+    out["update_us"]["tail_replay"] = in_child("authorizer_updates", f"_tail_replay_child({200_000 // scale})")
     out.update(in_child("authorizer_suite", f"_index_build_child({1_000_000 // scale})"))
     return out

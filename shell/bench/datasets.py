@@ -117,3 +117,31 @@ def jmh_set(
     for h in range(resource_count // 10):
         add(ResourceType.TOPIC, "*", PatternType.LITERAL, "User:test-user", f"127.0.0{h}")
     return acls
+
+
+def update_benchmark_acls(count: int, seed: int = 1) -> list[tuple[str, StandardAcl]]:
+    """The first `count` ACLs of Kafka's StandardAuthorizerUpdateBenchmark pool (spec/performance-notes.md §1.2).
+
+    Resources `foo-bar35_resource-<i>` (GROUP one time in five, else TOPIC), 255 LITERAL READ ALLOW ACLs
+    each, from hosts 127.0.0.1 to 127.0.0.255, each for a random one of 100 principals `User:test-user<n>`.
+    """
+    rng = random.Random(seed)
+    acls: list[tuple[str, StandardAcl]] = []
+    resource = 0
+    while len(acls) < count:
+        rtype = ResourceType.GROUP if rng.randrange(10) > 7 else ResourceType.TOPIC
+        name = f"foo-bar35_resource-{resource}"
+        for host in range(1, 256):
+            principal = f"User:test-user{rng.randrange(100)}"
+            acl = StandardAcl(
+                rtype,
+                name,
+                PatternType.LITERAL,
+                principal,
+                f"127.0.0.{host}",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+            acls.append((f"id-{len(acls)}", acl))
+        resource += 1
+    return acls[:count]

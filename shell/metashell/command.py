@@ -21,6 +21,7 @@ from shell.metashell.open_source import SourceOptions, open_source
 from shell.metashell.parse import EXIT_USAGE
 from shell.metashell.session import Shell
 from shell.metashell.source import AclSource, SourceError
+from shell.server_client import CaCert, Cert, Key, ServerTarget, ServerUrl, Token, TokenFile
 
 # Everything after the first word of COMMAND is the shell command's own (`find -x` reaches `find`).
 CONTEXT: dict[str, Any] = {"allow_interspersed_args": False, "ignore_unknown_options": True}
@@ -31,10 +32,16 @@ Words = Annotated[
     list[str] | None, typer.Argument(metavar="COMMAND", help="run this one command (its words: `ls /acl`) and exit")
 ]
 LogDir = Annotated[
-    Path | None, typer.Option("--log-dir", metavar="DIR", help="an embedded metadata log directory (followed live)")
+    Path | None,
+    typer.Option(
+        "--log-dir",
+        metavar="DIR",
+        help="an embedded metadata log directory, or Apache Kafka's metadata.log.dir (followed live)",
+    ),
 ]
 Snapshot = Annotated[
-    Path | None, typer.Option("--snapshot", metavar="FILE", help="a kraft-acl .checkpoint snapshot file")
+    Path | None,
+    typer.Option("--snapshot", metavar="FILE", help="a .checkpoint snapshot file (kraft-acl's or Apache Kafka's)"),
 ]
 Bootstrap = Annotated[
     str | None,
@@ -77,6 +84,12 @@ def shell_command(
     at_offset: AtOffset = None,
     config: Config = None,
     history_file: HistoryFile = None,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
 ) -> None:
     """The metadata shell: Kafka's kafka-metadata-shell commands over the ACLs, plus authorize, who-can, history, at.
 
@@ -87,13 +100,17 @@ def shell_command(
     Example:
       kraft-acl shell --log-dir data/meta
       kraft-acl shell --log-dir data/meta who-can READ TOPIC:orders
+      kraft-acl shell --server http://127.0.0.1:9191 --token-file admin.token
       echo 'ls /acl/by-principal' | kraft-acl shell --snapshot data/meta/00000000000000000012-0000000003.checkpoint
     """
+    if server is not None and config is not None:
+        fail("--config: with --server the decisions use serve's own super.users and allow.everyone.if.no.acl.found")
     try:
         cfg = load_config(config) if config is not None else AuthorizerConfig()
     except ConfigError as exc:
         fail(str(exc))
-    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg)
+    target = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
+    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, target)
     interactive = not words and sys.stdin.isatty()
     if interactive:
         print("Loading...", flush=True)

@@ -19,7 +19,7 @@ from authorizer.loader import MetadataLoader, Publisher
 from authorizer.node import AclNode
 from authorizer.tailer import Tailer
 from metadata_log.backend import LogBackend
-from metadata_log.errors import LogError
+from metadata_log.errors import DivergenceError, LogError
 from shell.metashell.source import AclSource, OffsetError, SourceError, SourceStatus, View
 from snapshots.errors import SnapshotError
 
@@ -46,6 +46,7 @@ class NodeSource(AclSource):
         self._snapshot_dir = snapshot_dir
         self._tailer: Tailer | None = None
         self._error: str | None = None
+        self._diverged: str | None = None  # the log no longer holds what this state applied: never follow it again
         if at_offset is not None:
             self._check_offset(at_offset)
         self._node = self._start(at_offset)
@@ -59,6 +60,7 @@ class NodeSource(AclSource):
         except SOURCE_ERRORS as exc:
             raise SourceError(str(exc)) from exc
         self._view = View(node.image, self._config, node.loader.index)
+        self._diverged = None  # a state replayed afresh from the log as it is now
         return node
 
     def _publisher(self, loader: MetadataLoader) -> Publisher:
@@ -77,35 +79,39 @@ class NodeSource(AclSource):
             hwm: int | None = self._backend.high_watermark()
         except LogError as exc:
             hwm, self._error = None, str(exc)
-        tailer = self._tailer
-        error = tailer.status().last_error if tailer is not None else self._error
+        tail = self._tailer.status() if self._tailer is not None else None
+        diverged = tail.diverged if tail is not None and tail.diverged is not None else self._diverged
+        error = tail.last_error if tail is not None else self._error
         snapshot = self._node.loaded_snapshot
         return SourceStatus(
             self._description,
             hwm,
             None if snapshot is None else str(snapshot),
             self._node.authorizer.ready,
-            tailer is not None,
+            tail is not None and tail.diverged is None,
             self.pinned,
-            error,
+            f"diverged, not following: {diverged}" if diverged is not None else error,
         )
 
     def poll(self) -> None:
-        if self.pinned is not None or self._tailer is not None:
+        if self.pinned is not None or self._tailer is not None or self._diverged is not None:
             return
         try:
-            self._node.loader.catch_up()
+            self._node.loader.catch_up()  # stops at the durable end of a file log
             self._error = None
+        except DivergenceError as exc:  # as the Tailer: apply nothing after it, say so
+            self._diverged = str(exc)
         except LogError as exc:  # keep the last state, as a serving node does; /provenance shows the error
             self._error = str(exc)
 
     def follow(self) -> None:
-        if self.pinned is None and self._tailer is None:
+        if self.pinned is None and self._tailer is None and self._diverged is None:
             self._tailer = Tailer(self._node.loader, interval_s=FOLLOW_INTERVAL_S).start()
 
     def stop_following(self) -> None:
         if self._tailer is not None:
             self._tailer.stop()
+            self._diverged = self._diverged or self._tailer.status().diverged
             self._tailer = None
 
     def seek(self, offset: int | None) -> None:
@@ -143,16 +149,16 @@ class NodeSource(AclSource):
         except LogError as exc:
             raise SourceError(str(exc)) from exc
 
+    @property
+    def following(self) -> bool:
+        return self._tailer is not None
+
     def history(self, acl_ids: Iterable[str]) -> AclHistory:
-        following = self._tailer is not None
-        self.stop_following()
         try:
-            return acl_history(self._backend, acl_ids)
+            with self.paused():
+                return acl_history(self._backend, acl_ids)
         except SOURCE_ERRORS as exc:
             raise SourceError(str(exc)) from exc
-        finally:
-            if following:
-                self.follow()
 
     def close(self) -> None:
         self.stop_following()

@@ -1,7 +1,7 @@
 """The one place that turns the shell's command-line options into an `AclSource`.
 
-Stateless. A new kind of source (`--server URL` of a running `kraft-acl serve`, Apache Kafka's own
-metadata directory or `.checkpoint` files once their readers land) is one more branch here.
+Stateless. A new kind of source is one more branch here. Apache Kafka's own metadata (a metadata.log.dir,
+`__cluster_metadata-0`, a `.log` or a `.checkpoint`) is recognised before any kraft-acl reader opens it.
 """
 
 from __future__ import annotations
@@ -11,15 +11,19 @@ from pathlib import Path
 
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import ConfigError
+from authorizer.metadata_source import MetadataSourceError, detect_format
 from metadata_log.backend import LogBackend
 from metadata_log.backends.file import FileLog
+from metadata_log.kafka_format.files import locate
+from shell.metashell.kafka_files_source import KafkaFilesSource
 from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
+from shell.metashell.server_source import ServerSource
 from shell.metashell.snapshot_source import SnapshotSource
 from shell.metashell.source import AclSource, OffsetError, SourceError
+from shell.server_client import ServerTarget
 from shell.targets import LogTarget
-from snapshots.errors import CorruptSnapshotError
 
-ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE and --bootstrap-server HOST:PORT"
+ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE, --bootstrap-server HOST:PORT and --server URL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +37,22 @@ class SourceOptions:
     topic: str | None = None
     at_offset: int | None = None
     config: AuthorizerConfig = field(default_factory=AuthorizerConfig)
+    server: ServerTarget | None = None
 
 
 def open_source(options: SourceOptions) -> AclSource:
     """Open the one source the options name, at `--at-offset` if given; SourceError says what is wrong."""
-    chosen = [o for o in (options.log_dir, options.snapshot, options.bootstrap_servers) if o is not None]
+    chosen = [
+        o for o in (options.log_dir, options.snapshot, options.bootstrap_servers, options.server) if o is not None
+    ]
     if len(chosen) != 1:
         raise SourceError(ONE_SOURCE)
     try:
+        if options.server is not None:
+            return _server(options.server, options)
+        named = options.log_dir if options.log_dir is not None else options.snapshot
+        if named is not None and locate(named) is not None:  # Kafka's files: before any kraft-acl reader opens them
+            return _kafka_files(named, options)
         if options.snapshot is not None:
             return _snapshot(options.snapshot, options)
         if options.log_dir is not None:
@@ -48,11 +60,6 @@ def open_source(options: SourceOptions) -> AclSource:
         return _kafka(options)
     except OffsetError as exc:
         raise SourceError(f"--at-offset: {exc}") from exc
-    except CorruptSnapshotError as exc:
-        if exc.position == 0 and "bad magic" in exc.reason:  # not ours at all: say what it is not
-            kafka = "Apache Kafka's own .checkpoint files are not read yet"
-            raise SourceError(f"{options.snapshot} is not a kraft-acl snapshot ({kafka})") from exc
-        raise SourceError(str(exc)) from exc
     except (*SOURCE_ERRORS, ConfigError) as exc:
         raise SourceError(str(exc)) from exc
 
@@ -62,6 +69,10 @@ def _snapshot(path: Path, options: SourceOptions) -> AclSource:
         raise SourceError("--at-offset needs a log (--log-dir or --bootstrap-server): a snapshot holds one state")
     if not path.is_file():
         raise SourceError(f"{path}: no such snapshot file")
+    try:
+        detect_format(path)  # neither kraft-acl's nor Kafka's: say so, rather than what is wrong with its bytes
+    except MetadataSourceError as exc:
+        raise SourceError(str(exc)) from exc
     return SnapshotSource(path, options.config)
 
 
@@ -79,6 +90,23 @@ def _kafka(options: SourceOptions) -> AclSource:
     target = LogTarget(None, options.bootstrap_servers, options.command_config, options.topic)
     description = f"Kafka topic {options.topic or DEFAULT_TOPIC} at {options.bootstrap_servers}"
     return _node(target.backend(write=False), description, options, None)
+
+
+def _kafka_files(path: Path, options: SourceOptions) -> AclSource:
+    try:
+        return KafkaFilesSource(path, options.config, options.at_offset)
+    except SourceError as exc:
+        raise SourceError(
+            f"--at-offset {options.at_offset}: {exc}" if options.at_offset is not None else str(exc)
+        ) from exc
+
+
+def _server(target: ServerTarget, options: SourceOptions) -> AclSource:
+    if options.at_offset is not None:
+        raise SourceError(
+            "--at-offset needs a log (--log-dir or --bootstrap-server): serve answers with its current state"
+        )
+    return ServerSource(target)
 
 
 def _node(backend: LogBackend, description: str, options: SourceOptions, snapshot_dir: Path | None) -> AclSource:

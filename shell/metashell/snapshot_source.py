@@ -1,7 +1,7 @@
 """The shell's source over one kraft-acl snapshot file: one fixed state, loaded the way a cold start loads it.
 
-Immutable after construction. The decision index is built on the first decision, not at load, so
-listing and reading ACLs of a million-ACL snapshot waits only for the image.
+Immutable after construction. Neither the id -> ACL map nor the decision index is built at load
+(`ColumnsView`): listing ids and reading one ACL of a million-ACL snapshot wait only for the decoded columns.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from authorizer.acl_history import AclHistory
 from authorizer.config import AuthorizerConfig
-from authorizer.image import AclsImage, Provenance, image_from_columns
-from authorizer.memory import release_free_memory
+from authorizer.image import Provenance
+from shell.metashell.columns_view import ColumnsView
 from shell.metashell.source import AclSource, SourceError, SourceStatus, View
 from snapshots.errors import SnapshotNameError
 from snapshots.format import SnapshotReader
@@ -36,14 +36,13 @@ class SnapshotSource(AclSource):
                 f"{path}: the file name says end offset {named.end_offset}, epoch {named.epoch}, "
                 f"but the header says end offset {h.end_offset}, epoch {h.epoch}"
             )
-        gc.disable()  # a million ACL tuples: no collection passes while they are made (as AclNode.start does)
+        gc.disable()  # millions of column strings: no collection passes while they are made
         try:
-            acls = image_from_columns(reader.columns())
+            chunks = list(reader.columns())
         finally:
             gc.enable()
-        gc.freeze()
-        release_free_memory()
-        self._view = View(AclsImage(acls, Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms)), config)
+        gc.freeze()  # what is loaded now lives as long as the process: later collections skip it
+        self._view = ColumnsView(chunks, Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms), config)
 
     def view(self) -> View:
         return self._view

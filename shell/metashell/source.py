@@ -1,11 +1,11 @@
-"""What the metadata shell reads: an `AclSource` (log directory, snapshot file, Kafka topic; later a running
-`kraft-acl serve`) hands out `View`s, each one consistent state of the ACLs.
+"""What the metadata shell reads: an `AclSource` (log directory, snapshot file, Kafka topic, Apache Kafka's own
+metadata files, a running `kraft-acl serve`) hands out `View`s, each one consistent state of the ACLs.
 
 A `View` is immutable once made (its lazily built parts are computed from immutable data, so two
 threads building one at once get equal results); a source is driven by the shell's one thread,
 except that a following source's background tailer swaps in new views.
 
-What a new kind of source implements (the `--server` source will be one more):
+What a kind of source implements:
   * `view()`: the current View, made from an `AclsImage` (id -> ACL plus Provenance), the
     `AuthorizerConfig` the decisions use (super users, allow.everyone.if.no.acl.found), and
     optionally the `AclIndex` already built for that image (otherwise built on the first decision);
@@ -18,7 +18,8 @@ What a new kind of source implements (the `--server` source will be one more):
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -43,13 +44,22 @@ class View:
     """One state of the ACLs: every ACL by id, where in the log it stands, and an authorizer deciding against it."""
 
     def __init__(self, image: AclsImage, config: AuthorizerConfig, index: AclIndex | None = None) -> None:
-        self.image = image
+        self._image = image
         self.config = config
         self._index = index
+
+    @property
+    def image(self) -> AclsImage:
+        """Every ACL by id, and the provenance."""
+        return self._image
 
     def acl(self, acl_id: str) -> StandardAcl | None:
         """The ACL with this id, or None."""
         return self.image.acls.get(acl_id)
+
+    def ids(self) -> Iterable[str]:
+        """Every id, in no particular order."""
+        return self.image.acls
 
     @property
     def provenance(self) -> Provenance:
@@ -73,7 +83,7 @@ class View:
     @cached_property
     def sorted_ids(self) -> list[str]:
         """Every id, sorted (listing a million ids sorts once per state)."""
-        return sorted(self.image.acls)
+        return sorted(self.ids())
 
     @cached_property
     def groups(self) -> AclGroups:
@@ -92,6 +102,7 @@ class SourceStatus:
     following: bool  # new records are applied as they arrive
     pinned: int | None  # the offset `at` (or --at-offset) fixed the state at
     error: str | None  # the last error reaching the log, while following
+    notes: tuple[str, ...] = ()  # what a reader should know about the state (partial input, an open transaction)
 
 
 class AclSource(abc.ABC):
@@ -116,6 +127,22 @@ class AclSource(abc.ABC):
 
     def stop_following(self) -> None:  # noqa: B027
         """Stop applying new records in the background."""
+
+    @property
+    def following(self) -> bool:
+        """Whether new records are being applied in the background now."""
+        return False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop following while the shell's thread reads the log itself, then follow again if it was."""
+        was = self.following
+        self.stop_following()
+        try:
+            yield
+        finally:
+            if was:
+                self.follow()
 
     @abc.abstractmethod
     def seek(self, offset: int | None) -> None:

@@ -99,7 +99,7 @@ class AclIds(Node):
         self.json = json
 
     def child_names(self) -> Iterable[str]:
-        return self.view.image.acls if self.ids is None else self.ids
+        return self.view.ids() if self.ids is None else self.ids
 
     def sorted_names(self) -> Sequence[str]:
         return self.view.sorted_ids if self.ids is None else self.ids  # groups keep their ids sorted
@@ -174,6 +174,8 @@ def _provenance(view: View, status: SourceStatus) -> Node:
     }
     if status.error is not None:
         fields["error"] = status.error
+    if status.notes:
+        fields["notes"] = "\n".join(status.notes)
     return Fixed({name: partial(Leaf, text) for name, text in fields.items()})
 
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import bulk_rows, index_build
+from authorizer import bulk_rows, index_build, trie
 from authorizer.errors import ImageError
 from authorizer.image import image_from_columns
 from authorizer.index import AclIndex
@@ -37,7 +37,7 @@ from metadata_log.native import load_native
 from metadata_log.records import AccessControlEntryRecord
 from snapshots.columns import AclColumns, columns_of
 from tests.authorizer import reference
-from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of
+from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of, trie_shape
 
 _compiled, _ = load_native(bulk_rows, "authorizer._bulk_rows_native")
 IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (
@@ -46,13 +46,18 @@ IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (
 each_implementation = pytest.mark.parametrize("module", IMPLEMENTATIONS)
 
 
+def built_by(module: ModuleType) -> Any:
+    """The bulk build's loops taken from `module` (the source or the compiled copy)."""
+    return mock.patch.multiple(index_build, group_acls=module.group_acls, prefix_tries=module.prefix_tries)
+
+
 @each_implementation
 @settings(BASE)
 @given(group=acl_sets)
 def test_build_equals_incremental_apply(module: ModuleType, group: list[StandardAcl]) -> None:
     note("\n".join(map(str, group)))
     pairs = pairs_of(group)
-    with mock.patch.object(index_build, "group_acls", module.group_acls):
+    with built_by(module):
         built = AclIndex.build(pairs)
     assert_same(built, AclIndex.empty().apply([], pairs), group)
 
@@ -63,7 +68,7 @@ def test_merged_grants_are_the_interned_dicts(module: ModuleType) -> None:
         ResourceType.TOPIC, "t", PatternType.LITERAL, "User:a", "*", AclOperation.READ, AclPermissionType.ALLOW
     )
     acls = [read, read._replace(operation=AclOperation.WRITE), read._replace(host="h", operation=AclOperation.ALL)]
-    with mock.patch.object(index_build, "group_acls", module.group_acls):
+    with built_by(module):
         index = AclIndex.build(pairs_of(acls))
     grants = index.types[ResourceType.TOPIC].principals["User:a"].literal["t"]  # type: ignore[union-attr]
     assert grants == {"*": (1 << AclOperation.READ) | (1 << AclOperation.WRITE), "h": 1 << AclOperation.ALL}
@@ -124,11 +129,11 @@ def test_group_acls_builds_its_name_maps_in_the_general_layout(module: ModuleTyp
     )
     acls = [acl._replace(resource_name=f"t{n}") for n in range(2000)]
     acls += [acl._replace(resource_name=f"p{n}", pattern_type=PatternType.PREFIXED) for n in range(2000)]
-    with mock.patch.object(index_build, "group_acls", module.group_acls):
+    with built_by(module):
         topics = AclIndex.build(pairs_of(acls)).types[ResourceType.TOPIC]
     assert topics is not None
     view = topics.principals["User:a"]
-    for built in (topics.literal._base, topics.prefixed._base, view.literal, view.prefixed):
+    for built in (topics.literal._base, topics.prefixed._base, view.literal):  # a view's prefixed names: a tree
         plain = {name: None for name in built}
         assert sys.getsizeof(built) >= sys.getsizeof(plain) + 8 * len(plain)
 
@@ -181,23 +186,29 @@ def test_a_snapshot_listing_an_id_twice_is_refused_with_its_record_number() -> N
         image_from_columns([first, second])
 
 
+request_names = st.one_of(st.sampled_from(["", "*", "a", "ab", "abc", "b"]), st.text(alphabet="ab*", max_size=4))
+
+
 @each_implementation
 @settings(BASE)
-@given(names=st.sets(st.text(alphabet="ab.", max_size=5), max_size=12))
-def test_prefix_tree_matches_a_brute_force_search(module: ModuleType, names: set[str]) -> None:
+@given(names=st.sets(st.text(alphabet="ab.", max_size=5), max_size=12), requests=st.lists(request_names, max_size=8))
+def test_prefix_trie_finds_what_a_brute_force_search_finds(
+    module: ModuleType, names: set[str], requests: list[str]
+) -> None:
     prefixed = {name: {name: 1} for name in names}  # grants unique to each name
-    got_names, parent, closure = module.prefix_tree(prefixed)
-    assert list(got_names) == sorted(names)
-    for i, name in enumerate(got_names):
-        covering = sorted((other for other in names if name.startswith(other)), key=len, reverse=True)
-        assert closure[i] == tuple(prefixed[other] for other in covering)  # itself first, then each ancestor
-        longest_proper = covering[1] if len(covering) > 1 else None
-        assert parent[i] == (-1 if longest_proper is None else got_names.index(longest_proper))
+    tree = module.prefix_trie(prefixed)
+    assert list(trie.items(tree)) == sorted(prefixed.items())
+    one_by_one = None
+    for name in sorted(names, key=lambda name: (len(name), name[::-1])):  # another order than the build's
+        one_by_one = trie.put(one_by_one, name, prefixed[name])
+    assert trie_shape(tree) == trie_shape(one_by_one), "the tree of a set is unique"
+    for request in [*requests, *names, *(name + "a" for name in names)]:
+        want = [(other, prefixed[other]) for other in sorted(names, key=len) if request.startswith(other)]
+        assert list(trie.covering(tree, request)) == want, request
+        assert trie.get(tree, request) == prefixed.get(request)
 
 
 # ---- grant_mask: the decision's per-action probe -------------------------------------------------------
-
-request_names = st.one_of(st.sampled_from(["", "*", "a", "ab", "abc", "b"]), st.text(alphabet="ab*", max_size=4))
 
 
 @each_implementation

@@ -241,9 +241,22 @@ def snapshot_file(store: SnapshotStore, image: AclsImage) -> SnapshotReader:
     return SnapshotReader(path)
 
 
+def bobs_other_acls(count: int) -> list[MetadataRecord]:
+    """One batch giving bob `count` ACLs that decide nothing about foo or bar: his view is then large (literal
+    topics, prefixes under `foo-` beside `foo`'s path in his tree, hosts on `*`), and every later batch
+    changes that large view (issue #19)."""
+    acls = [bob(f"t-{n}", AclPermissionType.ALLOW) for n in range(count // 2)]
+    acls += [
+        bob(f"foo-{n}", AclPermissionType.DENY)._replace(pattern_type=PatternType.PREFIXED) for n in range(count // 4)
+    ]
+    acls += [bob("*", AclPermissionType.ALLOW, host=f"10.9.{n // 250}.{n % 250}") for n in range(count // 4)]
+    return [add(acl)[1] for acl in acls]
+
+
+@pytest.mark.parametrize("bob_owns", [0, 3000], ids=["small", "bob-owns-3000"])
 @pytest.mark.parametrize("publish_every", [1, 50_000])
-def test_readers_only_ever_see_batch_boundaries(publish_every: int, tmp_path: Path) -> None:
-    batches = script(rounds=300)
+def test_readers_only_ever_see_batch_boundaries(publish_every: int, bob_owns: int, tmp_path: Path) -> None:
+    batches = ([bobs_other_acls(bob_owns)] if bob_owns else []) + script(rounds=300)
     allowed = boundary_pairs(batches)
     assert allowed == {(DENIED, DENIED), (DENIED, ALLOWED)}, "bob is never allowed on foo at a boundary"
 
@@ -277,7 +290,7 @@ def test_readers_only_ever_see_batch_boundaries(publish_every: int, tmp_path: Pa
     assert set(harness.seen) == allowed, "both boundary states were observed (the readers ran during writes)"
     assert passes["records"] == log.high_watermark() == sum(len(b) for b in batches)
     assert passes["snapshots"] > 0
-    assert dict(loader.image.acls) == {}
+    assert len(loader.image.acls) == bob_owns
 
 
 # ---- self-check: the harness sees broken loaders -------------------------------------------------------

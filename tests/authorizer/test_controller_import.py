@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 from authorizer.controller import MAX_RECORDS_PER_USER_OP, InvalidImportError, invalid_acls, validate_new_acl
+from authorizer.filters import AclBindingFilter, ResourcePatternFilter
+from authorizer.metadata_source import read_state
 from authorizer.model import AclOperation, PatternType, ResourceType, StandardAcl
+from authorizer.node import AclNode
+from authorizer.records import records_from_acls
+from metadata_log.backends.file import FileLog
+from snapshots.policy import SnapshotPolicy
 from tests.authorizer.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
 
 
@@ -68,3 +75,53 @@ def test_injected_ids_that_collide_are_drawn_again() -> None:
         "AAAAAAAAAAAAAAAAAAAAAg",
         "AAAAAAAAAAAAAAAAAAAAAw",
     ]
+
+
+def test_the_importer_publishes_exactly_what_a_reader_of_the_log_replays(tmp_path: Path) -> None:
+    """The controller applies its own batch from the ACLs it wrote (no read-back): the same ids, ACLs,
+    index and provenance as a fresh replay of the file log."""
+    node = AclNode(FileLog(tmp_path / "log"))
+    node.start()
+    try:
+        node.controller.create_acls(numbered_acls(3))
+        node.controller.delete_acls([AclBindingFilter(ResourcePatternFilter(name="topic-1"))])
+        acls = [*numbered_acls(400), a(op=AclOperation.WRITE, name="é-ü-😀"), numbered_acls(1)[0]]
+        result = node.controller.import_acls(acls)
+        assert (len(result.added), result.present, result.repeated) == (399, 2, 1)
+        fresh = read_state(tmp_path / "log").image
+        assert dict(node.image.acls) == dict(fresh.acls) and len(fresh.acls) == 401
+        assert node.image.provenance == fresh.provenance
+        assert dict(node.authorizer.index.by_id) == dict(fresh.acls)
+        assert node.loader.catch_up() == 0  # nothing left to read back
+    finally:
+        node.close()
+
+
+def test_a_batch_that_does_not_follow_the_applied_state_is_read_from_the_log() -> None:
+    h = Harness()
+    h.log.append(records_from_acls(["AAAAAAAAAAAAAAAAAAAAAQ"], numbered_acls(1, start=7)))  # another writer
+    written = numbered_acls(2)
+    appended = h.log.append(records_from_acls(["AAAAAAAAAAAAAAAAAAAAAg", "AAAAAAAAAAAAAAAAAAAAAw"], written))
+    h.loader.publish_appended(appended, 0, ["AAAAAAAAAAAAAAAAAAAAAg", "AAAAAAAAAAAAAAAAAAAAAw"], written)
+    assert sorted(h.stored.values()) == sorted(numbered_acls(1, start=7) + written)
+    assert h.loader.next_offset == 3
+
+
+def test_a_deferred_policy_snapshot_waits_for_take_deferred_snapshot(tmp_path: Path) -> None:
+    node = AclNode(FileLog(tmp_path / "log"), snapshot_dir=tmp_path / "log", policy=SnapshotPolicy(max_records=10))
+    node.start()
+    try:
+        node.defer_snapshots = True
+        node.controller.import_acls(numbered_acls(25))
+        assert list((tmp_path / "log").glob("*.checkpoint")) == []
+        node.take_deferred_snapshot()
+        [taken] = (tmp_path / "log").glob("*.checkpoint")
+        assert taken.name.startswith(f"{25:020d}-")
+        node.take_deferred_snapshot()  # taken once
+        assert list((tmp_path / "log").glob("*.checkpoint")) == [taken]
+        assert dict(read_state(tmp_path / "log").image.acls) == dict(node.image.acls)
+        node.defer_snapshots = False
+        node.controller.import_acls(numbered_acls(12, start=100))
+        assert len(list((tmp_path / "log").glob("*.checkpoint"))) == 2  # not deferred: taken by the publish
+    finally:
+        node.close()

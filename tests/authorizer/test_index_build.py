@@ -3,21 +3,24 @@
 `test_properties.py` only compares decisions of a snapshot-loaded and an incrementally updated
 authorizer; here the structures themselves must be equal, for every resource type code: bucket
 contents, prefix lengths, and each principal's view (literal/prefixed/other grants, sorted prefix
-names, parents and closures). ACLs come from small alphabets so that names, principals and hosts
+names as a radix tree of the same shape). ACLs come from small alphabets so that names, principals and hosts
 collide: several ACLs on one name for one principal, several hosts, PREFIXED and hand-made
 pattern codes (UNKNOWN, ANY, MATCH), and every enum code including UNKNOWN and ANY.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
+import immutables
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import overlay
+from authorizer import grant_edits, overlay, trie, type_index, views
 from authorizer.errors import ImageError
 from authorizer.index import AclIndex, TypeIndex, members
 from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
@@ -26,7 +29,7 @@ from authorizer.type_index import N_TYPES
 acls = st.builds(
     StandardAcl,
     st.sampled_from([ResourceType.TOPIC] * 3 + [ResourceType.GROUP] * 2 + list(ResourceType)),
-    st.one_of(st.sampled_from(["", "*", "a", "ab", "abc", "b"]), st.text(alphabet="ab*", max_size=3)),
+    st.one_of(st.sampled_from(["", "*", "a", "ab", "abc", "b", "!"]), st.text(alphabet="ab*!", max_size=3)),
     st.sampled_from([PatternType.LITERAL] * 4 + [PatternType.PREFIXED] * 4 + list(PatternType)),
     st.sampled_from(["User:alice"] * 3 + ["User:bob", "User:*", "bob", ""]),
     st.sampled_from(["*"] * 3 + ["10.0.0.1", "10.0.0.2", "::1", ""]),
@@ -48,6 +51,7 @@ def bucket_sets(buckets: Any) -> dict[str, set[StandardAcl]]:
         group = members(bucket)
         assert len(group) >= 1, f"empty bucket for {name!r}"
         assert isinstance(bucket, StandardAcl) == (len(group) == 1), f"bucket shape for {name!r}: {bucket!r}"
+        assert isinstance(bucket, immutables.Map) == (len(group) > type_index.TUPLE_LIMIT), f"{name!r}: {bucket!r}"
         assert len(set(group)) == len(group), f"duplicate ACL in the bucket of {name!r}"
         out[name] = set(group)
     return out
@@ -62,18 +66,41 @@ def describe(index: TypeIndex | None) -> dict[str, Any] | None:
         "prefixed": bucket_sets(index.prefixed),
         "length_counts": dict(index.length_counts),
         "prefix_lengths": index.prefix_lengths,
+        "walk_marks": index.walk_marks(),  # an updated index carries them forward when it can (next_walk_marks)
         "principals": {
             principal: {
-                "literal": view.literal,
-                "prefixed": view.prefixed,
-                "other": view.other,
-                "names": view.names,
-                "parent": view.parent,
-                "closure": view.closure,
+                "literal": plain(view.literal),
+                "prefixed": plain(view.prefixed),
+                "other": plain(view.other),
+                "trie": trie_shape(view.trie),
             }
             for principal, view in index.principals.items()
         },
     }
+
+
+def plain(names: Any) -> dict[str, dict[str, int]]:
+    """name -> grants as plain dicts (grants of many hosts are an immutables.Map after an update)."""
+    return {name: dict(grants) for name, grants in names.items()}
+
+
+def trie_shape(node: Any) -> Any:
+    """A radix tree as nested tuples, a branch point's label cut to its own string (the rest is any name below it).
+
+    The tree of a set of names is unique, so a built and an updated view must give the same shape.
+    """
+    if node is None:
+        return None
+    if len(node) == 2:
+        return (node[0], dict(node[1]))  # a leaf: (name, grants)
+    label, grants, depth, keys, *kids = node
+    assert kids and len(kids) == len(keys) and list(keys) == sorted(keys), f"keys of {label[:depth]!r}"
+    assert grants is not None or len(kids) >= 2, f"a branch point with {len(kids)} children at {label[:depth]!r}"
+    assert grants is None or len(label) == depth, f"a name's depth is its length: {label!r}"
+    for key, kid in zip(keys, kids, strict=True):
+        assert trie.depth_of(kid) > depth and kid[0][:depth] == label[:depth] and kid[0][depth] == key, kid[0]
+    held = None if grants is None else dict(grants)
+    return (label[:depth], held, depth, keys, tuple(trie_shape(kid) for kid in kids))
 
 
 def expected(group: list[StandardAcl], code: int) -> dict[str, Any] | None:
@@ -113,14 +140,33 @@ def test_build_equals_incremental_apply(group: list[StandardAcl]) -> None:
 
 
 @settings(BASE)
-@given(acl_sets, st.data(), st.sampled_from([1, 2, overlay._MIN_FOLD]))
-def test_apply_on_a_built_index_equals_build(group: list[StandardAcl], data: st.DataObject, min_fold: int) -> None:
+@given(acl_sets, st.data(), st.sampled_from([1, 2, overlay._MIN_FOLD]), st.booleans())
+def test_apply_on_a_built_index_equals_build(
+    group: list[StandardAcl], data: st.DataObject, min_fold: int, small: bool
+) -> None:
     """A bulk-built base then updated incrementally equals a bulk build of the final set.
 
-    A small `_MIN_FOLD` makes the OverlayMaps (by_id, literal, prefixed) fold their overlays.
+    A small `_MIN_FOLD` makes the OverlayMaps (by_id, literal, prefixed) fold their overlays;
+    `small` limits make every view past one literal name a NameMap (folded after one change or
+    two), every bucket past two ACLs a persistent set, and grants past two hosts a HAMT.
     """
-    with mock.patch.object(overlay, "_MIN_FOLD", min_fold):
+    with mock.patch.object(overlay, "_MIN_FOLD", min_fold), small_limits(small):
         check_apply_on_built(group, data)
+
+
+@contextmanager
+def small_limits(small: bool = True) -> Iterator[None]:
+    """Shrink the sizes at which views and buckets change representation, so small examples reach them."""
+    if not small:
+        yield
+        return
+    with (
+        mock.patch.object(views, "COPY_LIMIT", 1),
+        mock.patch.object(views, "_NAME_MAP_FLOOR", 2),
+        mock.patch.object(type_index, "TUPLE_LIMIT", 2),
+        mock.patch.object(grant_edits, "HOSTS_LIMIT", 2),
+    ):
+        yield
 
 
 def check_apply_on_built(group: list[StandardAcl], data: st.DataObject) -> None:
@@ -131,9 +177,13 @@ def check_apply_on_built(group: list[StandardAcl], data: st.DataObject) -> None:
     # Re-adding a removed ACL's content under a new id is allowed; adding a still-present content is not.
     remaining = [acl for n, acl in enumerate(group[:first]) if n not in removed]
     added = list(dict.fromkeys(acl for acl in [*group[first:], *extra] if acl not in remaining))
-    added += [group[n] for n in sorted(removed) if group[n] not in added]
+    readded = data.draw(st.sets(st.sampled_from(sorted(removed))), label="re-added") if removed else set()
+    added += [group[n] for n in sorted(readded) if group[n] not in added]
     added_pairs = pairs_of(added, start=len(group))
     note(f"built {group[:first]}; removed {sorted(removed)}; added {added}")
+    for tindex in built.types:  # known before the update, so that the update carries them forward
+        if tindex is not None and data.draw(st.booleans(), label="walk marks known"):
+            tindex.walk_marks()
     updated = built.apply([f"id{n}" for n in sorted(removed)], added_pairs)
     final_pairs = [(f"id{n}", acl) for n, acl in enumerate(group[:first]) if n not in removed] + added_pairs
     assert_same(AclIndex.build(final_pairs), updated, remaining + added)

@@ -295,7 +295,7 @@ def test_snapshot_at_the_log_start_is_enough(tmp_path: Path) -> None:
 # ---- snapshot policy and retention ---------------------------------------------------------------------
 
 
-SEGMENT_HEADER_BYTES = len(encode_segment_header(CURRENT_SCHEMA.json_text))
+SEGMENT_HEADER_BYTES = len(encode_segment_header(CURRENT_SCHEMA.json_text, bytes(16)))  # with the log id
 
 
 def snapshot_points(sizes: list[tuple[int, int]], max_records: int, max_bytes: int) -> list[int]:

@@ -7,12 +7,16 @@ falsifying example prints readably; `note()` adds the ACL set and the request th
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
+from itertools import product
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from authorizer import views
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import InvalidActionError, InvalidFilterError
 from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
@@ -26,6 +30,7 @@ from authorizer.model import (
 )
 from authorizer.standard import Action, RequestContext, StandardAuthorizer
 from tests.authorizer import reference as ref
+from tests.authorizer.test_index_build import small_limits
 
 # ---- alphabets --------------------------------------------------------------------------------------
 
@@ -523,6 +528,22 @@ def reference_decisions(
     return out
 
 
+def apply_both(
+    auth: StandardAuthorizer, current: dict[str, AclSpec], removed: list[str], added: list[tuple[str, AclSpec]]
+) -> None:
+    """One batch: to the authorizer, and to `current`, the model of its ACLs by id."""
+    auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
+    for acl_id in removed:
+        del current[acl_id]
+    current.update(added)
+
+
+def with_new_ids(specs: list[AclSpec], remaining: set[AclSpec], next_id: int) -> list[tuple[str, AclSpec]]:
+    """The distinct `specs` not in `remaining`, in order, with ids from `id<next_id>` on."""
+    fresh = [spec for spec in dict.fromkeys(specs) if spec not in remaining]
+    return [(f"id{next_id + n}", spec) for n, spec in enumerate(fresh)]
+
+
 def named(results: list[object]) -> list[object]:
     return [getattr(r, "name", r) for r in results]
 
@@ -548,16 +569,10 @@ def test_incremental_updates_equal_snapshot_load(
         re_add: bool = bool(removed) and data.draw(st.booleans(), label=f"re-add removed content{step}")
         if re_add:
             drawn += [current[acl_id] for acl_id in removed]
-        added = []
-        for spec in dict.fromkeys(drawn):
-            if spec not in remaining:
-                added.append((f"id{next_id}", spec))
-                next_id += 1
+        added = with_new_ids(drawn, remaining, next_id)
+        next_id += len(added)
         note(f"step {step}: remove {removed}; add {[(i, fmt(spec)) for i, spec in added]}")
-        auth.apply_changes(removed, [(acl_id, to_acl(spec)) for acl_id, spec in added])
-        for acl_id in removed:
-            del current[acl_id]
-        current.update(added)
+        apply_both(auth, current, removed, added)
         history.append((auth.index, dict(current)))
         assert auth.acl_count() == len(current)
 
@@ -580,3 +595,131 @@ def test_incremental_updates_equal_snapshot_load(
         old.complete_initial_load()
         want = reference_decisions(snapshot, super_users, allow_everyone, requests)
         assert named(decisions(old, requests)) == want, f"index version {version}"
+
+
+# ---- changes concentrated on one large principal (issue #19) ---------------------------------------------
+
+BIG_NAMES = ["", "*", "h", "hardcode", *("".join(p) for n in range(1, 5) for p in product("ab", repeat=n))]
+BIG_OPS = ["READ", "WRITE", "DESCRIBE", "ALL", "ALTER", "ALTER_CONFIGS", "DESCRIBE_CONFIGS", "CREATE"]
+
+
+def big_spec(rng: random.Random, principal: str = "User:alice") -> AclSpec:
+    """One ACL of the large principal's kind: nested names, three hosts, mostly ALLOW, some hand-made codes."""
+    return (
+        rng.choice(["TOPIC"] * 4 + ["GROUP"]),
+        rng.choice(BIG_NAMES),
+        rng.choice(["LITERAL"] * 6 + ["PREFIXED"] * 5 + ["UNKNOWN"]),
+        principal,
+        rng.choice(["*"] * 4 + ["10.0.0.1", "10.0.0.2"]),
+        rng.choice(BIG_OPS),
+        rng.choice(["ALLOW"] * 6 + ["DENY"] * 2 + ["UNKNOWN"]),
+    )
+
+
+@settings(BASE, max_examples=40)
+@given(st.data(), st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_changes_concentrated_on_one_large_principal(
+    data: st.DataObject, seed: int, allow_everyone: bool, small: bool
+) -> None:
+    """A principal with hundreds of ACLs (alice) gets batch after batch of removals and additions, many to one
+    name; after every batch each decision (authorize, authorized operations, by-resource-type) equals the
+    reference model's, and at the end a snapshot load of the final set decides the same.
+
+    With `small` limits every view is a NameMap after its first change, overlays fold after two changes,
+    buckets past two ACLs are persistent sets, and a view keeps two changes for by-resource-type.
+    """
+    rng = random.Random(seed)
+    current: dict[str, AclSpec] = {}
+    while len(current) < 300:
+        spec = big_spec(rng) if rng.random() < 0.9 else big_spec(rng, rng.choice(["User:*", "User:bob"]))
+        if spec not in current.values():
+            current[f"id{len(current)}"] = spec
+    auth = StandardAuthorizer(config(frozenset(), allow_everyone))
+    auth.load_snapshot({acl_id: to_acl(spec) for acl_id, spec in current.items()})
+    auth.complete_initial_load()
+    next_id = len(current)
+    with small_limits(small), mock.patch.object(views, "HISTORY_LIMIT", 2 if small else views.HISTORY_LIMIT):
+        for step in range(data.draw(st.integers(1, 6), label="steps")):
+            mine = sorted(acl_id for acl_id, spec in current.items() if spec[3] == "User:alice")
+            removed = data.draw(st.lists(st.sampled_from(mine), unique=True, max_size=25), label=f"rm{step}")
+            remaining = {spec for acl_id, spec in current.items() if acl_id not in removed}
+            hot = data.draw(st.sampled_from(BIG_NAMES), label=f"hot name {step}")  # many changes to one name
+            fresh = [big_spec(rng) for _ in range(data.draw(st.integers(0, 25), label=f"adds{step}"))]
+            fresh += [(*big_spec(rng)[:1], hot, *big_spec(rng)[2:]) for _ in range(rng.randrange(8))]
+            added = with_new_ids(fresh, remaining, next_id)
+            next_id += len(added)
+            note(f"step {step}: remove {removed}; add {[fmt(spec) for _, spec in added]}")
+            apply_both(auth, current, removed, added)
+            requests = data.draw(st.lists(big_requests, min_size=1, max_size=8), label=f"requests{step}")
+            want = reference_decisions(current, frozenset(), allow_everyone, requests)
+            assert named(decisions(auth, requests)) == want, f"after step {step}"
+    fresh_auth = StandardAuthorizer(config(frozenset(), allow_everyone))
+    fresh_auth.load_snapshot({acl_id: to_acl(spec) for acl_id, spec in current.items()})
+    fresh_auth.complete_initial_load()
+    requests = data.draw(st.lists(big_requests, min_size=1, max_size=8), label="final requests")
+    assert named(decisions(auth, requests)) == named(decisions(fresh_auth, requests))
+
+
+big_requests = st.tuples(
+    st.sampled_from(["User:alice"] * 4 + ["User:*", "User:bob"]),
+    st.sampled_from(["10.0.0.1", "10.0.0.2"]),
+    st.sampled_from(BIG_OPS),
+    st.sampled_from(["TOPIC"] * 3 + ["GROUP"]),
+    st.one_of(st.sampled_from(BIG_NAMES), st.text(alphabet="ab", max_size=6)),
+)
+
+
+BRT_KEYS = list(product(["User:alice", "User:*", "User:bob"], ["10.0.0.1", "10.0.0.2"], ["READ", "WRITE"], ["TOPIC"]))
+brt_memo_specs = st.tuples(
+    st.just("TOPIC"),
+    st.sampled_from(["", "*", "a", "ab", "abc", "abd", "b", "ba", "hardcode"]),
+    st.sampled_from(["LITERAL", "PREFIXED", "PREFIXED", "UNKNOWN"]),
+    st.sampled_from(["User:alice"] * 3 + ["User:*", "User:bob"]),
+    st.sampled_from(["*", "*", "10.0.0.1"]),
+    st.sampled_from(["READ", "READ", "ALL", "WRITE"]),
+    st.sampled_from(["ALLOW", "DENY", "DENY", "UNKNOWN"]),
+)
+
+
+@settings(BASE, max_examples=300)
+@given(st.data(), st.lists(brt_memo_specs, unique=True, max_size=30), st.sampled_from([1, 2, 8]))
+def test_by_resource_type_after_every_batch_matches_reference(
+    data: st.DataObject, start: list[AclSpec], history: int
+) -> None:
+    """by-resource-type asked the same questions between small batches (after some of them, and after the
+    last): its memo's witnesses and baselines (resource_type.py), carried from batch to batch through
+    views that keep `history` changes, give the reference model's answer every time. DENY prefixes are
+    common, so DENIED baselines are, and questions skipped for a few batches leave baselines older than
+    what a view keeps."""
+    current = {f"id{n}": spec for n, spec in enumerate(start)}
+    auth = StandardAuthorizer(config(frozenset(), False))
+    auth.load_snapshot({acl_id: to_acl(spec) for acl_id, spec in current.items()})
+    auth.complete_initial_load()
+    next_id = len(current)
+    with small_limits(), mock.patch.object(views, "HISTORY_LIMIT", history):
+        for step in range(data.draw(st.integers(1, 10), label="steps")):
+            if step == 0 or data.draw(st.booleans(), label=f"ask before step {step}"):
+                check_by_resource_type(auth, current, f"before step {step}")
+            ids = sorted(current)
+            removed = (
+                data.draw(st.lists(st.sampled_from(ids), unique=True, max_size=3), label=f"rm{step}") if ids else []
+            )
+            remaining = {spec for acl_id, spec in current.items() if acl_id not in removed}
+            drawn = data.draw(st.lists(brt_memo_specs, unique=True, max_size=3), label=f"add{step}")
+            added = with_new_ids(drawn, remaining, next_id)
+            next_id += len(added)
+            note(f"step {step}: remove {[fmt(current[i]) for i in removed]}; add {[fmt(s) for _, s in added]}")
+            apply_both(auth, current, removed, added)
+        check_by_resource_type(auth, current, "at the end")
+
+
+def check_by_resource_type(auth: StandardAuthorizer, current: dict[str, AclSpec], when: str) -> None:
+    acls = [to_acl(spec) for spec in current.values()]
+    for principal, address, op, rtype in BRT_KEYS:
+        want = ref.ref_by_resource_type(
+            acls, frozenset(), False, principal, address, AclOperation[op], ResourceType[rtype]
+        )
+        got = auth.authorize_by_resource_type(
+            RequestContext.of(principal, address), AclOperation[op], ResourceType[rtype]
+        )
+        assert got.name == want, f"{when}: {(principal, address, op)}"

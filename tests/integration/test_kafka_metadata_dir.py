@@ -245,6 +245,25 @@ def test_import_into_a_kafka_backed_log(kafka_broker: KafkaBroker, kraft_acl: li
     )
 
 
+def test_the_shell_on_the_brokers_directory(cluster: dict[str, Any], kraft_acl: list[str]) -> None:
+    data = cluster["data"]
+
+    def shell(*words: str) -> str:
+        done = subprocess.run([*kraft_acl, "shell", "--log-dir", str(data), *words], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert shell("ls", "/acl/by-principal") == "User:*\nUser:alice\nUser:bob\n"
+    state = read_state(data)
+    listed = shell("tree", "/image/acls").splitlines()[1::2]
+    assert {line.strip() for line in listed} == {str(acl) for acl in state.image.acls.values()}
+    assert {_acl_codes(acl) for acl in state.image.acls.values()} == cluster["expected"]
+    assert int(shell("cat", "/provenance/offset")) >= state.image.provenance.next_offset  # the broker keeps appending
+    assert shell("cat", "/provenance/source").startswith(f"Apache Kafka KRaft metadata log {data}")
+    assert shell("authorize", "User:bob", "10.0.0.1", "READ", "GROUP:g-1").startswith("DENIED\n")
+    assert shell("authorize", "User:alice", "WRITE", "TOPIC:payments").startswith("ALLOWED\n")
+
+
 @pytest.mark.spark
 def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
     cluster: dict[str, Any], spark: Any, kraft_acl: list[str], tmp_path: Path

@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ServeProcess, alice_reads, base_properties
 
 ACL = {
     "resource_type": "TOPIC",
@@ -36,16 +36,6 @@ def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dic
     return props
 
 
-def _decision(serve: ServeProcess, name: str = "orders") -> str:
-    body = {
-        "principal": "User:alice",
-        "client_address": "10.0.0.1",
-        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": name}],
-    }
-    with serve.client(token=BROKER_TOKEN) as client:
-        return str(client.post("/v1/authorize", json=body).json()["results"][0])
-
-
 def _wait(check: object, what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():  # type: ignore[operator]
@@ -65,8 +55,8 @@ def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
     ):
         with c1.client() as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ACL]}).json()["results"][0]["error_code"] == 0
-        assert _decision(c1) == "ALLOWED"
-        _wait(lambda: _decision(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
+        assert alice_reads(c1) == "ALLOWED"
+        _wait(lambda: alice_reads(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
         with reader.client() as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 421
         with ServeProcess(
@@ -81,8 +71,8 @@ def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
             assert (
                 fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
             )
-            _wait(lambda: _decision(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
-            assert _decision(reader, "late") == "DENIED"
+            _wait(lambda: alice_reads(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
+            assert alice_reads(reader, "late") == "DENIED"
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +96,12 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
         try:
             status_url = serve.listener_url("CLIENT") + "/v1/status"
             _wait(lambda: httpx.get(status_url).json().get("last_error") is not None, "the outage was not reported", 60)
-            status = httpx.get(status_url).json()
-            assert status["ready"] is True and status["lag"] is None and status["last_applied_offset"] == 0
-            assert _decision(serve) == "ALLOWED"  # the last consistent state is still served
+            response = httpx.get(status_url)
+            status = response.json()  # not following: not ready (503), yet deciding with its last state
+            assert response.status_code == 503 and status["ready"] is False and status["following"] is False
+            assert status["diverged"] is None and status["failures"] >= 1 and status["failing_since"] is not None
+            assert status["lag"] is None and status["last_applied_offset"] == 0
+            assert alice_reads(serve) == "ALLOWED"  # the last consistent state is still served
             metrics = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
             assert "kraft_acl_log_unreachable 1.0" in metrics
             with serve.client() as admin:
@@ -117,4 +110,5 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
         finally:
             restartable_broker.start()
         _wait(lambda: httpx.get(status_url).json().get("last_error") is None, "serve did not recover", 90)
-        assert httpx.get(status_url).json()["lag"] == 0
+        status = httpx.get(status_url).json()
+        assert status["lag"] == 0 and status["ready"] is True and status["following"] is True

@@ -287,6 +287,20 @@ def test_the_fast_encoder_writes_fastavros_bytes(records: list[MetadataRecord]) 
     assert codec.encode(records) == fastavro_bytes(records)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(aces, removes), max_size=60))
+def test_the_fast_encoder_writes_fastavros_bytes_once_its_text_cache_is_full(
+    records: list[MetadataRecord],
+) -> None:
+    """Past `_TEXTS_CACHED` principals and hosts a batch encodes the rest without remembering them."""
+    limit = codec_fast._TEXTS_CACHED
+    codec_fast._TEXTS_CACHED = 2
+    try:
+        assert codec.encode(records) == fastavro_bytes(records)
+    finally:
+        codec_fast._TEXTS_CACHED = limit
+
+
 def test_the_fast_encoder_leaves_bad_records_to_fastavros_error() -> None:
     good = AccessControlEntryRecord("AAAAAAAAAAAAAAAAAAAAAQ", 2, "t", 3, "User:a", "*", 3, 3)
     for bad in (
@@ -296,3 +310,19 @@ def test_the_fast_encoder_leaves_bad_records_to_fastavros_error() -> None:
     ):
         with pytest.raises(EncodeError):
             codec.encode([good, bad])
+
+
+@pytest.mark.parametrize("field", ["resource_name", "principal", "host"])
+def test_the_fast_encoder_refuses_strings_over_kafkas_limit_like_the_checked_path(field: str) -> None:
+    fields = {"resource_name": "t", "principal": "User:a", "host": "*", field: "é" * 16_384}  # 32,768 UTF-8 bytes
+    good = AccessControlEntryRecord("AAAAAAAAAAAAAAAAAAAAAQ", 2, "t", 3, "User:a", "*", 3, 3)
+    bad = AccessControlEntryRecord(
+        "AAAAAAAAAAAAAAAAAAAAAg", 2, fields["resource_name"], 3, fields["principal"], fields["host"], 3, 3
+    )
+    with pytest.raises(EncodeError, match=f"record 1 of the batch: field '{field}' is 32768 UTF-8 bytes"):
+        codec.encode([good, bad])
+    fields[field] = "é" * 16_383 + "e"  # 32,767 bytes: Kafka's limit, accepted
+    ok = AccessControlEntryRecord(
+        "AAAAAAAAAAAAAAAAAAAAAg", 2, fields["resource_name"], 3, fields["principal"], fields["host"], 3, 3
+    )
+    assert codec.decode(codec.encode([good, ok])).records[1] == ok

@@ -15,6 +15,7 @@ from metadata_log.backends.file_format import Frame, encode_frame, iter_frames, 
 from metadata_log.errors import CorruptLogError, DecodeError, LogError, LogLockedError, ReadOnlyLogError
 from tests.metadata_log.contract import LogBackendContract, MakeBackend, check_batches, fill
 from tests.metadata_log.factories import records_for
+from tests.metadata_log.faults import rewind_durable_end
 
 
 class TestFileLogContract(LogBackendContract):
@@ -116,6 +117,7 @@ def test_read_only_follows_a_live_writer(tmp_path: Path) -> None:
 def test_read_only_does_not_repair_a_torn_tail(tmp_path: Path) -> None:
     d = tmp_path / "log"
     build(d, [2, 3])
+    rewind_durable_end(d, 2)  # the writer died writing batch [2..4], before its fsync returned
     seg = d / f"{0:020d}.log"
     size = seg.stat().st_size
     os.truncate(seg, size - 5)
@@ -136,6 +138,7 @@ def test_torn_tail_is_cut_and_reported(tmp_path: Path, action: str, caplog: pyte
     """Cut the last batch at every byte position (or flip each of its bytes): recovery drops just it."""
     pristine = tmp_path / "pristine"
     build(pristine, [3, 2, 2])
+    rewind_durable_end(pristine, 5)  # the last batch [5..6] was being written when the writer died
     seg, start, end = last_frame_span(pristine)
     original = seg.read_bytes()
     for cut in range(start, end):
@@ -169,6 +172,7 @@ def test_torn_tail_is_cut_and_reported(tmp_path: Path, action: str, caplog: pyte
 def test_torn_header_of_a_new_segment_is_removed(tmp_path: Path) -> None:
     d = tmp_path / "log"
     build(d, [1, 1, 1], segment_bytes=1)  # one batch per segment
+    rewind_durable_end(d, 2)
     last = d / f"{2:020d}.log"
     os.truncate(last, 10)
     with FileLog(d, segment_bytes=1) as log:
@@ -180,9 +184,10 @@ def test_torn_header_of_a_new_segment_is_removed(tmp_path: Path) -> None:
     assert last.exists()
 
 
-def test_empty_last_segment_is_dropped_on_open(tmp_path: Path) -> None:
+def test_empty_last_segment_is_dropped_on_open_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     d = tmp_path / "log"
     build(d, [1, 1], segment_bytes=1)
+    rewind_durable_end(d, 1)
     last = d / f"{1:020d}.log"
     with open(last, "rb") as f:
         _, start = read_segment_header(f)
@@ -190,8 +195,10 @@ def test_empty_last_segment_is_dropped_on_open(tmp_path: Path) -> None:
     with FileLog(d, read_only=True) as log:
         assert log.high_watermark() == 1 and len(log.segment_paths()) == 1
     assert last.exists()
-    with FileLog(d, segment_bytes=1) as log:
-        assert log.recovery is None
+    with caplog.at_level(logging.WARNING), FileLog(d, segment_bytes=1) as log:
+        assert log.recovery is not None and log.recovery.removed_file and log.recovery.path == last
+        assert "holds only its header" in log.recovery.reason
+        assert str(last) in caplog.text and "holds only its header" in caplog.text  # never without a word
         assert log.high_watermark() == 1
         assert log.segment_paths() == [d / f"{0:020d}.log"]
 

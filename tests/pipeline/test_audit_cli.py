@@ -40,6 +40,11 @@ def test_fold_writes_a_snapshot_that_verifies_and_refuses_an_offset_inside_a_bat
     assert result["end_offset"] == offset and result["snapshot"] == str(out)
     verified = subprocess.run([*kraft_acl, "snapshot", "verify", str(out)], capture_output=True, text=True, check=False)
     assert verified.stdout.strip() == f"OK: {result['acls']} records (end offset {offset}, epoch {result['epoch']})"
+    log_dir = str(generated.directory)  # the log takes it: its identity, a batch boundary, that batch's epoch
+    verified = subprocess.run(
+        [*kraft_acl, "snapshot", "verify", str(out), "--log-dir", log_dir], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 0 and verified.stdout.strip().endswith(f"usable on the log in {log_dir}"), verified
 
     base, _, _, records = next(b for b in generated.batches if len(b[3]) > 1)
     inside = tmp_path / "inside.checkpoint"

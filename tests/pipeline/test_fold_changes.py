@@ -71,6 +71,7 @@ def test_fold_writes_the_snapshot_a_node_writes_at_that_offset(
         assert {r.id: acl_from_record(r) for r in reader.records()} == expected, f"offset {offset}"
         header, node_header = reader.header, SnapshotReader(written).header
         assert (header.end_offset, header.epoch) == (node_header.end_offset, node_header.epoch) == (offset, epoch)
+        assert header.log_id == node_header.log_id == events.log_id is not None  # bound to this log (issue #15)
         if offset:  # at 0 both stamp the time of writing
             assert header.timestamp_ms == node_header.timestamp_ms
 

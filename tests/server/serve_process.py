@@ -141,3 +141,14 @@ class ServeProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def alice_reads(serve: ServeProcess, topic: str = "orders") -> str:
+    """serve's decision, asked as the broker, on User:alice from 10.0.0.1 reading `topic`."""
+    body = {
+        "principal": "User:alice",
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": topic}],
+    }
+    with serve.client(token=BROKER_TOKEN) as client:
+        return str(client.post("/v1/authorize", json=body).json()["results"][0])

@@ -75,6 +75,16 @@ def build_log(directory: Path) -> None:
             node.close()
 
 
+def snapshot_at(directory: Path, offset: int) -> Path:
+    """Write the snapshot of the state at `offset` (a batch boundary) into the log directory, as a node would."""
+    node = AclNode(FileLog(directory, read_only=True), snapshot_dir=directory, retain_snapshots=0)
+    try:
+        node.start(to_offset=offset)
+        return node.take_snapshot()
+    finally:
+        node.close()
+
+
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shared, read-only log (tests that write work on a copy)."""
@@ -351,6 +361,8 @@ def test_snapshot_create_list_inspect_verify_subprocess(kraft_acl: list[str], lo
             "valid": True,
             "records": 3,
             "error": None,
+            "usable": True,
+            "unusable": None,
         }
     ]
 
@@ -410,10 +422,11 @@ def test_misnamed_snapshot_is_unusable(log_copy: Path) -> None:
 
 
 def test_snapshot_create_retention_and_refusals(log_copy: Path, tmp_path: Path) -> None:
-    for end in (1, 2, 3):  # older snapshots: retention keeps the newest --retain
-        shutil.copy(GOLDEN_KAFKA_SNAPSHOT, log_copy / f"{end:020d}-0000000001.checkpoint")
-    code, out, _ = cli("snapshot", "create", "--log-dir", log_copy, "--retain", "2", "-o", "json")
-    assert code == 0 and json.loads(out)["deleted"] == [f"{end:020d}-0000000001.checkpoint" for end in (1, 2)]
+    for offset in (2, 3, 4):  # older snapshots of this log at its batch boundaries: retention keeps the newest
+        snapshot_at(log_copy, offset)
+    code, out, err = cli("snapshot", "create", "--log-dir", log_copy, "--retain", "2", "-o", "json")
+    assert code == 0, err
+    assert json.loads(out)["deleted"] == [f"{end:020d}-0000000001.checkpoint" for end in (2, 3)]
     empty = tmp_path / "empty"
     empty.mkdir()
     assert_one_line_error(*cli("snapshot", "create", "--log-dir", empty)[::2], "is empty")
@@ -470,6 +483,8 @@ def test_snapshot_list_shows_files_that_are_not_snapshots(log_copy: Path) -> Non
             "valid": False,
             "records": None,
             "error": "not a snapshot file name",
+            "usable": False,
+            "unusable": None,
         }
     ]
     assert cli("snapshot", "list", "--log-dir", log_copy.parent)[1] == f"no snapshots in {log_copy.parent}\n"

@@ -320,22 +320,38 @@ def test_super_users_from_the_config(kraft_acl: list[str], log_dir: Path, tmp_pa
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ([], "give exactly one of --log-dir DIR, --snapshot FILE and --bootstrap-server HOST:PORT"),
+        ([], "give exactly one of --log-dir DIR, --snapshot FILE, --bootstrap-server HOST:PORT and --server URL"),
         (["--log-dir", "LOG", "--snapshot", "x"], "give exactly one of --log-dir DIR"),
         (["--log-dir", "/nonexistent/dir"], "log directory /nonexistent/dir does not exist"),
         (["--log-dir", "LOG", "--at-offset", "4"], "--at-offset: offset 4 is inside the batch at offsets 3..4"),
         (["--log-dir", "LOG", "--at-offset", "8"], "--at-offset: offset 8 is beyond the high-water mark 7"),
         (["--snapshot", "/nonexistent.checkpoint"], "/nonexistent.checkpoint: no such snapshot file"),
         (
-            ["--snapshot", "GOLDEN"],
-            "is not a kraft-acl snapshot (Apache Kafka's own .checkpoint files are not read yet)",
+            ["--snapshot", "NOT_A_SNAPSHOT"],
+            "neither a metadata log directory nor a snapshot (kraft-acl's or Apache Kafka's `.checkpoint`)",
         ),
+        (["--snapshot", "GOLDEN", "--at-offset", "9"], "--at-offset 9: "),
         (["--log-dir", "LOG", "--config", "/nonexistent.properties"], "/nonexistent.properties"),
     ],
 )
 def test_source_errors(kraft_acl: list[str], log_dir: Path, source: list[str], message: str) -> None:
     golden = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
-    args = [str(log_dir) if a == "LOG" else str(golden) if a == "GOLDEN" else a for a in source]
+    named = {"LOG": str(log_dir), "GOLDEN": str(golden), "NOT_A_SNAPSHOT": __file__}
+    args = [named.get(a, a) for a in source]
     code, out, err = shell(kraft_acl, args, "ls")
     assert (code, out) == (2, "")
     assert err.startswith("kraft-acl: error: ") and message in err and err.count("\n") == 1, err
+
+
+def test_kafka_metadata_is_recognised_before_any_kraft_acl_reader(kraft_acl: list[str], tmp_path: Path) -> None:
+    """Apache Kafka's own files are recognised before any kraft-acl reader opens them (never "not a segment")."""
+    golden = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
+    kafka_dir = tmp_path / "__cluster_metadata-0"
+    kafka_dir.mkdir()
+    shutil.copy(golden, kafka_dir / golden.name)
+    for source in (["--snapshot", str(golden)], ["--log-dir", str(kafka_dir)]):
+        code, out, err = shell(kraft_acl, source, "authorize", "User:bob", "READ", "TOPIC:foo")
+        assert code == 0 and out.startswith("ALLOWED\nrule: MatchingAcl(") and "resourceName=foo" in out, err
+    # Only the snapshot's end exists in a directory holding nothing but a snapshot: no state at 2 to move to.
+    code, _, err = shell(kraft_acl, ["--log-dir", str(kafka_dir)], "at", "2")
+    assert code == 1 and err.startswith("at: ") and "no snapshot ends at or below offset 2" in err, err

@@ -3,6 +3,8 @@ splitting, the escaping of names into path components, id forms, and command-lin
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metadata_log.backends.file import FileLog
+from metadata_log.records import AccessControlEntryRecord
 from shell.metashell.commands import TABLE
 from shell.metashell.interactive import complete_path
 from shell.metashell.open_source import SourceOptions, open_source
@@ -184,3 +188,29 @@ def test_any_command_line_is_answered_without_an_exception(fixed_source: AclSour
     for words in lines:
         shell.run_line(" ".join(words), words)  # every problem is a message and an exit status, never a raise
     assert shell.status in (0, 1, 2)
+
+
+def test_a_followed_log_that_diverges_is_no_longer_followed(tmp_path: Path) -> None:
+    """The shell over a live log: the log cut back below what it applied (an old copy put back) is a
+    divergence; the state stays, nothing more is applied, the status says so and following does not resume."""
+    directory, backup = tmp_path / "log", tmp_path / "backup"
+    build_log(directory)
+    shutil.copytree(directory, backup)
+    record = AccessControlEntryRecord("d2d2d2d2d2d2d2d2d2d2dw", 2, "late", 3, "User:late", "*", 3, 3)
+    with FileLog(directory) as writer:
+        writer.append([record])
+    source = open_source(SourceOptions(log_dir=directory))
+    try:
+        assert source.view().offset == 8 and source.status().error is None
+        for name in ("durable-end", f"{0:020d}.log"):  # the durable end first, as a restore might do it
+            shutil.copy2(backup / name, directory / f"{name}.new")
+            os.replace(directory / f"{name}.new", directory / name)
+        source.poll()
+        status = source.status()
+        assert status.error is not None and status.error.startswith("diverged, not following: "), status
+        assert "moved back to 7, below offset 8" in status.error
+        source.follow()  # refused quietly: the log no longer holds what the state applied
+        assert not source.status().following and source.view().offset == 8
+        assert "d2d2d2d2d2d2d2d2d2d2dw" in source.view().image.acls
+    finally:
+        source.close()

@@ -194,19 +194,26 @@ def test_empty_and_foreign_files_are_refused(tmp_path: Path) -> None:
 # ---- the store: .part files, retention, latest_valid ------------------------------------------------------
 
 
-def test_part_leftovers_of_dead_writers_are_cleaned(tmp_path: Path) -> None:
+def test_part_leftovers_of_dead_writers_are_cleaned_and_nothing_else(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path)
-    dead = tmp_path / f"{SnapshotId(5, 1).file_name()[: -len(SUFFIX)]}-999999999{PART_SUFFIX}"
-    garbage = tmp_path / f"nonsense{PART_SUFFIX}"
+    stem = SnapshotId(5, 1).file_name()[: -len(SUFFIX)]
+    dead = tmp_path / f"{stem}-999999{PART_SUFFIX}"  # a kraft-acl writer (pid 999999) died mid-write
+    empty = tmp_path / f"{stem}-999998{PART_SUFFIX}"  # ... or right after creating the file
+    garbage = tmp_path / f"nonsense{PART_SUFFIX}"  # not a kraft-acl name: not ours
+    kafka = tmp_path / f"{stem}-4315129388261427357{PART_SUFFIX}"  # Kafka's temporary snapshot name
     mine = tmp_path / f"{SnapshotId(6, 1).file_name()[: -len(SUFFIX)]}-{os.getpid()}{PART_SUFFIX}"
-    for p in (dead, garbage, mine):
-        p.write_bytes(b"half a snapshot")
+    for p in (dead, mine):
+        p.write_bytes(b"KACLSNAP half a snapshot")
+    empty.write_bytes(b"")
+    garbage.write_bytes(b"KACLSNAP")
+    kafka.write_bytes(bytes(12) + b"Kafka record batch")
     store.write(SnapshotHeader(10, 1, 0), records(2))
-    assert not dead.exists()
-    assert not garbage.exists()
+    assert not dead.exists() and not empty.exists()
+    assert garbage.exists() and kafka.exists(), "only kraft-acl's own files are ever deleted"
     assert mine.exists(), "a .part file of this (live) process may be a write in progress"
     assert store.list() == [SnapshotId(10, 1)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([SnapshotId(10, 1).file_name(), mine.name])
+    kept = [SnapshotId(10, 1).file_name(), mine.name, garbage.name, kafka.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(kept)
 
 
 def test_a_snapshot_renamed_for_deletion_by_a_killed_writer_is_removed(tmp_path: Path) -> None:

@@ -1,0 +1,55 @@
+"""POST /v1/acls/history: when each ACL id was added and removed, read from serve's metadata log (what
+`kraft-acl shell --server` shows for `history`).
+
+Each call opens its own read-only reader of the log (the node's reader belongs to its tailer) and scans
+the log once on the event loop's default executor, so decisions keep being answered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+
+from authorizer.acl_history import AclHistory, acl_history
+from authorizer.model import AclOperation
+from metadata_log.errors import LogError
+from server.admin import require_cluster
+from server.auth import Caller
+from server.context import ServeState
+from server.convert import acl_out
+from server.errors import LogUnavailable, NotReady
+from server.http import Request, Response
+from server.wire import AclEventOut, HistoryIn, HistoryOut
+
+_HISTORY = msgspec.json.Decoder(HistoryIn)
+_ENCODE = msgspec.json.Encoder()
+
+
+async def history(state: ServeState, request: Request, caller: Caller) -> Response:
+    """Every record naming the asked ids, per id in offset order."""
+    body = _HISTORY.decode(request.body)
+    if not state.authorizer.ready:
+        raise NotReady("the ACLs are not loaded yet (initial load in progress)")
+    require_cluster(state, caller, AclOperation.DESCRIBE)
+    ids = list(dict.fromkeys(body.ids))
+    try:
+        found = await asyncio.get_running_loop().run_in_executor(None, lambda: _scan(state, ids))
+    except LogError as exc:
+        raise LogUnavailable(f"the metadata log cannot be read now: {exc}") from exc
+    events = [
+        AclEventOut(i, e.offset, e.epoch, e.timestamp_ms, None if e.acl is None else acl_out(i, e.acl))
+        for i in ids
+        for e in found.events[i]
+    ]
+    return Response(200, _ENCODE.encode(HistoryOut(found.log_start, found.end, events)))
+
+
+def _scan(state: ServeState, ids: list[str]) -> AclHistory:
+    from server.process import open_backend  # process imports the routes: a late import breaks the cycle
+
+    backend = open_backend(state.config, write=False)
+    try:
+        return acl_history(backend, ids)
+    finally:
+        backend.close()

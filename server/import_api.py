@@ -1,0 +1,119 @@
+"""POST /v1/acls/import: many ACLs written as ONE atomic batch by this serve's controller (what
+`kraft-acl import --server` calls), with duplicates skipped and counted as `kraft-acl import` counts them.
+
+The caller needs ALTER on the cluster (or is a super user or broker), like CreateAcls; a broker-role
+serve answers 421. The body is decoded, validated and imported on the writer thread, so the event loop
+keeps deciding while a million ACLs are parsed and written. Its size limit is `import.max.bytes`
+(not `request.max.bytes`). Stateless apart from the serve state it is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import msgspec
+
+from authorizer.controller import ImportResult, InvalidImportError
+from authorizer.gc_pause import paused_gc
+from authorizer.model import AclOperation, StandardAcl
+from server.admin import on_writer, require_cluster, require_ready, require_writable
+from server.auth import Caller
+from server.context import ServeState
+from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
+from server.errors import BadRequest
+from server.http import Request, Response
+from server.import_wire import ImportIn, ImportOut
+from server.wire import AclIn
+
+log = logging.getLogger(__name__)
+PATH = "/v1/acls/import"
+_IMPORT = msgspec.json.Decoder(ImportIn)
+_ENCODE = msgspec.json.Encoder()
+# Which field a message of Kafka's validateNewAcl is about (authorizer.controller.validate_new_acl's words).
+_FIELD_OF_MESSAGE = (
+    ("resourceType", "resource_type"),
+    ("patternType", "pattern_type"),
+    ("operation", "operation"),
+    ("permissionType", "permission_type"),
+    ("principal", "principal"),
+)
+
+
+def acl_of(a: AclIn, field: str) -> StandardAcl:
+    """One ACL to import; every enum must name a member (a typo fails the import and names its field)."""
+    return StandardAcl(
+        enum_of(RESOURCE_TYPES, a.resource_type, f"{field}.resource_type"),
+        check_bytes(a.resource_name, f"{field}.resource_name"),
+        enum_of(PATTERNS, a.pattern_type, f"{field}.pattern_type", upper=False),
+        sys.intern(check_bytes(a.principal, f"{field}.principal")),  # shared by many ACLs, kept by the node
+        sys.intern(check_bytes(a.host, f"{field}.host")),
+        enum_of(OPERATIONS, a.operation, f"{field}.operation"),
+        enum_of(PERMISSIONS, a.permission_type, f"{field}.permission_type"),
+    )
+
+
+def _acl_in(acl: StandardAcl) -> AclIn:
+    return AclIn(
+        acl.resource_type.name,
+        acl.resource_name,
+        acl.pattern_type.name,
+        acl.principal,
+        acl.host,
+        acl.operation.name,
+        acl.permission_type.name,
+    )
+
+
+def _refused(exc: InvalidImportError) -> BadRequest:
+    """The first ACL the controller refuses, as a 400 naming its element and field (and how many are refused)."""
+    position, _, error = exc.invalid[0]
+    message = error.message or error.name
+    field = next((f for word, f in _FIELD_OF_MESSAGE if word in message), "resource_name")
+    count = len(exc.invalid)
+    return BadRequest(
+        f"{message} ({count} of the ACLs are invalid; nothing was written)", f"$.acls[{position}].{field}"
+    )
+
+
+def _run(state: ServeState, body: bytes) -> ImportOut:
+    """Decode, validate and import (on the writer thread)."""
+    state.node.defer_snapshots = True  # the policy's snapshot of the new state is taken after the answer
+    try:
+        with paused_gc():
+            request = _IMPORT.decode(body)
+            acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(request.acls)]
+            result: ImportResult = state.node.controller.import_acls(acls, dry_run=request.dry_run)
+    except InvalidImportError as exc:
+        raise _refused(exc) from exc
+    finally:
+        state.node.defer_snapshots = False
+    would_add = [_acl_in(a) for _, a in result.added] if request.dry_run else None
+    return ImportOut(
+        read=len(acls),
+        added=len(result.added),
+        present=result.present,
+        repeated=result.repeated,
+        offset=state.node.image.provenance.last_offset,
+        base_offset=result.base_offset,
+        would_add=would_add,
+    )
+
+
+async def import_acls(state: ServeState, request: Request, caller: Caller) -> Response:
+    """POST /v1/acls/import: who may is checked before the body is read."""
+    require_writable(state)
+    require_ready(state)
+    require_cluster(state, caller, AclOperation.ALTER)
+    out = await on_writer(state, lambda: _run(state, request.body))
+    state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write
+    return Response(200, _ENCODE.encode(out))
+
+
+def _deferred_snapshot(state: ServeState) -> None:
+    """The snapshot the policy asked for during an import (on the writer thread); a failure is logged,
+    the log already holds the import and the next policy snapshot tries again."""
+    try:
+        state.node.take_deferred_snapshot()
+    except Exception:
+        log.exception("the snapshot after an import failed")
