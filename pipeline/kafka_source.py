@@ -168,7 +168,8 @@ class KafkaLog(LogEvents):
             held = listed.mapInArrow(snapshot_rows, KAFKA_DDL).persist(StorageLevel.MEMORY_AND_DISK)
             _raise_errors(held)
             acls = held.select(*EVENT_SCHEMA.names).unionByName(acls)
-        return replace(self, events=acls, base=base, transactions=transactions, _views={})
+        events = acls.persist(StorageLevel.MEMORY_AND_DISK)  # a state takes several passes over it
+        return replace(self, events=events, base=base, transactions=transactions, _views={})
 
 
 def _order(snapshot: SnapshotFile) -> tuple[int, int]:
