@@ -94,10 +94,9 @@ def filter_of(f: FilterIn) -> AclBindingFilter:
     )
 
 
-def acl_out(acl_id: str, acl: StandardAcl) -> AclOut:
-    """The API's form of a stored ACL."""
-    return AclOut(
-        acl_id,
+def acl_fields(acl: StandardAcl) -> tuple[str, str, str, str, str, str, str]:
+    """The seven fields of an ACL as the API writes them (enums by name)."""
+    return (
         acl.resource_type.name,
         acl.resource_name,
         acl.pattern_type.name,
@@ -106,3 +105,8 @@ def acl_out(acl_id: str, acl: StandardAcl) -> AclOut:
         acl.operation.name,
         acl.permission_type.name,
     )
+
+
+def acl_out(acl_id: str, acl: StandardAcl) -> AclOut:
+    """The API's form of a stored ACL."""
+    return AclOut(acl_id, *acl_fields(acl))

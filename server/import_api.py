@@ -20,7 +20,7 @@ from authorizer.model import AclOperation, StandardAcl
 from server.admin import on_writer, require_cluster, require_ready, require_writable
 from server.auth import Caller
 from server.context import ServeState
-from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
+from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
 from server.errors import BadRequest
 from server.http import Request, Response
 from server.import_wire import ImportIn, ImportOut
@@ -53,18 +53,6 @@ def acl_of(a: AclIn, field: str) -> StandardAcl:
     )
 
 
-def _acl_in(acl: StandardAcl) -> AclIn:
-    return AclIn(
-        acl.resource_type.name,
-        acl.resource_name,
-        acl.pattern_type.name,
-        acl.principal,
-        acl.host,
-        acl.operation.name,
-        acl.permission_type.name,
-    )
-
-
 def _refused(exc: InvalidImportError) -> BadRequest:
     """The first ACL the controller refuses, as a 400 naming its element and field (and how many are refused)."""
     position, _, error = exc.invalid[0]
@@ -88,7 +76,7 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
         raise _refused(exc) from exc
     finally:
         state.node.defer_snapshots = False
-    would_add = [_acl_in(a) for _, a in result.added] if request.dry_run else None
+    would_add = [AclIn(*acl_fields(a)) for _, a in result.added] if request.dry_run else None
     return ImportOut(
         read=len(acls),
         added=len(result.added),

@@ -66,16 +66,18 @@ def describe_all_acls(client: Mapping[str, Any], timeout_s: float = 30.0) -> lis
                 f"describe_acls({rt.name} {pt.name} {pm.name} {op.name}) on {client.get('bootstrap.servers')}: "
                 f"{exc.args[0] if exc.args else exc}"
             ) from exc
-        out.extend(
-            (
-                b.restype.value,
-                b.name,
-                b.resource_pattern_type.value,
-                b.principal,
-                b.host,
-                b.operation.value,
-                b.permission_type.value,
-            )
-            for b in bindings
-        )
+        out.extend(binding_codes(b) for b in bindings)
     return out
+
+
+def binding_codes(b: Any) -> AclCodes:
+    """One AdminClient AclBinding as the seven ACL fields, enums as Kafka's codes."""
+    return (
+        b.restype.value,
+        b.name,
+        b.resource_pattern_type.value,
+        b.principal,
+        b.host,
+        b.operation.value,
+        b.permission_type.value,
+    )

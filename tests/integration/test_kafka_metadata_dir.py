@@ -31,6 +31,7 @@ from authorizer.model import AclOperation as Op
 from authorizer.model import ResourceType as Rt
 from authorizer.model import StandardAcl
 from authorizer.standard import RequestContext
+from metadata_log.backends.kafka_admin import binding_codes
 from metadata_log.kafka_format.files import PARTITION_DIR, locate
 from metadata_log.kafka_format.reader import log_batches, read_snapshot
 from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
@@ -62,18 +63,6 @@ BOB_GROUP = _binding(ResourceType.GROUP, "g-", PRE, "User:bob", "10.0.0.1", AclO
 ALICE_CLUSTER = _binding(ResourceType.BROKER, "kafka-cluster", LIT, "User:alice", "*", AclOperation.DESCRIBE, ALLOW)
 ANYONE_TX = _binding(ResourceType.TRANSACTIONAL_ID, "tx", LIT, "User:*", "*", AclOperation.WRITE, ALLOW)
 BOB_ORDERS = _binding(ResourceType.TOPIC, "orders", LIT, "User:bob", "*", AclOperation.DESCRIBE, ALLOW)
-
-
-def _codes(b: AclBinding) -> tuple[int, ...]:
-    return (
-        b.restype.value,
-        b.name,
-        b.resource_pattern_type.value,
-        b.principal,
-        b.host,
-        b.operation.value,
-        b.permission_type.value,
-    )  # type: ignore[return-value]
 
 
 def _acl_codes(acl: StandardAcl) -> tuple[int, ...]:
@@ -111,10 +100,10 @@ def cluster(kafka_snapshotting_broker: KafkaBroker) -> dict[str, Any]:
         future.result()
     for future in admin.create_acls([ALICE_CLUSTER]).values():  # the same ACL again: a new id in the log
         future.result()
-    expected = {_codes(b) for b in (ALICE_READ, ALICE_PAY, BOB_GROUP, ALICE_CLUSTER, ANYONE_TX, BOB_ORDERS)}
+    expected = {binding_codes(b) for b in (ALICE_READ, ALICE_PAY, BOB_GROUP, ALICE_CLUSTER, ANYONE_TX, BOB_ORDERS)}
     _eventually(
         "describe_acls",
-        lambda: True if {_codes(b) for b in admin.describe_acls(ANY_FILTER).result()} == expected else None,
+        lambda: True if {binding_codes(b) for b in admin.describe_acls(ANY_FILTER).result()} == expected else None,
     )
     return {"broker": broker, "expected": expected, "data": broker.data_dir / "data"}
 
