@@ -37,7 +37,8 @@ def serve_command(
     """
     from authorizer.errors import ConfigError
     from server.config import load
-    from server.process import ServeError, serve, setup_logging
+    from server.log_backend import ServeError
+    from server.process import serve, setup_logging
 
     try:
         settings = load(config)

@@ -20,6 +20,7 @@ from server.context import ServeState
 from server.convert import acl_out
 from server.errors import LogUnavailable
 from server.http import Request, Response
+from server.log_backend import open_backend
 from server.wire import AclEventOut, HistoryIn, HistoryOut
 
 _HISTORY = msgspec.json.Decoder(HistoryIn)
@@ -45,8 +46,6 @@ async def history(state: ServeState, request: Request, caller: Caller) -> Respon
 
 
 def _scan(state: ServeState, ids: list[str]) -> AclHistory:
-    from server.process import open_backend  # process imports the routes: a late import breaks the cycle
-
     backend = open_backend(state.config, write=False)
     try:
         return acl_history(backend, ids)

@@ -23,8 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 import uvloop
 
 from authorizer.node import AclNode
-from metadata_log.backend import LogBackend
-from metadata_log.errors import LogError
 from server import import_api
 from server.api import Api
 from server.auth import Authenticator, load_tokens, principal_of_cert
@@ -32,14 +30,11 @@ from server.config import Listener, ServeConfig
 from server.context import ServeState
 from server.decision_log import AclIds, DecisionLog
 from server.http import Connections, HttpProtocol, Limits
+from server.log_backend import ServeError, open_backend
 from server.metrics import ServeMetrics
 from snapshots.policy import SnapshotPolicy
 
 log = logging.getLogger("kraft_acl.serve")
-
-
-class ServeError(Exception):
-    """serve cannot start or had to stop; the message is one line for the operator."""
 
 
 def say(line: str) -> None:
@@ -80,28 +75,6 @@ def bind(listener: Listener) -> socket.socket:
         ) from exc
     sock.setblocking(False)
     return sock
-
-
-def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
-    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences);
-    `write=False` opens a reader whatever the role (one more, beside the node's)."""
-    lc = config.log
-    writer = config.controller if write is None else write
-    try:
-        if lc.log_dir is not None:
-            from metadata_log.backends.file import FileLog
-
-            lc.log_dir.mkdir(parents=True, exist_ok=True)
-            return FileLog(lc.log_dir, read_only=not writer)
-        from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
-
-        assert lc.bootstrap_servers is not None
-        kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))
-        return KafkaLog(kafka, writer=writer)
-    except LogError as exc:
-        raise ServeError(f"cannot open the metadata log: {exc}") from exc
-    except OSError as exc:
-        raise ServeError(f"cannot open the metadata log directory {lc.log_dir}: {exc.strerror}") from exc
 
 
 def build_state(config: ServeConfig) -> ServeState:

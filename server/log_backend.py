@@ -1,0 +1,37 @@
+"""Opening serve's metadata log (the embedded file log or the Kafka topic) from its config, and the error serve
+exits with when it cannot start.
+
+Stateless; every call opens a new backend that the caller closes.
+"""
+
+from __future__ import annotations
+
+from metadata_log.backend import LogBackend
+from metadata_log.errors import LogError
+from server.config import ServeConfig
+
+
+class ServeError(Exception):
+    """serve cannot start or had to stop; the message is one line for the operator."""
+
+
+def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
+    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences);
+    `write=False` opens a reader whatever the role (one more, beside the node's)."""
+    lc = config.log
+    writer = config.controller if write is None else write
+    try:
+        if lc.log_dir is not None:
+            from metadata_log.backends.file import FileLog
+
+            lc.log_dir.mkdir(parents=True, exist_ok=True)
+            return FileLog(lc.log_dir, read_only=not writer)
+        from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+
+        assert lc.bootstrap_servers is not None
+        kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))
+        return KafkaLog(kafka, writer=writer)
+    except LogError as exc:
+        raise ServeError(f"cannot open the metadata log: {exc}") from exc
+    except OSError as exc:
+        raise ServeError(f"cannot open the metadata log directory {lc.log_dir}: {exc.strerror}") from exc
