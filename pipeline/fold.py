@@ -11,9 +11,9 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -91,11 +91,11 @@ def fold(log: LogEvents, offset: int, out: Path) -> FoldResult:
     """Write the state at `offset` as a snapshot file `out` (end offset, the epoch and time of the last batch)."""
     acls = state_at(log, offset)
     header = _header(log.for_states(offset), offset)
-    table = acls.orderBy(*SNAPSHOT_ORDER).toArrow()
+    ordered = acls.orderBy(*SNAPSHOT_ORDER).select("id", *ACL_FIELDS)
     part = out.with_name(f"{out.name}.{os.getpid()}.part")
     try:
         with part.open("wb") as fh:
-            count = write_snapshot_chunks(fh, header, _chunks(table))
+            count = write_snapshot_chunks(fh, header, _chunks(ordered))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(part, out)
@@ -115,7 +115,9 @@ def _header(log: LogEvents, offset: int) -> SnapshotHeader:
     return SnapshotHeader(offset, max(last[0], 0), last[1], log_id=log.log_id)
 
 
-def _chunks(table: pa.Table) -> Iterator[AclColumns]:
-    for start in range(0, table.num_rows, CHUNK_RECORDS):
-        part = table.slice(start, CHUNK_RECORDS)
-        yield AclColumns(*(part.column(name).to_pylist() for name in ("id", *ACL_FIELDS)))
+def _chunks(ordered: DataFrame) -> Iterator[AclColumns]:
+    """The sorted state brought to the driver one partition at a time (the next one fetched while this one is
+    written), so the driver holds a partition, never the whole state."""
+    rows = ordered.toLocalIterator(prefetchPartitions=True)
+    while chunk := list(islice(rows, CHUNK_RECORDS)):
+        yield AclColumns(*(list(column) for column in zip(*chunk, strict=True)))

@@ -19,10 +19,12 @@ from authorizer.records import acl_from_record
 from metadata_log.backends.file import FileLog
 from metadata_log.codec import new_uuid
 from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from pipeline import fold as fold_module
 from pipeline.changes import changes
 from pipeline.errors import PipelineError
 from pipeline.events import ACL_FIELDS
 from pipeline.fold import fold, state_at
+from pipeline.session import local_driver_memory
 from pipeline.source import LogEvents, LogSource, load_events
 from snapshots.format import SnapshotReader
 from snapshots.store import SnapshotStore
@@ -74,6 +76,20 @@ def test_fold_writes_the_snapshot_a_node_writes_at_that_offset(
         assert header.log_id == node_header.log_id == events.log_id is not None  # bound to this log (issue #15)
         if offset:  # at 0 both stamp the time of writing
             assert header.timestamp_ms == node_header.timestamp_ms
+
+
+def test_fold_streams_the_state_in_snapshot_order_across_partitions_and_chunks(
+    generated: GeneratedLog, events: LogEvents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver receives the sorted state a partition at a time and writes it in chunks: none is lost,
+    repeated or out of order."""
+    monkeypatch.setattr(fold_module, "CHUNK_RECORDS", 7)
+    offset = generated.high_watermark
+    folded = fold(events, offset, tmp_path / "small-chunks.checkpoint")
+    written = [record.id for record in SnapshotReader(folded.path).records()]
+    ordered = state_at(events, offset).orderBy(*fold_module.SNAPSHOT_ORDER).select("id").collect()
+    assert written == [row["id"] for row in ordered]
+    assert len(written) > 7 * 3 and folded.acls == len(written)
 
 
 def test_the_state_at_a_time_is_after_the_last_batch_written_by_then(
@@ -131,3 +147,10 @@ def test_a_log_the_replay_refuses_is_refused_with_the_same_words(spark: SparkSes
     with pytest.raises(PipelineError) as folded:
         state_at(load_events(spark, LogSource(log_dir=directory)), 3)
     assert str(folded.value) == str(replay.value)
+
+
+def test_a_local_driver_gets_its_heap_from_the_machine(spark: SparkSession) -> None:
+    """Local mode: the driver JVM was started with a quarter of the machine's memory, not Spark's 1g."""
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()  # type: ignore[union-attr]
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == local_driver_memory()
+    assert heap > int(local_driver_memory()[:-1]) * 0.8 * 2**30
