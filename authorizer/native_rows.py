@@ -18,3 +18,4 @@ hashed_dict = _module.hashed_dict
 prefix_trie = _module.prefix_trie
 prefix_tries = _module.prefix_tries
 grant_mask = _module.grant_mask
+decide_many = _module.decide_many

@@ -21,6 +21,7 @@ from authorizer.audit import (
     audit_level,
     audit_line,
 )
+from authorizer.bulk_rows import DECISION_CODES
 from authorizer.config import AuthorizerConfig
 from authorizer.errors import AuthorizerNotReadyError, InvalidActionError
 from authorizer.filters import AclBindingFilter
@@ -36,7 +37,7 @@ from authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from authorizer.native_rows import grant_mask
+from authorizer.native_rows import decide_many, grant_mask
 from authorizer.operations import (
     ALLOW_TEST,
     DENY_TEST,
@@ -51,7 +52,7 @@ from authorizer.walk_order import walk_order
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED
 # How a decision was reached (StandardAuthorizer.authorize_at's codes; serve's metrics label them).
-BY_ACL_DENY, BY_ACL_ALLOW, BY_DEFAULT_DENY, BY_DEFAULT_ALLOW, BY_SUPER_USER = range(5)
+BY_ACL_DENY, BY_ACL_ALLOW, BY_DEFAULT_DENY, BY_DEFAULT_ALLOW, BY_SUPER_USER = DECISION_CODES
 RESULT_OF = (DENIED, ALLOWED, DENIED, ALLOWED, ALLOWED)
 RULE_KIND_OF = ("MatchingAcl", "MatchingAcl", "DefaultDeny", "DefaultAllow", "SuperUser")
 _PROBE_NAME = "hardcode"  # Kafka's authorizeByResourceType probe resource (spec §8 step 2)
@@ -199,7 +200,7 @@ class StandardAuthorizer:
         return results, codes, rules
 
     def decide_codes(
-        self, index: AclIndex, ctx: RequestContext, ops: Sequence[int], rtypes: Sequence[int], names: Sequence[str]
+        self, index: AclIndex, ctx: RequestContext, ops: list[int], rtypes: list[int], names: list[str]
     ) -> list[int]:
         """The BY_* codes of many LITERAL actions against one index, with no audit logging (the caller
         audits with `maybe_audit`); AuthorizerNotReadyError before the initial load, super users excepted."""
@@ -207,10 +208,10 @@ class StandardAuthorizer:
             return [BY_SUPER_USER] * len(ops)
         if not self._loaded:
             raise AuthorizerNotReadyError(f"the authorizer has not completed its initial load ({ctx.principal})")
-        decide, principal, host = self._decide_code, ctx.principal, ctx.host
-        return [
-            decide(index, principal, host, op, rtype, name) for op, rtype, name in zip(ops, rtypes, names, strict=True)
-        ]
+        codes: list[int] = decide_many(
+            index.types, ctx.principal, ctx.host, ops, rtypes, names, DENY_TEST, ALLOW_TEST, self._default is ALLOWED
+        )
+        return codes
 
     def maybe_audit(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> None:
         """Kafka's audit line for one decided action, at its level (`authorize` does this for every action)."""

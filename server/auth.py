@@ -1,7 +1,8 @@
 """Who is calling serve (bearer token, client certificate, or anonymous on listeners that allow it) and what
 that caller may do: brokers ask on behalf of anyone, everyone else is authorized by the ACLs themselves.
 
-`Authenticator` is immutable after construction; the token file is read once at start-up. Tokens
+`Authenticator`'s tokens are fixed at construction (the token file is read once at start-up); it remembers
+the header values it has verified, and is used from the event loop thread only. Tokens
 are looked up by their SHA-256, so the time a lookup takes does not depend on how many characters a
 guess shares with a real token.
 """
@@ -69,14 +70,28 @@ def principal_of_cert(cert: Mapping[str, object]) -> str | None:
 class Authenticator:
     """Maps a request's credentials to a principal; None means 'no credentials offered'."""
 
+    MAX_REMEMBERED = 1024
+
     def __init__(self, tokens: dict[bytes, str]) -> None:
         self.tokens = tokens
+        # Authorization header values already verified -> their principal, so that a keep-alive broker's
+        # every call is one dict probe instead of a SHA-256 (1.8 µs). Only accepted tokens enter it; a dict
+        # compares a guess with an entry only on a full hash match (randomized), so timing reveals nothing.
+        self._verified: dict[bytes, str] = {}
 
     def from_header(self, authorization: bytes | None) -> tuple[str | None, bool]:
         """(principal, offered): a bearer token's principal, or (None, True) for a token nobody holds."""
         if authorization is None:
             return None, False
+        known = self._verified.get(authorization)
+        if known is not None:
+            return known, True
         scheme, _, token = authorization.partition(b" ")
         if scheme.lower() != b"bearer" or not token.strip():
             return None, True
-        return self.tokens.get(hashlib.sha256(token.strip()).digest()), True
+        principal = self.tokens.get(hashlib.sha256(token.strip()).digest())
+        if principal is not None:
+            if len(self._verified) >= self.MAX_REMEMBERED:
+                self._verified.clear()
+            self._verified[authorization] = principal
+        return principal, True

@@ -42,6 +42,8 @@ _OPERATIONS = msgspec.json.Decoder(AuthorizedOperationsIn)
 _OPA = msgspec.json.Decoder(OpaIn)
 _ENCODE = msgspec.json.Encoder()
 ALLOWED = AuthorizationResult.ALLOWED
+OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the compiled decision loop's input
+TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
 RESULT_NAME = tuple(result.name for result in RESULT_OF)
 
 
@@ -125,7 +127,25 @@ def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explai
 
 
 def parse_actions(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:
-    """Operation and resource type codes and names of LITERAL actions; BadRequest naming the first bad field."""
+    """Operation and resource type codes and names of LITERAL actions; BadRequest naming the first bad field.
+
+    The common request (upper-case names, LITERAL patterns, short names) is parsed by list comprehensions
+    and checked once for the whole list; anything else goes through `_parse_each`."""
+    ops = [OP_CODES.get(a.operation) for a in actions]
+    rtypes = [TYPE_CODES.get(a.resource_type) for a in actions]
+    names = [a.resource_name for a in actions]
+    if (
+        None in ops
+        or None in rtypes
+        or (names and max(map(len, names)) > MAX_STRING_BYTES // 4)
+        or any(a.pattern_type != "LITERAL" for a in actions)
+    ):
+        return _parse_each(actions)
+    return ops, rtypes, names  # type: ignore[return-value]  # no None left, checked above
+
+
+def _parse_each(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:
+    """`parse_actions` one action at a time, with Kafka's case rules and a BadRequest naming the first bad field."""
     ops: list[int] = []
     rtypes: list[int] = []
     names: list[str] = []

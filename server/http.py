@@ -238,7 +238,9 @@ class HttpProtocol(asyncio.Protocol):
         self._count_head(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count_head(len(name) + len(value))
+        self.head_bytes += len(name) + len(value)  # `_count_head`, inlined: every header of every request
+        if self.head_bytes > MAX_HEAD_BYTES:
+            self._count_head(0)
         lower = name.lower()
         if lower in _KEPT_HEADERS:
             self.headers[lower] = value
@@ -271,7 +273,13 @@ class HttpProtocol(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.closing and self.transport is None:
             return
-        path = httptools.parse_url(self.url).path.decode("latin-1") if self.url else "/"
+        url = self.url
+        if not url:
+            path = "/"
+        elif b"?" in url or b"#" in url or not url.startswith(b"/"):
+            path = httptools.parse_url(url).path.decode("latin-1")
+        else:
+            path = url.decode("latin-1")  # a plain origin-form path, as every client of serve sends
         request = Request(
             self.parser.get_method().decode("latin-1"),
             path,

@@ -30,7 +30,7 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.operations import grant_bit
+from authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
 from authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
 from authorizer.type_index import intern_grants
 from metadata_log.native import load_native
@@ -238,3 +238,47 @@ def test_grant_mask_ors_the_grant_of_every_acl_that_applies(
 
 def test_grant_mask_wildcard_is_the_model_s() -> None:
     assert bulk_rows.WILDCARD_PRINCIPAL == WILDCARD_PRINCIPAL
+
+
+@each_implementation
+@settings(max_examples=300, deadline=None)
+@given(
+    acl_sets,
+    st.sampled_from(["User:alice", "User:bob", "User:*", "Group:alice"]),
+    st.sampled_from(["*", "10.0.0.1", "::1", ""]),
+    st.lists(
+        st.tuples(st.sampled_from(list(AclOperation)), st.sampled_from(list(ResourceType)), request_names),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+def test_decide_many_decides_each_action_as_the_reference_model(
+    module: ModuleType,
+    acls: list[StandardAcl],
+    principal: str,
+    host: str,
+    actions: list[tuple[AclOperation, ResourceType, str]],
+    allow_everyone: bool,
+) -> None:
+    """One call for a whole request gives, action by action, the reference model's result (spec §5.2-§5.5)."""
+    types = AclIndex.build(pairs_of(acls)).types
+    codes = module.decide_many(
+        types,
+        principal,
+        host,
+        [int(op) for op, _, _ in actions],
+        [int(rtype) for _, rtype, _ in actions],
+        [name for _, _, name in actions],
+        DENY_TEST,
+        ALLOW_TEST,
+        allow_everyone,
+    )
+    results = ["ALLOWED" if code in (module.ACL_ALLOW, module.DEFAULT_ALLOW) else "DENIED" for code in codes]
+    expected = [reference.ref_authorize(acls, (), allow_everyone, principal, host, *action) for action in actions]
+    assert results == expected
+
+
+@each_implementation
+def test_decide_many_refuses_unequal_lists(module: ModuleType) -> None:
+    with pytest.raises(ValueError, match="2 operations, 1 resource types and 2 names"):
+        module.decide_many(AclIndex.empty().types, "User:a", "*", [2, 3], [2], ["a", "b"], DENY_TEST, ALLOW_TEST, False)

@@ -104,3 +104,17 @@ def test_tokens_and_certificates_map_to_principals(tmp_path: Path) -> None:
     cert = {"subject": ((("countryName", "DE"),), (("commonName", "broker-1"),))}
     assert principal_of_cert(cert) == "User:broker-1"
     assert principal_of_cert({"subject": ((("organizationName", "x"),),)}) is None
+
+
+def test_remembered_tokens_answer_as_the_token_file_does(tmp_path: Path) -> None:
+    """A verified header is remembered; a wrong token never is, however close, and the memory stays bounded."""
+    (tmp_path / "tokens").write_text("User:broker 0123456789abcdefgh\n")
+    auth = Authenticator(load_tokens(tmp_path / "tokens"))
+    for _ in range(3):
+        assert auth.from_header(b"Bearer 0123456789abcdefgh") == ("User:broker", True)
+        assert auth.from_header(b"Bearer 0123456789abcdefgi") == (None, True)
+        assert auth.from_header(b"Bearer 0123456789abcdefg") == (None, True)
+    assert list(auth._verified) == [b"Bearer 0123456789abcdefgh"]
+    for n in range(Authenticator.MAX_REMEMBERED + 5):
+        assert auth.from_header(b"Bearer 0123456789abcdefgh" + b" " * n) == ("User:broker", True)
+    assert 0 < len(auth._verified) <= Authenticator.MAX_REMEMBERED
