@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable, Mapping
 from enum import IntEnum
+from operator import itemgetter
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
@@ -189,6 +190,7 @@ def _validate(model: type[_Model], obj: dict[str, Any]) -> Any:
 
 
 _ACL_FIELDS = tuple(AclEntry.model_fields)
+_GET_FIELDS = itemgetter(*_ACL_FIELDS)
 
 
 def parse_acl(obj: object) -> StandardAcl:
@@ -266,13 +268,18 @@ def _plain_acl(item: object) -> StandardAcl | None:
     if type(item) is not dict or len(item) != len(_ACL_FIELDS):
         return None
     try:
-        rt, name, pt, principal, host, op, pm = (item[f] for f in _ACL_FIELDS)
+        rt, name, pt, principal, host, op, pm = _GET_FIELDS(item)
         acl = StandardAcl(_TYPES[rt], name, _PATTERNS[pt], principal, host, _OPERATIONS[op], _PERMISSIONS[pm])
     except (KeyError, TypeError):  # a missing field, an unhashable value, another spelling or a code
         return None
-    for text in (name, principal, host):
-        if type(text) is not str or not text.isascii() or len(text) > MAX_STRING_BYTES:
-            return None
+    if (
+        type(name) is not str
+        or type(principal) is not str
+        or type(host) is not str
+        or not (name + principal + host).isascii()
+        or max(len(name), len(principal), len(host)) > MAX_STRING_BYTES
+    ):
+        return None
     return acl
 
 

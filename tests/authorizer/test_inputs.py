@@ -94,6 +94,9 @@ def test_strict_json_refuses_deep_nesting() -> None:
         error = refused(loads_strict, "[" * depth + "]" * depth)
         assert error.reason == "JSON nested more than 64 levels deep" and error.field_path == ()
     assert refused(loads_strict, '{"a": [{"b": ' + "[" * 70 + "]" * 70 + "}]}").reason.startswith("JSON nested")
+    mixed = '{"k": "v", "n": [1, "x", null, ' * 40 + "{}" + "]}" * 40  # scalars beside containers, 81 deep
+    assert refused(loads_strict, mixed).reason.startswith("JSON nested")
+    assert loads_strict('{"k": "v", "n": [1, "x", null, ' * 31 + "{}" + "]}" * 31) is not None  # 63 levels
     brackets_in_strings = json.dumps(["[" * 1000, "{" * 1000])  # brackets inside strings do not count
     assert loads_strict(brackets_in_strings) == ["[" * 1000, "{" * 1000]
 
