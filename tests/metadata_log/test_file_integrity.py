@@ -353,7 +353,7 @@ def test_the_last_writer_epoch_is_refused_before_it_overflows(tmp_path: Path) ->
     [
         ('{"log_id": "AAAAAAAAAAAAAAAAAAAAAQ", "log_start_offset": 0, "log_start_offset": 1}', "duplicate key"),
         ('{"log_id": "AAAAAAAAAAAAAAAAAAAAAQ", "log_start_offset": NaN}', "NaN is not a JSON number"),
-        ('{"log_id": "AAAAAAAAAAAAAAAAAAAAAQ", "log_start_offset": 9223372036854775808}', "not an integer in"),
+        ('{"log_id": "AAAAAAAAAAAAAAAAAAAAAQ", "log_start_offset": 9223372036854775808}', "outside Java's long range"),
         ('{"log_id": "AAAAAAAAAAAAAAAAAAAAAQ", "log_start_offset": true}', "not an integer in"),
         ('{"log_id": "nope", "log_start_offset": 0}', "not a Kafka Uuid text"),
         ("[" * 100_000, "not a log-meta JSON object"),
