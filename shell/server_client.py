@@ -19,8 +19,10 @@ from authorizer.acl_history import AclEvent, AclHistory
 from authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
 from authorizer.errors import AuthorizerError
 from authorizer.filters import AclBindingFilter
+from authorizer.gc_pause import paused_gc
+from authorizer.inputs import parse_acl
 from authorizer.model import StandardAcl
-from authorizer.whatif import AclEntry, Request, acl_to_json
+from authorizer.whatif import Request, acl_to_json
 
 TOKEN_ENV = "KRAFT_ACL_TOKEN"
 
@@ -100,8 +102,9 @@ def _filter_json(f: AclBindingFilter) -> dict[str, Any]:
 
 def acl_of_json(obj: dict[str, Any]) -> tuple[str, StandardAcl]:
     """(id, ACL) of one ACL as serve's API writes it."""
-    fields = {k: v for k, v in obj.items() if k != "id"}
-    return str(obj["id"]), AclEntry.model_validate(fields).to_acl()
+    fields = dict(obj)
+    acl_id = fields.pop("id")
+    return str(acl_id), parse_acl(fields)
 
 
 def _error(item: dict[str, Any]) -> ApiError:
@@ -182,8 +185,9 @@ class ServerClient:
     def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], dict[str, Any]]:
         """GET /v1/acls/image: every ACL with its id at one offset, and the rest of the answer (offset, epoch,
         timestamp_ms, super_users, allow_everyone_if_no_acl_found)."""
-        answer = self.call("GET", "/v1/acls/image")
-        return [acl_of_json(a) for a in answer.pop("acls")], answer
+        with paused_gc():  # a million ACLs become objects: no collection pass walks them meanwhile
+            answer = self.call("GET", "/v1/acls/image")
+            return [acl_of_json(a) for a in answer.pop("acls")], answer
 
     def acl_history(self, acl_ids: list[str]) -> AclHistory:
         """POST /v1/acls/history: when each id was added and removed, from serve's log."""

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from authorizer import inputs as inputs_module
 from authorizer.config import load_properties, parse_node_id
 from authorizer.errors import ConfigError
 from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
@@ -358,3 +359,44 @@ def test_parse_acls_accepts_and_builds_exactly_what_parse_acl_does(obj: dict[str
         return
     assert expected is not None and got == expected
     assert [type(value) for value in got] == [type(value) for value in expected]
+
+
+_ACL_KEYS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+_ACL_VALUES = st.one_of(
+    st.sampled_from(["TOPIC", "topic", "GROUP", "LITERAL", "PREFIXED", "prefixed", "READ", "ALLOW", "DENY", "UNKNOWN"]),
+    st.sampled_from(["User:alice", "*", "10.0.0.1", "", "é", "x" * 40_000]),
+    st.integers(-1, 20),
+    st.none(),
+    st.booleans(),
+)
+
+
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={key: _ACL_VALUES for key in _ACL_KEYS} | {"extra": st.just(1)},
+    )
+)
+@example(
+    {
+        "resource_type": "TOPIC",
+        "resource_name": "t",
+        "pattern_type": "LITERAL",
+        "principal": "User:a",
+        "host": "*",
+        "operation": "READ",
+        "permission_type": "ALLOW",
+    }
+)
+def test_parse_acl_fast_path_answers_as_the_validator(obj: dict[str, Any]) -> None:
+    """`parse_acl` takes the common spelling by dict lookups: it accepts and builds exactly what the validator
+    does, and refuses what the validator refuses with the validator's own words."""
+    try:
+        expected: StandardAcl | str = inputs_module._validated_acl(obj)
+    except InputError as exc:
+        expected = str(exc)
+    try:
+        got: StandardAcl | str = parse_acl(obj)
+    except InputError as exc:
+        got = str(exc)
+    assert got == expected
