@@ -370,8 +370,7 @@ def decide_many(
     """The decision code of each LITERAL action (`ops[i]` on `names[i]` of type `rtypes[i]`) for one requester,
     against `types` (an AclIndex's TypeIndex per type code, None where a type has no ACLs).
 
-    Kafka's order (spec §5): a matching DENY, then a matching ALLOW, then the default, which is DENIED
-    whenever some ACL is a candidate for the resource. One compiled loop for a whole request: a broker's
+    Decided as `decide_code` decides one action, in one compiled loop for a whole request: a broker's
     Metadata request asks hundreds of actions at once.
     """
     if len(rtypes) != len(ops) or len(names) != len(ops):
@@ -393,12 +392,41 @@ def decide_many(
             pair = (principals.get(principal), star)
             views[rtype] = pair
         mask = view_mask(pair[0], host, name) | view_mask(pair[1], host, name)
-        if mask & deny_test[op]:
-            out.append(ACL_DENY)
-        elif mask & allow_test[op]:
-            out.append(ACL_ALLOW)
-        elif not default_allow or tindex.has_candidates(name):
-            out.append(DEFAULT_DENY)
-        else:
-            out.append(DEFAULT_ALLOW)
+        out.append(code_of_mask(mask, tindex, op, name, deny_test, allow_test, default_allow))
     return out
+
+
+def decide_code(
+    tindex: Any,
+    principal: str,
+    host: str,
+    op: int,
+    name: str,
+    deny_test: tuple[int, ...],
+    allow_test: tuple[int, ...],
+    default_allow: bool,
+) -> int:
+    """The decision code of one LITERAL action on a type that has ACLs (`tindex`, a TypeIndex)."""
+    return code_of_mask(
+        grant_mask(tindex, principal, host, name), tindex, op, name, deny_test, allow_test, default_allow
+    )
+
+
+def code_of_mask(
+    mask: int,
+    tindex: Any,
+    op: int,
+    name: str,
+    deny_test: tuple[int, ...],
+    allow_test: tuple[int, ...],
+    default_allow: bool,
+) -> int:
+    """Kafka's order (spec §5) over the grants that apply: a matching DENY, then a matching ALLOW, then the
+    default, which is DENIED whenever some ACL is a candidate for the resource (spec §5.5)."""
+    if mask & deny_test[op]:
+        return ACL_DENY
+    if mask & allow_test[op]:
+        return ACL_ALLOW
+    if not default_allow or tindex.has_candidates(name):
+        return DEFAULT_DENY
+    return DEFAULT_ALLOW

@@ -19,3 +19,4 @@ prefix_trie = _module.prefix_trie
 prefix_tries = _module.prefix_tries
 grant_mask = _module.grant_mask
 decide_many = _module.decide_many
+decide_code = _module.decide_code

@@ -37,7 +37,7 @@ from authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from authorizer.native_rows import decide_many, grant_mask
+from authorizer.native_rows import decide_code, decide_many, grant_mask
 from authorizer.operations import (
     ALLOW_TEST,
     DENY_TEST,
@@ -237,14 +237,8 @@ class StandardAuthorizer:
         tindex = index.types[rtype]
         if tindex is None:
             return BY_DEFAULT_ALLOW if self._default is ALLOWED else BY_DEFAULT_DENY
-        mask = grant_mask(tindex, principal, host, name)
-        if mask & DENY_TEST[op]:
-            return BY_ACL_DENY
-        if mask & ALLOW_TEST[op]:
-            return BY_ACL_ALLOW
-        if self._default is DENIED:
-            return BY_DEFAULT_DENY  # candidates or not, the answer is DENIED (spec §5.5)
-        return BY_DEFAULT_DENY if tindex.has_candidates(name) else BY_DEFAULT_ALLOW
+        code: int = decide_code(tindex, principal, host, op, name, DENY_TEST, ALLOW_TEST, self._default is ALLOWED)
+        return code
 
     def explain(self, ctx: RequestContext, action: Action) -> Decision:
         """The decision and the rule behind it (super user, the matching ACL, or the default)."""
