@@ -14,9 +14,11 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 # source -> its generated, stamped copy (gitignored; excluded from ruff and mypy in pyproject.toml)
+# (kraftacl/metadata_log is a symlink to metadata_log/: the paths name the modules kraftacl.metadata_log.*, which mypyc
+# derives from the folders' __init__.py files)
 COMPILED = {
-    Path("metadata_log/codec_rows.py"): Path("metadata_log/_codec_rows_native.py"),
-    Path("authorizer/bulk_rows.py"): Path("authorizer/_bulk_rows_native.py"),
+    Path("kraftacl/metadata_log/codec_rows.py"): Path("kraftacl/metadata_log/_codec_rows_native.py"),
+    Path("kraftacl/authorizer/bulk_rows.py"): Path("kraftacl/authorizer/_bulk_rows_native.py"),
 }
 
 

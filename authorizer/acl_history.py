@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from authorizer.model import StandardAcl
-from authorizer.records import batch_rows
-from metadata_log.backend import LogBackend
-from metadata_log.replayer import Replayer
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.records import batch_rows
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.replayer import Replayer
 
 
 @dataclass(frozen=True, slots=True)

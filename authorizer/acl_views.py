@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import cached_property
 
-from authorizer.model import PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model import PatternType, ResourceType, StandardAcl
 
 ByName = dict[str, list[str]]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from authorizer.model import StandardAcl
-from authorizer.whatif import acl_to_json
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.whatif import acl_to_json
 
 _FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from authorizer.model import AclOperation, AuthorizationResult, ResourceType, StandardAcl, pascal_name
+from kraftacl.authorizer.model import AclOperation, AuthorizationResult, ResourceType, StandardAcl, pascal_name
 
 AUDIT_LOGGER = logging.getLogger("kafka.authorizer.logger")
 

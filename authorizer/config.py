@@ -11,8 +11,8 @@ from pathlib import Path
 import javaproperties
 from pydantic import BaseModel, ConfigDict
 
-from authorizer.errors import ConfigError
-from authorizer.input_checks import InputError, check_string, decode_utf8
+from kraftacl.authorizer.errors import ConfigError
+from kraftacl.authorizer.input_checks import InputError, check_string, decode_utf8
 
 SUPER_USERS = "super.users"
 ALLOW_EVERYONE = "allow.everyone.if.no.acl.found"

@@ -15,11 +15,11 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from authorizer.errors import ControllerError, InvalidFilterError
-from authorizer.filters import AclBindingFilter
-from authorizer.index import AclIndex, members
-from authorizer.loader import MetadataLoader
-from authorizer.model import (
+from kraftacl.authorizer.errors import ControllerError, InvalidFilterError
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.index import AclIndex, members
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.model import (
     CLUSTER_NAME,
     AclOperation,
     AclPermissionType,
@@ -27,10 +27,10 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.records import record_from_acl, records_from_acls
-from metadata_log.backend import LogBackend
-from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
-from metadata_log.uuids import new_uuid, new_uuids
+from kraftacl.authorizer.records import record_from_acl, records_from_acls
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import new_uuid, new_uuids
 
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
 

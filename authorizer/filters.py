@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from authorizer.errors import InvalidFilterError
-from authorizer.model import (
+from kraftacl.authorizer.errors import InvalidFilterError
+from kraftacl.authorizer.model import (
     WILDCARD_RESOURCE,
     AccessControlEntry,
     AclBinding,

@@ -27,11 +27,11 @@ from typing import Any
 
 import immutables
 
-from authorizer.model import AclPermissionType, StandardAcl
-from authorizer.operations import grant_bit
-from authorizer.overlay import OverlayMap
-from authorizer.type_index import Bucket, grants_of, intern_grants, kind_of, members
-from authorizer.views import EMPTY_VIEW, Bits, Grants, PrincipalView
+from kraftacl.authorizer.model import AclPermissionType, StandardAcl
+from kraftacl.authorizer.operations import grant_bit
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.type_index import Bucket, grants_of, intern_grants, kind_of, members
+from kraftacl.authorizer.views import EMPTY_VIEW, Bits, Grants, PrincipalView
 
 _UNIQUE_BITS = (AclPermissionType.ALLOW, AclPermissionType.DENY)
 HOSTS_LIMIT = 64  # grants of more hosts are edited as an `immutables.Map` (O(log n) a host), back to a dict at half

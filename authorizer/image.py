@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter
 
-from authorizer.errors import ImageError
-from authorizer.model import StandardAcl
-from authorizer.native_rows import add_columns, apply_new_rows, hashed_dict
-from authorizer.overlay import OverlayMap
-from authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record, batch_rows
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord
-from snapshots.columns import AclColumns
-from snapshots.format import CHUNK_RECORDS
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.native_rows import add_columns, apply_new_rows, hashed_dict
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record, batch_rows
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
+from kraftacl.snapshots.columns import AclColumns
+from kraftacl.snapshots.format import CHUNK_RECORDS
 
 _FEW = 8  # a delta of at most this many ids is applied one id at a time (`AclsDelta.apply`)
 # The order of a snapshot's records: the bulk build's grouping (see AclsImage.chunks).

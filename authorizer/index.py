@@ -38,12 +38,12 @@ from collections.abc import Iterable
 
 import immutables
 
-from authorizer.errors import ImageError
-from authorizer.grant_edits import GrantEdits
-from authorizer.index_build import build_types
-from authorizer.model import PatternType, StandardAcl
-from authorizer.overlay import OverlayMap
-from authorizer.type_index import (
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.grant_edits import GrantEdits
+from kraftacl.authorizer.index_build import build_types
+from kraftacl.authorizer.model import PatternType, StandardAcl
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.type_index import (
     N_TYPES,
     AclId,
     Bucket,

@@ -20,13 +20,13 @@ from collections.abc import Iterable
 
 import immutables
 
-from authorizer.bulk_rows import TypeGroups
-from authorizer.errors import ImageError
-from authorizer.model import PatternType, StandardAcl
-from authorizer.native_rows import group_acls, prefix_tries
-from authorizer.overlay import OverlayMap
-from authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeIndex, bucket_of, intern_grants
-from authorizer.views import NO_NAMES
+from kraftacl.authorizer.bulk_rows import TypeGroups
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.model import PatternType, StandardAcl
+from kraftacl.authorizer.native_rows import group_acls, prefix_tries
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.type_index import BITS, N_TYPES, Grants, PrincipalView, TypeIndex, bucket_of, intern_grants
+from kraftacl.authorizer.views import NO_NAMES
 
 
 class _OneHost(dict[int, Grants]):

@@ -11,8 +11,8 @@ from enum import IntEnum
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from authorizer.errors import AuthorizerError
-from metadata_log import strict_json
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.metadata_log import strict_json
 
 MAX_STRING_BYTES = 32767  # Kafka's limit for every string field (spec §2), in UTF-8 bytes
 MAX_DEPTH = strict_json.MAX_DEPTH  # JSON nesting accepted (the formats need 3 levels)

@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.input_checks import (
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.input_checks import (
     MAX_DEPTH,
     MAX_STRING_BYTES,
     InputError,
@@ -32,7 +32,14 @@ from authorizer.input_checks import (
     loads_strict,
     parse_enum,
 )
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl, split_principal
+from kraftacl.authorizer.model import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+    split_principal,
+)
 
 __all__ = [
     "MAX_DEPTH",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from authorizer.acl_history import AclEvent, AclHistory
-from authorizer.kafka_state import KafkaAclReplay, KafkaStateError
-from authorizer.records import acl_from_record
-from metadata_log.kafka_format.files import KafkaMetadataFiles
-from metadata_log.kafka_format.messages import TransactionMarker
-from metadata_log.kafka_format.reader import log_batches
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.acl_history import AclEvent, AclHistory
+from kraftacl.authorizer.kafka_state import KafkaAclReplay, KafkaStateError
+from kraftacl.authorizer.records import acl_from_record
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles
+from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_format.reader import log_batches
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
 
 def kafka_acl_history(files: KafkaMetadataFiles, acl_ids: Iterable[str]) -> AclHistory:

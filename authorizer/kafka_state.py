@@ -19,13 +19,13 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
-from authorizer.errors import AuthorizerError
-from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_snapshot
-from metadata_log.kafka_format.batches import TornTail
-from metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from metadata_log.kafka_format.messages import TransactionMarker
-from metadata_log.kafka_format.reader import DecodedBatch, file_batches, log_batches, read_snapshot
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance, image_from_snapshot
+from kraftacl.metadata_log.kafka_format.batches import TornTail
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_format.reader import DecodedBatch, file_batches, log_batches, read_snapshot
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 
 class KafkaStateError(AuthorizerError):

@@ -15,16 +15,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 
-from authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
-from authorizer.index import AclIndex
-from authorizer.memory import release_free_memory
-from authorizer.model import StandardAcl
-from authorizer.records import batch_rows
-from authorizer.standard import StandardAuthorizer
-from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.records import AccessControlEntryRecord, RecordBatch
-from metadata_log.replayer import AppliedBatch, Replayer
-from snapshots.columns import AclColumns
+from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
+from kraftacl.authorizer.index import AclIndex
+from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.records import batch_rows
+from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch
+from kraftacl.metadata_log.replayer import AppliedBatch, Replayer
+from kraftacl.snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
 Publisher = Callable[[AclsImage], None]

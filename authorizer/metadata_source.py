@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerError
-from authorizer.image import AclsImage, Provenance, image_from_columns
-from authorizer.kafka_state import KafkaAclReplay
-from authorizer.node import AclNode
-from authorizer.standard import StandardAuthorizer
-from metadata_log.backends.file import FileLog
-from metadata_log.kafka_format.files import KafkaMetadataFiles, locate
-from snapshots.format import MAGIC as SNAPSHOT_MAGIC
-from snapshots.format import SnapshotReader
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
+from kraftacl.authorizer.kafka_state import KafkaAclReplay
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, locate
+from kraftacl.snapshots.format import MAGIC as SNAPSHOT_MAGIC
+from kraftacl.snapshots.format import SnapshotReader
 
 
 class SourceFormat(StrEnum):

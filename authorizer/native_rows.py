@@ -5,11 +5,11 @@ Module-level state is set once at import and never changes: safe from any thread
 
 from __future__ import annotations
 
-from authorizer import bulk_rows
-from metadata_log.native import load_native
+from kraftacl.authorizer import bulk_rows
+from kraftacl.metadata_log.native import load_native
 
 # "native", "disabled", "not built" or "stale" (see metadata_log/native.py).
-_compiled, BULK_ROWS = load_native(bulk_rows, "authorizer._bulk_rows_native")
+_compiled, BULK_ROWS = load_native(bulk_rows, "kraftacl.authorizer._bulk_rows_native")
 _module = _compiled if _compiled is not None else bulk_rows
 group_acls = _module.group_acls
 apply_new_rows = _module.apply_new_rows

@@ -21,21 +21,21 @@ import logging
 import time
 from pathlib import Path
 
-from authorizer.config import AuthorizerConfig
-from authorizer.controller import AclController
-from authorizer.errors import AuthorizerError
-from authorizer.gc_pause import paused_gc
-from authorizer.image import AclsImage, Provenance
-from authorizer.loader import MetadataLoader
-from authorizer.memory import release_free_memory
-from authorizer.standard import StandardAuthorizer
-from authorizer.tailer import Tailer
-from metadata_log.backend import LogBackend
-from metadata_log.codec import new_uuid
-from metadata_log.errors import LogLostDataError
-from snapshots.format import SnapshotHeader, SnapshotReader
-from snapshots.policy import SnapshotPolicy
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.controller import AclController
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.tailer import Tailer
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.errors import LogLostDataError
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
+from kraftacl.snapshots.policy import SnapshotPolicy
+from kraftacl.snapshots.store import SnapshotStore
 
 log = logging.getLogger(__name__)
 

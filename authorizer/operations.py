@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from authorizer.model import AclOperation, AclPermissionType, ResourceType
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, ResourceType
 
 DENY_SHIFT = 16
 UNKNOWN_SHIFT = 32

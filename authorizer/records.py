@@ -8,11 +8,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from metadata_log.codec_fast import ace_records
-from metadata_log.codec_rows import RowTables
-from metadata_log.lazy_records import LazyRecords
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.metadata_log.codec_fast import ace_records
+from kraftacl.metadata_log.codec_rows import RowTables
+from kraftacl.metadata_log.lazy_records import LazyRecords
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 _new_acl = tuple.__new__
 _intern = sys.intern

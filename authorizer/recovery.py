@@ -20,17 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authorizer.errors import AuthorizerError
-from authorizer.image import AclsImage
-from authorizer.node import AclNode
-from metadata_log.backends import file_dir
-from metadata_log.backends.dir_files import refuse_foreign
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_meta import LogMeta
-from metadata_log.backends.file_recover import rebase
-from metadata_log.uuids import new_uuid
-from snapshots.format import SnapshotHeader
-from snapshots.naming import SnapshotId
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.image import AclsImage
+from kraftacl.authorizer.node import AclNode
+from kraftacl.metadata_log.backends import file_dir
+from kraftacl.metadata_log.backends.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_meta import LogMeta
+from kraftacl.metadata_log.backends.file_recover import rebase
+from kraftacl.metadata_log.uuids import new_uuid
+from kraftacl.snapshots.format import SnapshotHeader
+from kraftacl.snapshots.naming import SnapshotId
 
 
 class RecoveryRefused(AuthorizerError):

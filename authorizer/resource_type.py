@@ -31,11 +31,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from authorizer import trie
-from authorizer.index import PrincipalView, TypeIndex
-from authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclOperation, AuthorizationResult
-from authorizer.operations import EXACT_ALLOW, EXACT_DENY
-from authorizer.views import EMPTY_VIEW, Change, Grants
+from kraftacl.authorizer import trie
+from kraftacl.authorizer.index import PrincipalView, TypeIndex
+from kraftacl.authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclOperation, AuthorizationResult
+from kraftacl.authorizer.operations import EXACT_ALLOW, EXACT_DENY
+from kraftacl.authorizer.views import EMPTY_VIEW, Change, Grants
 
 MEMO_LIMIT = 4096  # entries per memo; a full memo is cleared
 Witness = tuple[str, str]  # (kind, name): "literal" or "prefixed"

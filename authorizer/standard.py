@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from authorizer.audit import (
+from kraftacl.authorizer.audit import (
     AUDIT_LOGGER,
     DEFAULT_ALLOW,
     DEFAULT_DENY,
@@ -21,13 +21,13 @@ from authorizer.audit import (
     audit_level,
     audit_line,
 )
-from authorizer.bulk_rows import DECISION_CODES
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from authorizer.filters import AclBindingFilter
-from authorizer.hosts import java_host_address
-from authorizer.index import AclId, AclIndex, TypeIndex
-from authorizer.model import (
+from kraftacl.authorizer.bulk_rows import DECISION_CODES
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.hosts import java_host_address
+from kraftacl.authorizer.index import AclId, AclIndex, TypeIndex
+from kraftacl.authorizer.model import (
     WILDCARD_PRINCIPAL,
     AclOperation,
     AclPermissionType,
@@ -37,8 +37,8 @@ from authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from authorizer.native_rows import decide_code, decide_many, grant_mask
-from authorizer.operations import (
+from kraftacl.authorizer.native_rows import decide_code, decide_many, grant_mask
+from kraftacl.authorizer.operations import (
     ALLOW_TEST,
     DENY_TEST,
     SUPPORTED_OPERATIONS,
@@ -46,8 +46,8 @@ from authorizer.operations import (
     operations_field,
     to_32bit_field,
 )
-from authorizer.resource_type import authorize_by_resource_type_scan
-from authorizer.walk_order import walk_order
+from kraftacl.authorizer.resource_type import authorize_by_resource_type_scan
+from kraftacl.authorizer.walk_order import walk_order
 
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED

@@ -17,8 +17,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from authorizer.loader import MetadataLoader
-from metadata_log.errors import DivergenceError, LogError
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.metadata_log.errors import DivergenceError, LogError
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 5.0

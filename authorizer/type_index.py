@@ -11,11 +11,11 @@ from typing import Any
 
 import immutables
 
-from authorizer.errors import ImageError
-from authorizer.model import PatternType, StandardAcl
-from authorizer.operations import grant_bit
-from authorizer.overlay import OverlayMap
-from authorizer.views import PrincipalView
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.model import PatternType, StandardAcl
+from kraftacl.authorizer.operations import grant_bit
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.views import PrincipalView
 
 __all__ = [
     "BITS",

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from authorizer import trie
-from authorizer.overlay import OverlayMap
+from kraftacl.authorizer import trie
+from kraftacl.authorizer.overlay import OverlayMap
 
 # host -> grant mask: a dict, or an `immutables.Map` for many hosts (see `grant_edits`); read-only here
 Grants = Mapping[str, int]

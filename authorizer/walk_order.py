@@ -21,8 +21,8 @@ Names that start with "*" or sort below it are where Kafka hangs, throws or skip
 
 from __future__ import annotations
 
-from authorizer.model import PatternType, StandardAcl, kafka_order
-from authorizer.type_index import TypeIndex, members
+from kraftacl.authorizer.model import PatternType, StandardAcl, kafka_order
+from kraftacl.authorizer.type_index import TypeIndex, members
 
 _LITERAL = PatternType.LITERAL
 

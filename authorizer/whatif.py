@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from authorizer.inputs import AclEntry, FilterSpec, InputError, Request, parse_acls, parse_requests
-from authorizer.model import PatternType, StandardAcl
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.inputs import AclEntry, FilterSpec, InputError, Request, parse_acls, parse_requests
+from kraftacl.authorizer.model import PatternType, StandardAcl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 
 __all__ = ["AclEntry", "FilterSpec", "InputError", "Request", "acl_to_json", "evaluate", "load_acls", "load_requests"]
 

@@ -22,10 +22,10 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from authorizer.audit import SUPER_USER, Decision
-from authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from authorizer.hosts import java_host_address
-from authorizer.model import (
+from kraftacl.authorizer.audit import SUPER_USER, Decision
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.hosts import java_host_address
+from kraftacl.authorizer.model import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     AclOperation,
@@ -33,8 +33,8 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 
 _FILTER_TYPES = (ResourceType.ANY, ResourceType.UNKNOWN)
 _FILTER_OPERATIONS = (AclOperation.ANY, AclOperation.UNKNOWN)

@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from shell.cli import app
-from shell.errors import EXIT_FAILED, fail
-from shell.root import PROG
+from kraftacl.shell.cli import app
+from kraftacl.shell.errors import EXIT_FAILED, fail
+from kraftacl.shell.root import PROG
 
 
 def serve_command(
@@ -35,10 +35,10 @@ def serve_command(
     Example:
       kraft-acl serve --config examples/serve/server.properties
     """
-    from authorizer.errors import ConfigError
-    from server.config import load
-    from server.log_backend import ServeError
-    from server.process import serve, setup_logging
+    from kraftacl.authorizer.errors import ConfigError
+    from kraftacl.server.config import load
+    from kraftacl.server.log_backend import ServeError
+    from kraftacl.server.process import serve, setup_logging
 
     try:
         settings = load(config)

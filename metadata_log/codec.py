@@ -23,17 +23,17 @@ from typing import Any
 import fastavro
 import fastavro.schema
 
-from metadata_log import avro_strict, codec_fast
-from metadata_log.codec_rows import MAX_STRING_BYTES
-from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
-from metadata_log.lazy_records import LazyRecords
-from metadata_log.records import (
+from kraftacl.metadata_log import avro_strict, codec_fast
+from kraftacl.metadata_log.codec_rows import MAX_STRING_BYTES
+from kraftacl.metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
+from kraftacl.metadata_log.lazy_records import LazyRecords
+from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
     RecordBatch,
     RemoveAccessControlEntryRecord,
 )
-from metadata_log.uuids import (
+from kraftacl.metadata_log.uuids import (
     METADATA_TOPIC_ID,
     UUID_TEXT,
     ZERO_UUID,
@@ -42,7 +42,7 @@ from metadata_log.uuids import (
     texts_to_ids,
     uuid_to_text,
 )
-from schemas import load_schema
+from kraftacl.schemas import load_schema
 
 ACE_NAME = "kraft_acl.AccessControlEntryRecord"
 REMOVE_NAME = "kraft_acl.RemoveAccessControlEntryRecord"

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from metadata_log.uuids import ids_to_text
+from kraftacl.metadata_log.uuids import ids_to_text
 
 CodeMap = Callable[[int], Any]
 

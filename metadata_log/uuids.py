@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from operator import itemgetter
 
-from metadata_log.errors import InvalidUuidError
+from kraftacl.metadata_log.errors import InvalidUuidError
 
 ZERO_UUID = bytes(16)
 METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)

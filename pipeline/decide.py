@@ -20,8 +20,15 @@ from itertools import groupby
 
 import pyarrow as pa
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl, kafka_order
-from authorizer.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit
+from kraftacl.authorizer.model import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+    kafka_order,
+)
+from kraftacl.authorizer.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit
 
 ANY_HOST = "*"
 ROW_SCHEMA = pa.schema(

@@ -17,13 +17,13 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from authorizer.records import acl_from_record
-from metadata_log.records import AccessControlEntryRecord
-from pipeline.errors import PipelineError
-from pipeline.events import ACL_FIELDS
-from pipeline.source import LogEvents
-from snapshots.columns import AclColumns
-from snapshots.format import CHUNK_RECORDS, SnapshotHeader, fsync_dir, write_snapshot_chunks
+from kraftacl.authorizer.records import acl_from_record
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.events import ACL_FIELDS
+from kraftacl.pipeline.source import LogEvents
+from kraftacl.snapshots.columns import AclColumns
+from kraftacl.snapshots.format import CHUNK_RECORDS, SnapshotHeader, fsync_dir, write_snapshot_chunks
 
 # The order a node writes a snapshot in (AclsImage.chunks: grouped by type, pattern, principal), then by offset.
 SNAPSHOT_ORDER = ("resource_type", "pattern_type", "principal", "offset")

@@ -15,17 +15,23 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from authorizer.config import AuthorizerConfig, load_config
-from pipeline.changes import changes
-from pipeline.cli_args import Args
-from pipeline.errors import PipelineError
-from pipeline.fold import fold, state_at
-from pipeline.inputs import read_principals, read_resources
-from pipeline.names import with_names
-from pipeline.output import prepare, write_csv, write_parquet
-from pipeline.permissions import default_principals, default_resources, principal_summary, report, resource_summary
-from pipeline.source import LogEvents, load_events
-from pipeline.usage import decision_files, read_decisions, usage
+from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.pipeline.changes import changes
+from kraftacl.pipeline.cli_args import Args
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.fold import fold, state_at
+from kraftacl.pipeline.inputs import read_principals, read_resources
+from kraftacl.pipeline.names import with_names
+from kraftacl.pipeline.output import prepare, write_csv, write_parquet
+from kraftacl.pipeline.permissions import (
+    default_principals,
+    default_resources,
+    principal_summary,
+    report,
+    resource_summary,
+)
+from kraftacl.pipeline.source import LogEvents, load_events
+from kraftacl.pipeline.usage import decision_files, read_decisions, usage
 
 Job = Callable[[SparkSession, Args], dict[str, Any]]
 

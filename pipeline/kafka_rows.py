@@ -20,13 +20,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from metadata_log.errors import LogError
-from metadata_log.kafka_format.batches import KafkaBatch, read_batches
-from metadata_log.kafka_format.files import SnapshotFile
-from metadata_log.kafka_format.messages import TransactionMarker
-from metadata_log.kafka_format.reader import decode_batch, read_snapshot
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from pipeline.events import ACL_FIELDS, EVENT_DDL, EVENT_SCHEMA, ROWS_PER_BATCH
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.kafka_format.batches import KafkaBatch, read_batches
+from kraftacl.metadata_log.kafka_format.files import SnapshotFile
+from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_format.reader import decode_batch, read_snapshot
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.pipeline.events import ACL_FIELDS, EVENT_DDL, EVENT_SCHEMA, ROWS_PER_BATCH
 
 ACL, BATCH, BEGIN, END, ABORT, ERROR = range(6)
 MARKERS = {"BEGIN": BEGIN, "END": END, "ABORT": ABORT}

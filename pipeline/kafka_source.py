@@ -23,13 +23,13 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from metadata_log.kafka_format.batches import HEADER, HEADER_SIZE, LOG_OVERHEAD
-from metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from metadata_log.kafka_format.messages import ControlRecord
-from metadata_log.kafka_format.reader import decode_batch, file_batches
-from pipeline.errors import PipelineError
-from pipeline.events import EVENT_DDL, EVENT_SCHEMA
-from pipeline.kafka_rows import (
+from kraftacl.metadata_log.kafka_format.batches import HEADER, HEADER_SIZE, LOG_OVERHEAD
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_format.messages import ControlRecord
+from kraftacl.metadata_log.kafka_format.reader import decode_batch, file_batches
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.events import EVENT_DDL, EVENT_SCHEMA
+from kraftacl.pipeline.kafka_rows import (
     ABORT,
     ACL,
     BATCH,
@@ -42,7 +42,7 @@ from pipeline.kafka_rows import (
     snapshot_rows,
     span_rows,
 )
-from pipeline.source import LogEvents
+from kraftacl.pipeline.source import LogEvents
 
 SPAN_BYTES = 16 << 20  # a task reads at most about this much of a segment
 _NEVER = 1 << 62

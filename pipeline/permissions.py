@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from authorizer.config import AuthorizerConfig
-from authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
-from authorizer.operations import SUPPORTED_OPERATIONS
-from pipeline.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
-from pipeline.names import name_of
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
+from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.pipeline.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
+from kraftacl.pipeline.names import name_of
 
 LITERAL = int(PatternType.LITERAL)
 

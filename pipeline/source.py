@@ -14,12 +14,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.kafka_message import DEFAULT_TOPIC
-from metadata_log.errors import LogError
-from metadata_log.kafka_format.files import locate
-from pipeline.errors import PipelineError
-from pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.kafka_message import DEFAULT_TOPIC
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.kafka_format.files import locate
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
 
 _NO_LIMIT = 1 << 62
 
@@ -103,7 +103,7 @@ class LogEvents:
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:
     """Decode the whole committed log inside Spark tasks; the result is cached for the job's several passes."""
     if source.log_dir is not None and (kafka := locate(source.log_dir)) is not None:
-        from pipeline.kafka_source import load_kafka_files  # it builds on LogEvents, defined here
+        from kraftacl.pipeline.kafka_source import load_kafka_files  # it builds on LogEvents, defined here
 
         return load_kafka_files(spark, kafka)
     return _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)

@@ -15,8 +15,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from authorizer.model import WILDCARD_RESOURCE, PatternType
-from pipeline.errors import PipelineError
+from kraftacl.authorizer.model import WILDCARD_RESOURCE, PatternType
+from kraftacl.pipeline.errors import PipelineError
 
 DECISION_DDL = (
     "time string, ts_ms long, principal string, host string, listener string, request string, operation string, "

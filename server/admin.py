@@ -14,17 +14,24 @@ from typing import TypeVar
 
 import msgspec
 
-from authorizer.controller import CreateResult, DeleteResult
-from authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
-from authorizer.model import CLUSTER_NAME, AclOperation, AuthorizationResult, ResourceType, StandardAcl, kafka_order
-from authorizer.standard import Action, RequestContext
-from metadata_log.errors import LogError
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import acl_of, acl_out, filter_of
-from server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
-from server.http import Request, Response
-from server.wire import (
+from kraftacl.authorizer.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
+from kraftacl.authorizer.model import (
+    CLUSTER_NAME,
+    AclOperation,
+    AuthorizationResult,
+    ResourceType,
+    StandardAcl,
+    kafka_order,
+)
+from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import acl_of, acl_out, filter_of
+from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
+from kraftacl.server.http import Request, Response
+from kraftacl.server.wire import (
     CountOut,
     CreateIn,
     CreateOut,

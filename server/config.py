@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authorizer.config import (
+from kraftacl.authorizer.config import (
     ALLOW_EVERYONE,
     EARLY_START_LISTENERS,
     SUPER_USERS,
@@ -22,7 +22,7 @@ from authorizer.config import (
     load_properties,
     parse_super_users,
 )
-from authorizer.errors import ConfigError
+from kraftacl.authorizer.errors import ConfigError
 
 
 class ServeConfigError(ConfigError):

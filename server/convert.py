@@ -9,11 +9,11 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TypeVar
 
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.standard import Action
-from server.errors import BadRequest
-from server.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.standard import Action
+from kraftacl.server.errors import BadRequest
+from kraftacl.server.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
 
 E = TypeVar("E", bound=IntEnum)
 

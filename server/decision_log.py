@@ -18,10 +18,10 @@ from pathlib import Path
 import immutables
 import msgspec
 
-from authorizer.audit import Rule
-from authorizer.image import AclsImage
-from authorizer.model import AuthorizationResult, StandardAcl
-from authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.audit import Rule
+from kraftacl.authorizer.image import AclsImage
+from kraftacl.authorizer.model import AuthorizationResult, StandardAcl
+from kraftacl.authorizer.standard import Action, RequestContext
 
 
 class DecisionLine(msgspec.Struct, frozen=True):

@@ -14,17 +14,17 @@ import sys
 
 import msgspec
 
-from authorizer.controller import ImportResult, InvalidImportError
-from authorizer.gc_pause import paused_gc
-from authorizer.model import AclOperation, StandardAcl
-from server.admin import on_writer, require_cluster, require_ready, require_writable
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
-from server.errors import BadRequest
-from server.http import Request, Response
-from server.import_wire import ImportIn, ImportOut
-from server.wire import AclIn
+from kraftacl.authorizer.controller import ImportResult, InvalidImportError
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.model import AclOperation, StandardAcl
+from kraftacl.server.admin import on_writer, require_cluster, require_ready, require_writable
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
+from kraftacl.server.errors import BadRequest
+from kraftacl.server.http import Request, Response
+from kraftacl.server.import_wire import ImportIn, ImportOut
+from kraftacl.server.wire import AclIn
 
 log = logging.getLogger(__name__)
 PATH = "/v1/acls/import"

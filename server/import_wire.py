@@ -5,7 +5,7 @@ Immutable values; decoded and validated in one C pass, and part of the OpenAPI d
 
 from __future__ import annotations
 
-from server.wire import AclIn, _In, _Out
+from kraftacl.server.wire import AclIn, _In, _Out
 
 
 class ImportIn(_In, frozen=True):

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from server import import_wire, wire
+from kraftacl.server import import_wire, wire
 
 VERSION = "1.1.0"
 ERRORS = {
@@ -149,7 +149,7 @@ def openapi_document() -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # python -m server.openapi > server/openapi.json
+if __name__ == "__main__":  # python -m kraftacl.server.openapi > server/openapi.json
     import sys
 
     sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(openapi_document()), indent=2) + b"\n")

@@ -15,17 +15,17 @@ from typing import Any, Protocol
 
 import httpx
 
-from authorizer.gc_pause import paused_gc
-from authorizer.inputs import AclEntry
-from authorizer.metadata_source import read_state
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from authorizer.whatif import acl_to_json
-from metadata_log.backends.dir_files import refuse_foreign
-from metadata_log.backends.memory import MemoryLog
-from shell.server_client import ServerTarget
-from shell.server_client import acl_of_json as server_acl
-from shell.targets import LogTarget
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.inputs import AclEntry
+from kraftacl.authorizer.metadata_source import read_state
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.whatif import acl_to_json
+from kraftacl.metadata_log.backends.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.shell.server_client import ServerTarget
+from kraftacl.shell.server_client import acl_of_json as server_acl
+from kraftacl.shell.targets import LogTarget
 
 IMPORT_TIMEOUT_S = 900.0  # a million ACLs through a busy serve: parsed, validated, written, caught up
 

@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 import typer
 
-from authorizer.errors import AuthorizerError
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.model import StandardAcl
-from authorizer.whatif import acl_to_json
-from metadata_log.errors import LogError
-from shell.acls_flags import (
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.whatif import acl_to_json
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.shell.acls_flags import (
     Add,
     AllowHost,
     AllowPrincipal,
@@ -44,7 +44,7 @@ from shell.acls_flags import (
     TransactionalId,
     UserPrincipal,
 )
-from shell.acls_options import (
+from kraftacl.shell.acls_options import (
     AclOptions,
     OptionError,
     bindings_to_add,
@@ -52,13 +52,13 @@ from shell.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
-from shell.kafka_source import kafka_files, kafka_state
-from shell.log_state import acl_json
-from shell.output import Output
-from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
-from shell.targets import AclService, KafkaStateService, LogTarget, NodeService
-from snapshots.errors import SnapshotError
+from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.shell.kafka_source import kafka_files, kafka_state
+from kraftacl.shell.log_state import acl_json
+from kraftacl.shell.output import Output
+from kraftacl.shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from kraftacl.shell.targets import AclService, KafkaStateService, LogTarget, NodeService
+from kraftacl.snapshots.errors import SnapshotError
 
 
 def _blocks(acls: Iterable[StandardAcl]) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from shell.output import Output, output_option
+from kraftacl.shell.output import Output, output_option
 
 
 def _opt(name: str, metavar: str | None, text: str) -> Any:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.model import (
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.model import (
     CLUSTER_NAME,
     AclOperation,
     AclPermissionType,
@@ -17,7 +17,7 @@ from authorizer.model import (
     StandardAcl,
     split_principal,
 )
-from authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
 
 OP = AclOperation
 

@@ -1,6 +1,6 @@
 """`kraft-acl audit fold|permissions|changes|usage`: runs the Spark jobs of `pipeline/` (local[*] by default).
 
-Stateless. The jobs run in their own driver process, `python -m pipeline JOB ...`, the same program
+Stateless. The jobs run in their own driver process, `python -m kraftacl.pipeline JOB ...`, the same program
 `spark-submit` runs on a cluster: the shell and the pipeline are separate faces that do not import each
 other (pyproject's import contracts), and the driver owns its JVM. Options, help and errors are the
 driver's; this command passes them through and exits with its code.
@@ -31,7 +31,7 @@ _JOBS = {
 
 def _job_command(job: str) -> Callable[[typer.Context], None]:
     def run(ctx: typer.Context) -> None:
-        argv = [sys.executable, "-m", "pipeline", job, *ctx.args]
+        argv = [sys.executable, "-m", "kraftacl.pipeline", job, *ctx.args]
         if "--help" in ctx.args or "-h" in ctx.args:  # the driver's help, through this process's output
             shown = subprocess.run(argv, capture_output=True, text=True, check=False)
             typer.echo(shown.stdout, nl=False)

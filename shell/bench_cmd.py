@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from shell.errors import EXIT_FAILED, fail
-from shell.output import Output, output_option
+from kraftacl.shell.errors import EXIT_FAILED, fail
+from kraftacl.shell.output import Output, output_option
 
 
 class Suite(StrEnum):
@@ -72,36 +72,36 @@ def bench_command(
     """
     if not output.is_json:
         fail("bench prints JSON only; use -o json or leave -o out")
-    from shell.bench.timing import progress
+    from kraftacl.shell.bench.timing import progress
 
     result: dict[str, Any] = {"machine": _machine()}
     try:
         if suite in (Suite.authorizer, Suite.all):
-            from shell.bench import authorizer_suite
+            from kraftacl.shell.bench import authorizer_suite
 
             result["authorizer"] = authorizer_suite.run(quick=quick)
         if suite in (Suite.log, Suite.all):
-            from shell.bench import log_suite
+            from kraftacl.shell.bench import log_suite
 
             result["log"] = log_suite.run(quick=quick, kafka_bootstrap=kafka_bootstrap)
         if suite in (Suite.serve, Suite.all):
-            from shell.bench import serve_suite
+            from kraftacl.shell.bench import serve_suite
 
             result["serve"] = serve_suite.run(quick=quick)
         if suite is Suite.import_:  # not in `all`: it writes a million-ACL log to a temporary directory
-            from shell.bench import import_suite
+            from kraftacl.shell.bench import import_suite
 
             result["import"] = import_suite.run(quick=quick)
         if suite is Suite.plugin:
-            from shell.bench import plugin_suite
+            from kraftacl.shell.bench import plugin_suite
 
             result["plugin"] = plugin_suite.run(quick=quick)
         if suite in (Suite.shell, Suite.all):
-            from shell.bench import shell_suite
+            from kraftacl.shell.bench import shell_suite
 
             result["shell"] = shell_suite.run(quick=quick)
         if suite is Suite.pipeline:  # not in `all`: a full-size run takes an hour or more on 2 cores
-            from shell.bench import pipeline_suite
+            from kraftacl.shell.bench import pipeline_suite
 
             result["pipeline"] = pipeline_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line

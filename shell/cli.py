@@ -29,15 +29,15 @@ from typing import Annotated
 
 import typer
 
-from shell.acls_cmd import acls_command
-from shell.audit_cmd import audit_app
-from shell.bench_cmd import bench_command
-from shell.import_cmd import export_command, import_command
-from shell.log_cmds import diff_command, log_app, replay_command
-from shell.metashell.command import CONTEXT, shell_command
-from shell.root import PROG, KraftGroup, print_version
-from shell.snapshot_cmd import snapshot_app
-from shell.whatif_cmd import authorize_command
+from kraftacl.shell.acls_cmd import acls_command
+from kraftacl.shell.audit_cmd import audit_app
+from kraftacl.shell.bench_cmd import bench_command
+from kraftacl.shell.import_cmd import export_command, import_command
+from kraftacl.shell.log_cmds import diff_command, log_app, replay_command
+from kraftacl.shell.metashell.command import CONTEXT, shell_command
+from kraftacl.shell.root import PROG, KraftGroup, print_version
+from kraftacl.shell.snapshot_cmd import snapshot_app
+from kraftacl.shell.whatif_cmd import authorize_command
 
 app = typer.Typer(
     name=PROG,

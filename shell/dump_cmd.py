@@ -14,16 +14,16 @@ from typing import Annotated, Any
 
 import typer
 
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_dir import list_segments
-from metadata_log.backends.file_format import FrameError, decode_frame, iter_frames, read_segment_header
-from metadata_log.backends.file_meta import DurableEnd
-from metadata_log.codec import DEFAULT_CODEC, BatchSchema
-from metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
-from shell.errors import fail
-from shell.log_state import LIBRARY_ERRORS, check_log_dir, check_offset
-from shell.output import Output, output_option
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_dir import list_segments
+from kraftacl.metadata_log.backends.file_format import FrameError, decode_frame, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file_meta import DurableEnd
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, BatchSchema
+from kraftacl.metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
+from kraftacl.shell.errors import fail
+from kraftacl.shell.log_state import LIBRARY_ERRORS, check_log_dir, check_offset
+from kraftacl.shell.output import Output, output_option
 
 Emit = Callable[[RecordBatch], None]
 
@@ -116,8 +116,8 @@ def dump_command(
     emit = _emit_json if output.is_json else _emit_text
     if from_offset is not None and from_offset < 0:
         fail(f"--from-offset {from_offset} is negative")
-    from shell.kafka_dump import dump_kafka  # it imports this module's record_payload
-    from shell.kafka_source import kafka_files
+    from kraftacl.shell.kafka_dump import dump_kafka  # it imports this module's record_payload
+    from kraftacl.shell.kafka_source import kafka_files
 
     kafka = kafka_files(log_dir)
     if kafka is not None:  # Apache Kafka's own KRaft files: a directory, a .log segment or a .checkpoint

@@ -18,22 +18,22 @@ from typing import Annotated, Any
 
 import typer
 
-from authorizer.acls_json import acls_json_text
-from authorizer.config import load_properties
-from authorizer.controller import InvalidImportError
-from authorizer.gc_pause import paused_gc
-from authorizer.inputs import InputError
-from authorizer.metadata_source import read_state
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.whatif import acl_to_json, load_acls
-from shell.acl_targets import AclTarget, Imported, LogAclTarget, ServerAclTarget
-from shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
-from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
-from shell.log_integrity_cmd import LockTimeout
-from shell.log_state import library_errors
-from shell.output import Output, output_option
-from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
-from shell.targets import LogTarget
+from kraftacl.authorizer.acls_json import acls_json_text
+from kraftacl.authorizer.config import load_properties
+from kraftacl.authorizer.controller import InvalidImportError
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.inputs import InputError
+from kraftacl.authorizer.metadata_source import read_state
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.whatif import acl_to_json, load_acls
+from kraftacl.shell.acl_targets import AclTarget, Imported, LogAclTarget, ServerAclTarget
+from kraftacl.shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
+from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.shell.log_integrity_cmd import LockTimeout
+from kraftacl.shell.log_state import library_errors
+from kraftacl.shell.output import Output, output_option
+from kraftacl.shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from kraftacl.shell.targets import LogTarget
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class AclSource:
 
 
 def _cluster_acls(bootstrap: str, command_config: Path | None) -> list[StandardAcl]:
-    from metadata_log.backends.kafka_admin import describe_all_acls
+    from kraftacl.metadata_log.backends.kafka_admin import describe_all_acls
 
     client = {**(load_properties(command_config) if command_config else {}), "bootstrap.servers": bootstrap}
     return [

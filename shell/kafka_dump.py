@@ -14,17 +14,17 @@ from typing import Any
 
 import typer
 
-from authorizer.image import image_from_snapshot
-from authorizer.metadata_source import SourceFormat
-from metadata_log.kafka_format.batches import TornTail
-from metadata_log.kafka_format.files import KafkaMetadataFiles
-from metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker
-from metadata_log.kafka_format.reader import DecodedBatch, Entry, KafkaSnapshot, log_batches, read_snapshot
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from shell.dump_cmd import record_payload
-from shell.errors import fail
-from shell.log_state import acl_json, acl_table, iso_time, library_errors, sorted_acls
-from shell.output import Output, print_table
+from kraftacl.authorizer.image import image_from_snapshot
+from kraftacl.authorizer.metadata_source import SourceFormat
+from kraftacl.metadata_log.kafka_format.batches import TornTail
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles
+from kraftacl.metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker
+from kraftacl.metadata_log.kafka_format.reader import DecodedBatch, Entry, KafkaSnapshot, log_batches, read_snapshot
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.shell.dump_cmd import record_payload
+from kraftacl.shell.errors import fail
+from kraftacl.shell.log_state import acl_json, acl_table, iso_time, library_errors, sorted_acls
+from kraftacl.shell.output import Output, print_table
 
 KAFKA_LOG, KAFKA_SNAPSHOT = SourceFormat.KAFKA_LOG.value, SourceFormat.KAFKA_SNAPSHOT.value
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from authorizer.kafka_state import KafkaStateError
-from authorizer.metadata_source import MetadataSourceError, MetadataState, read_state
-from metadata_log.kafka_format.files import KafkaMetadataFiles, locate
-from shell.errors import fail
-from shell.log_state import library_errors
+from kraftacl.authorizer.kafka_state import KafkaStateError
+from kraftacl.authorizer.metadata_source import MetadataSourceError, MetadataState, read_state
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, locate
+from kraftacl.shell.errors import fail
+from kraftacl.shell.log_state import library_errors
 
 
 def kafka_files(path: Path) -> KafkaMetadataFiles | None:

@@ -12,14 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
-from authorizer.image import AclsImage
-from authorizer.metadata_source import SourceFormat
-from authorizer.model import StandardAcl
-from shell.dump_cmd import dump_command
-from shell.errors import fail
-from shell.kafka_source import kafka_files, kafka_state
-from shell.log_integrity_cmd import check_command, recover_command
-from shell.log_state import (
+from kraftacl.authorizer.image import AclsImage
+from kraftacl.authorizer.metadata_source import SourceFormat
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.shell.dump_cmd import dump_command
+from kraftacl.shell.errors import fail
+from kraftacl.shell.kafka_source import kafka_files, kafka_state
+from kraftacl.shell.log_integrity_cmd import check_command, recover_command
+from kraftacl.shell.log_state import (
     STATE_AT_HELP,
     acl_json,
     acl_table,
@@ -31,8 +31,8 @@ from shell.log_state import (
     replayed,
     sorted_acls,
 )
-from shell.output import Output, OutputOpt, print_table
-from snapshots.naming import parse_name
+from kraftacl.shell.output import Output, OutputOpt, print_table
+from kraftacl.snapshots.naming import parse_name
 
 log_app = typer.Typer(help="Look inside a metadata log directory.", no_args_is_help=True)
 log_app.command("dump")(dump_command)

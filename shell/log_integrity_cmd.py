@@ -12,11 +12,11 @@ from typing import Annotated
 
 import typer
 
-from authorizer.recovery import RecoveryOutcome, RecoveryRefused, recover
-from shell.errors import EXIT_FAILED, fail
-from shell.log_state import check_log_dir, library_errors
-from shell.output import Output, OutputOpt, output_option
-from snapshots.history import USABLE, HistoryReport, check_history
+from kraftacl.authorizer.recovery import RecoveryOutcome, RecoveryRefused, recover
+from kraftacl.shell.errors import EXIT_FAILED, fail
+from kraftacl.shell.log_state import check_log_dir, library_errors
+from kraftacl.shell.output import Output, OutputOpt, output_option
+from kraftacl.snapshots.history import USABLE, HistoryReport, check_history
 
 LogDir = Annotated[
     Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")

@@ -14,18 +14,18 @@ from typing import Any
 
 from rich.table import Table
 
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerError
-from authorizer.image import Provenance
-from authorizer.model import StandardAcl
-from authorizer.node import AclNode
-from authorizer.whatif import AclEntry, acl_to_json
-from metadata_log.backend import LogBackend
-from metadata_log.backends.file import FileLog
-from metadata_log.errors import LogError, LogLockedError
-from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
-from shell.output import Output
-from snapshots.errors import SnapshotError
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.image import Provenance
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.whatif import AclEntry, acl_to_json
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.errors import LogError, LogLockedError
+from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.shell.output import Output
+from kraftacl.snapshots.errors import SnapshotError
 
 LIBRARY_ERRORS = (LogError, SnapshotError, AuthorizerError, OSError)
 STATE_AT_HELP = (

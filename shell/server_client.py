@@ -15,14 +15,14 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from authorizer.acl_history import AclEvent, AclHistory
-from authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
-from authorizer.errors import AuthorizerError
-from authorizer.filters import AclBindingFilter
-from authorizer.gc_pause import paused_gc
-from authorizer.inputs import parse_acl
-from authorizer.model import StandardAcl
-from authorizer.whatif import Request, acl_to_json
+from kraftacl.authorizer.acl_history import AclEvent, AclHistory
+from kraftacl.authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.inputs import parse_acl
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.whatif import Request, acl_to_json
 
 TOKEN_ENV = "KRAFT_ACL_TOKEN"
 

@@ -16,16 +16,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from authorizer.image import AclsDelta, AclsImage, Provenance
-from authorizer.node import AclNode
-from metadata_log.backends.dir_files import is_kafka_file
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_check import scan_directory
-from shell.errors import fail
-from shell.kafka_dump import inspect_kafka, verify_kafka
-from shell.kafka_source import kafka_files
-from shell.log_integrity_cmd import LockTimeout
-from shell.log_state import (
+from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance
+from kraftacl.authorizer.node import AclNode
+from kraftacl.metadata_log.backends.dir_files import is_kafka_file
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_check import scan_directory
+from kraftacl.shell.errors import fail
+from kraftacl.shell.kafka_dump import inspect_kafka, verify_kafka
+from kraftacl.shell.kafka_source import kafka_files
+from kraftacl.shell.log_integrity_cmd import LockTimeout
+from kraftacl.shell.log_state import (
     LIBRARY_ERRORS,
     acl_json,
     acl_table,
@@ -34,12 +34,12 @@ from shell.log_state import (
     library_errors,
     sorted_acls,
 )
-from shell.output import Output, OutputOpt, print_table
-from snapshots.binding import unusable
-from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
-from snapshots.format import SnapshotReader
-from snapshots.history import USABLE, ScanView, SnapshotRow, check_history
-from snapshots.naming import SUFFIX, SnapshotId, parse_name
+from kraftacl.shell.output import Output, OutputOpt, print_table
+from kraftacl.snapshots.binding import unusable
+from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
+from kraftacl.snapshots.format import SnapshotReader
+from kraftacl.snapshots.history import USABLE, ScanView, SnapshotRow, check_history
+from kraftacl.snapshots.naming import SUFFIX, SnapshotId, parse_name
 
 snapshot_app = typer.Typer(
     help="ACL snapshots: <20-digit end offset>-<10-digit epoch>.checkpoint files holding every ACL "

@@ -10,18 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from authorizer.config import load_properties
-from authorizer.controller import CreateResult, DeleteResult
-from authorizer.errors import ConfigError
-from authorizer.filters import AclBindingFilter
-from authorizer.metadata_source import MetadataState, authorizer_for
-from authorizer.model import StandardAcl
-from authorizer.node import AclNode
-from metadata_log.backend import LogBackend
-from metadata_log.backends.file import FileLog
-from metadata_log.errors import LogError
-from shell.errors import fail
-from snapshots.policy import SnapshotPolicy
+from kraftacl.authorizer.config import load_properties
+from kraftacl.authorizer.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.errors import ConfigError
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.metadata_source import MetadataState, authorizer_for
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.shell.errors import fail
+from kraftacl.snapshots.policy import SnapshotPolicy
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class LogTarget:
             if not write and not self.log_dir.is_dir():
                 fail(f"log directory {self.log_dir} does not exist")
             return FileLog(self.log_dir, read_only=not write, lock_timeout_s=self.lock_timeout_s)
-        from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+        from kraftacl.metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         try:
             client = load_properties(self.command_config) if self.command_config is not None else {}

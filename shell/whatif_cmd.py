@@ -13,21 +13,21 @@ from typing import Annotated, Any
 
 import typer
 
-from authorizer.config import AuthorizerConfig, load_config
-from authorizer.errors import AuthorizerError, ConfigError, ImageError
-from authorizer.inputs import InputError, Request, parse_acls, parse_request, parse_requests
-from authorizer.metadata_source import authorizer_for
-from authorizer.model import StandardAcl
-from authorizer.standard import StandardAuthorizer
-from authorizer.whatif import evaluate, read_input
-from shell.acls_options import AclOptions as ResourceFlags
-from shell.acls_options import OptionError, check_principal, parse_operation, resources
-from shell.errors import EXIT_FAILED, EXIT_INPUT, fail
-from shell.kafka_source import kafka_files, kafka_state
-from shell.log_state import STATE_AT_HELP, replayed
-from shell.output import Output, output_option, print_table
-from shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
-from shell.whatif_view import answers_table
+from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.errors import AuthorizerError, ConfigError, ImageError
+from kraftacl.authorizer.inputs import InputError, Request, parse_acls, parse_request, parse_requests
+from kraftacl.authorizer.metadata_source import authorizer_for
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.whatif import evaluate, read_input
+from kraftacl.shell.acls_options import AclOptions as ResourceFlags
+from kraftacl.shell.acls_options import OptionError, check_principal, parse_operation, resources
+from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.shell.kafka_source import kafka_files, kafka_state
+from kraftacl.shell.log_state import STATE_AT_HELP, replayed
+from kraftacl.shell.output import Output, output_option, print_table
+from kraftacl.shell.server_client import CaCert, Cert, Key, ServerError, ServerTarget, ServerUrl, Token, TokenFile
+from kraftacl.shell.whatif_view import answers_table
 
 Evaluator = Callable[[Request, bool], dict[str, Any]]
 

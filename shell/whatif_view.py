@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.table import Table
 
-from authorizer.inputs import FilterSpec, Request
-from authorizer.model import AclOperation
+from kraftacl.authorizer.inputs import FilterSpec, Request
+from kraftacl.authorizer.model import AclOperation
 
 ANY = "(any)"
 

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from metadata_log.backends.dir_files import is_kafka_file, is_own_snapshot
-from metadata_log.backends.file_check import DirScan, Finding, scan_directory
-from snapshots.errors import SnapshotNameError
-from snapshots.naming import SUFFIX, parse_name
-from snapshots.store import SnapshotStore
+from kraftacl.metadata_log.backends.dir_files import is_kafka_file, is_own_snapshot
+from kraftacl.metadata_log.backends.file_check import DirScan, Finding, scan_directory
+from kraftacl.snapshots.errors import SnapshotNameError
+from kraftacl.snapshots.naming import SUFFIX, parse_name
+from kraftacl.snapshots.store import SnapshotStore
 
 USABLE = "usable"
 

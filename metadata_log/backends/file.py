@@ -29,18 +29,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Self
 
-from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends import file_dir, file_layout
-from metadata_log.backends.dir_files import refuse_foreign
-from metadata_log.backends.file_format import (
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.backends import file_dir, file_layout
+from kraftacl.metadata_log.backends.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file_format import (
     MAX_PAYLOAD_BYTES,
     Frame,
     encode_frame,
     encode_segment_header,
     write_all,
 )
-from metadata_log.backends.file_meta import DurableEnd, LogMeta, read_meta, write_meta
-from metadata_log.backends.file_segment import (
+from kraftacl.metadata_log.backends.file_meta import DurableEnd, LogMeta, read_meta, write_meta
+from kraftacl.metadata_log.backends.file_segment import (
     Damage,
     ReadSpan,
     Recovery,
@@ -51,9 +51,9 @@ from metadata_log.backends.file_segment import (
     repair_tail,
     rescan_segment,
 )
-from metadata_log.backends.memory import check_records, now_ms
-from metadata_log.codec import DEFAULT_CODEC, Codec
-from metadata_log.errors import (
+from kraftacl.metadata_log.backends.memory import check_records, now_ms
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.errors import (
     CorruptLogError,
     DivergenceError,
     EncodeError,
@@ -65,7 +65,7 @@ from metadata_log.errors import (
     ReadOnlyLogError,
     os_reason,
 )
-from metadata_log.records import MetadataRecord, RecordBatch
+from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 
 log = logging.getLogger(__name__)
 

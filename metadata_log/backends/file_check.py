@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metadata_log.backends import file_dir
-from metadata_log.backends.dir_files import foreign_entries, foreign_reason
-from metadata_log.backends.file_meta import META_FILE, DurableEnd, LogMeta, read_meta
-from metadata_log.backends.file_segment import Segment, frame_holding, open_segment
-from metadata_log.errors import LogError
-from metadata_log.uuids import uuid_to_text
+from kraftacl.metadata_log.backends import file_dir
+from kraftacl.metadata_log.backends.dir_files import foreign_entries, foreign_reason
+from kraftacl.metadata_log.backends.file_meta import META_FILE, DurableEnd, LogMeta, read_meta
+from kraftacl.metadata_log.backends.file_segment import Segment, frame_holding, open_segment
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.uuids import uuid_to_text
 
 INTERVAL = 4096
 

@@ -18,7 +18,7 @@ import re
 import time
 from pathlib import Path
 
-from metadata_log.errors import CorruptLogError, LogLockedError, LogResourceError
+from kraftacl.metadata_log.errors import CorruptLogError, LogLockedError, LogResourceError
 
 LOCK_FILE = ".lock"
 EPOCH_FILE = "writer-epoch"

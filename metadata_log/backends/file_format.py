@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from metadata_log.codec import BatchSchema, Codec
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.codec import BatchSchema, Codec
+from kraftacl.metadata_log.records import RecordBatch
 
 SEGMENT_MAGIC = b"KACS"
 FORMAT_VERSION = 2

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metadata_log.backends.dir_files import is_kafka_file
-from metadata_log.backends.file_meta import LogMeta
-from metadata_log.backends.file_segment import Damage, Segment
-from metadata_log.errors import CorruptLogError
-from metadata_log.uuids import new_uuid, uuid_to_text
+from kraftacl.metadata_log.backends.dir_files import is_kafka_file
+from kraftacl.metadata_log.backends.file_meta import LogMeta
+from kraftacl.metadata_log.backends.file_segment import Damage, Segment
+from kraftacl.metadata_log.errors import CorruptLogError
+from kraftacl.metadata_log.uuids import new_uuid, uuid_to_text
 
 
 def check_position(path: Path, base: int, previous_end: int | None, meta: LogMeta | None) -> None:

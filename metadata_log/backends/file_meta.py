@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metadata_log import strict_json
-from metadata_log.backends import file_dir
-from metadata_log.errors import CorruptLogError, LogResourceError
-from metadata_log.uuids import UUID_TEXT, text_to_uuid, uuid_to_text
+from kraftacl.metadata_log import strict_json
+from kraftacl.metadata_log.backends import file_dir
+from kraftacl.metadata_log.errors import CorruptLogError, LogResourceError
+from kraftacl.metadata_log.uuids import UUID_TEXT, text_to_uuid, uuid_to_text
 
 META_FILE = "log-meta"
 DURABLE_END_FILE = "durable-end"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from metadata_log.backends.file_format import (
+from kraftacl.metadata_log.backends.file_format import (
     Frame,
     FrameError,
     decode_frame,
@@ -30,9 +30,9 @@ from metadata_log.backends.file_format import (
     iter_frames,
     read_segment_header_full,
 )
-from metadata_log.codec import BatchSchema, Codec
-from metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.codec import BatchSchema, Codec
+from kraftacl.metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
+from kraftacl.metadata_log.records import RecordBatch
 
 READ_BUFFER = 1 << 20
 

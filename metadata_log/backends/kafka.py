@@ -37,13 +37,13 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends.file_format import encode_frame
-from metadata_log.backends.kafka_message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
-from metadata_log.backends.memory import check_records
-from metadata_log.codec import DEFAULT_CODEC, Codec
-from metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
-from metadata_log.records import MetadataRecord, RecordBatch
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.backends.file_format import encode_frame
+from kraftacl.metadata_log.backends.kafka_message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
+from kraftacl.metadata_log.backends.memory import check_records
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
+from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 
 KAFKA_LOGGER = logging.getLogger("kraft_acl.kafka")
 

@@ -27,7 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from metadata_log.errors import LogError
+from kraftacl.metadata_log.errors import LogError
 
 # (resource type, name, pattern type, principal, host, operation, permission type): Kafka's wire codes.
 AclCodes = tuple[int, str, int, str, str, int, int]

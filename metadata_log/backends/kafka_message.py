@@ -7,10 +7,10 @@ the messages elsewhere (Spark's Kafka source in `pipeline/`) decode them here, w
 
 from __future__ import annotations
 
-from metadata_log.backends.file_format import decode_frame, parse_frame_at
-from metadata_log.codec import BatchSchema, Codec
-from metadata_log.errors import LogError
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.backends.file_format import decode_frame, parse_frame_at
+from kraftacl.metadata_log.codec import BatchSchema, Codec
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.records import RecordBatch
 
 DEFAULT_TOPIC = "kraft-acl-metadata"  # a real broker refuses __cluster_metadata (see kafka.py)
 SCHEMA_HEADER = "kraft-acl-schema"

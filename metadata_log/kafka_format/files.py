@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from metadata_log.backends.dir_files import KAFKA_MARKERS, KAFKA_PARTITION_DIR, is_kafka_file, is_own_segment
+from kraftacl.metadata_log.backends.dir_files import KAFKA_MARKERS, KAFKA_PARTITION_DIR, is_kafka_file, is_own_segment
 
 PARTITION_DIR = KAFKA_PARTITION_DIR
 SEGMENT_NAME = re.compile(r"(\d{20})\.log")

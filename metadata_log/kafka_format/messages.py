@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metadata_log.kafka_format.wire import WireError, WireReader
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.kafka_format.wire import WireError, WireReader
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
 ACCESS_CONTROL_ENTRY = 18
 REMOVE_ACCESS_CONTROL_ENTRY = 19

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from metadata_log.errors import CorruptLogError
-from metadata_log.kafka_format.batches import KafkaBatch, TornTail, read_batches
-from metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from metadata_log.kafka_format.messages import (
+from kraftacl.metadata_log.errors import CorruptLogError
+from kraftacl.metadata_log.kafka_format.batches import KafkaBatch, TornTail, read_batches
+from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_format.messages import (
     SNAPSHOT_FOOTER,
     SNAPSHOT_HEADER,
     ControlRecord,
@@ -25,8 +25,8 @@ from metadata_log.kafka_format.messages import (
     decode_control,
     decode_metadata,
 )
-from metadata_log.kafka_format.wire import WireError
-from metadata_log.records import AccessControlEntryRecord
+from kraftacl.metadata_log.kafka_format.wire import WireError
+from kraftacl.metadata_log.records import AccessControlEntryRecord
 
 Entry = MetadataEntry | ControlRecord
 

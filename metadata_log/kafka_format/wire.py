@@ -14,7 +14,7 @@ from __future__ import annotations
 import mmap
 import struct
 
-from metadata_log.uuids import uuid_to_text
+from kraftacl.metadata_log.uuids import uuid_to_text
 
 MAX_STRING_BYTES = 0x7FFF  # Kafka's generated readers refuse longer compact strings
 _I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")

@@ -12,21 +12,21 @@ import json
 import time
 from typing import Any
 
-from authorizer import native_rows
-from authorizer.config import AuthorizerConfig
-from authorizer.index import AclIndex
-from authorizer.memory import release_free_memory
-from authorizer.model import AclOperation, ResourceType
-from authorizer.standard import RequestContext, StandardAuthorizer
-from shell.bench.authorizer_updates import (
+from kraftacl.authorizer import native_rows
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.index import AclIndex
+from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.authorizer.model import AclOperation, ResourceType
+from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.shell.bench.authorizer_updates import (
     apply_latency,
     batch_per_acl,
     by_resource_type_jmh,
     owner_batches,
     update_benchmark,
 )
-from shell.bench.datasets import jmh_set, mixed_requests, mixed_set
-from shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
+from kraftacl.shell.bench.datasets import jmh_set, mixed_requests, mixed_set
+from kraftacl.shell.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
 
 
 def _loaded(acls: Any) -> StandardAuthorizer:

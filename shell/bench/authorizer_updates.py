@@ -16,17 +16,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from authorizer.image import AclsImage, Provenance
-from authorizer.loader import MetadataLoader
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.overlay import OverlayMap
-from authorizer.records import record_from_acl
-from authorizer.standard import RequestContext, StandardAuthorizer
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.datasets import jmh_set, update_benchmark_acls
-from shell.bench.timing import at_reference, frozen_gc, mean_us, percentiles, probed
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.shell.bench.datasets import jmh_set, update_benchmark_acls
+from kraftacl.shell.bench.timing import at_reference, frozen_gc, mean_us, percentiles, probed
 
 OWNER = "User:test-user"
 Batch = tuple[str, list[str], list[tuple[str, StandardAcl]]]  # (kind, removed ids, added (id, ACL) pairs)

@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from authorizer.acls_json import acls_json_text
-from authorizer.gc_pause import paused_gc
-from authorizer.model import StandardAcl
-from authorizer.whatif import load_acls
-from shell.acl_targets import LogAclTarget
-from shell.bench.datasets import mixed_set
-from shell.bench.timing import at_reference, cpu_probe_us
-from shell.targets import LogTarget
+from kraftacl.authorizer.acls_json import acls_json_text
+from kraftacl.authorizer.gc_pause import paused_gc
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.whatif import load_acls
+from kraftacl.shell.acl_targets import LogAclTarget
+from kraftacl.shell.bench.datasets import mixed_set
+from kraftacl.shell.bench.timing import at_reference, cpu_probe_us
+from kraftacl.shell.targets import LogTarget
 
 
 def run(quick: bool = False) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The `pipeline` benchmark suite: fold of a large log and the permissions report, each in Spark local mode on
 one and on two cores (`local[1]`, `local[2]`), next to the single-process equivalent where there is one.
 
-Each Spark run is its own driver process (`python -m pipeline.bench`, a fresh JVM), timed from inside once the
+Each Spark run is its own driver process (`python -m kraftacl.pipeline.bench`, a fresh JVM), timed from inside once the
 session is up; the CPU probe is read around it. Data is built in a temporary directory and removed afterwards.
 """
 
@@ -18,15 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from authorizer.model import AclOperation, ResourceType
-from authorizer.node import AclNode
-from authorizer.operations import SUPPORTED_OPERATIONS
-from authorizer.standard import RequestContext
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from shell.bench.log_suite import bench_acl, replay_rate
-from shell.bench.timing import cpu_probe_us
+from kraftacl.authorizer.model import AclOperation, ResourceType
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.standard import RequestContext
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.shell.bench.log_suite import bench_acl, replay_rate
+from kraftacl.shell.bench.timing import cpu_probe_us
 
 MASTERS = ("local[1]", "local[2]")
 
@@ -38,7 +38,9 @@ def _load() -> float:
 def _child(*args: str) -> dict[str, Any]:
     """One timed run in a fresh driver process, with the probe and the load average around it."""
     before, load = cpu_probe_us(2000), _load()
-    done = subprocess.run([sys.executable, "-m", "pipeline.bench", *args], capture_output=True, text=True, timeout=7200)
+    done = subprocess.run(
+        [sys.executable, "-m", "kraftacl.pipeline.bench", *args], capture_output=True, text=True, timeout=7200
+    )
     if done.returncode != 0:
         raise RuntimeError(f"pipeline.bench {args[0]} failed: {done.stderr.strip().splitlines()[-1:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -26,8 +26,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from shell.bench.plugin_jar import REPO_ROOT
-from shell.bench.tenant_acls import Acl
+from kraftacl.shell.bench.plugin_jar import REPO_ROOT
+from kraftacl.shell.bench.tenant_acls import Acl
 
 SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
 # Kafka's own launch defaults (kafka-server-start.sh, kafka-run-class.sh), not the test script's fast-start ones:

@@ -18,11 +18,18 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from shell.bench import plugin_kafka as kafka
-from shell.bench import tenant_acls as shapes
-from shell.bench.plugin_jar import AUTHORIZER_CLASS, KAFKA_LIB, PLUGIN_JAR, REPO_ROOT, TEST_CLASSES, ensure_built
-from shell.bench.serve_process import ServeProcess, free_port
-from shell.bench.timing import cpu_probe_us, probed
+from kraftacl.shell.bench import plugin_kafka as kafka
+from kraftacl.shell.bench import tenant_acls as shapes
+from kraftacl.shell.bench.plugin_jar import (
+    AUTHORIZER_CLASS,
+    KAFKA_LIB,
+    PLUGIN_JAR,
+    REPO_ROOT,
+    TEST_CLASSES,
+    ensure_built,
+)
+from kraftacl.shell.bench.serve_process import ServeProcess, free_port
+from kraftacl.shell.bench.timing import cpu_probe_us, probed
 
 TOKEN, ADMIN_TOKEN = "bench-plugin-token-0123456789", "bench-admin-token-0123456789"
 USER = shapes.MEASURED

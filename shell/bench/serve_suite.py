@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from authorizer.records import record_from_acl
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from shell.bench.datasets import mixed_requests, mixed_set
-from shell.bench.http_client import KeepAlive
-from shell.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.shell.bench.datasets import mixed_requests, mixed_set
+from kraftacl.shell.bench.http_client import KeepAlive
+from kraftacl.shell.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
 
 TOKEN = "bench-broker-token-0123456789"
 

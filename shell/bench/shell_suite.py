@@ -18,13 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from authorizer.image import AclsImage, Provenance
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.overlay import OverlayMap
-from metadata_log.codec import new_uuid
-from shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
-from snapshots.format import SnapshotHeader
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
+from kraftacl.snapshots.format import SnapshotHeader
+from kraftacl.snapshots.store import SnapshotStore
 
 PROBE_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # a fixed id the snapshot holds, for `cat`
 
@@ -65,9 +65,9 @@ def timed_command(snapshot: Path, words: list[str]) -> dict[str, Any]:
     path = [entry or os.getcwd() for entry in sys.path]
     code = (
         f"import sys\nsys.path[:] = {path!r}\n"
-        f"from shell.bench.timing import compiled_loops\nif compiled_loops() != {compiled_loops()!r}:\n"
+        f"from kraftacl.shell.bench.timing import compiled_loops\nif compiled_loops() != {compiled_loops()!r}:\n"
         "    raise SystemExit('the compiled loops differ from those of the parent: run make setup')\n"
-        "from shell.cli import main\nmain()"
+        "from kraftacl.shell.cli import main\nmain()"
     )
     argv = [sys.executable, "-c", code, "shell", "--snapshot", str(snapshot), *words]
     progress(f"shell {' '.join(words)} (new process)")

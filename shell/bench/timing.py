@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from authorizer import native_rows
-from metadata_log import codec_fast
+from kraftacl.authorizer import native_rows
+from kraftacl.metadata_log import codec_fast
 
 T = TypeVar("T")
 
@@ -118,10 +118,10 @@ def in_child(module: str, call: str, loops: dict[str, str] | None = None) -> dic
     progress(f"{module}.{call} (new process)")
     code = (
         f"import sys\nsys.path[:] = {path!r}\n"
-        f"from shell.bench.timing import compiled_loops\nexpected, used = {expected!r}, compiled_loops()\n"
+        f"from kraftacl.shell.bench.timing import compiled_loops\nexpected, used = {expected!r}, compiled_loops()\n"
         "if used != expected:\n"
         "    raise SystemExit(f'used {used}, not {expected} as its parent; run `make setup`')\n"
-        f"from shell.bench import {module}; {module}.{call}"
+        f"from kraftacl.shell.bench import {module}; {module}.{call}"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:

@@ -11,20 +11,20 @@ import re
 from enum import IntEnum
 from typing import TYPE_CHECKING, TypeVar
 
-from authorizer.acl_history import AclEvent
-from authorizer.errors import AuthorizerError
-from authorizer.model import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
-from authorizer.standard import Action, RequestContext
-from authorizer.who_can import WhoCan, WhoCanEntry
-from authorizer.who_can import who_can as library_who_can
-from shell.log_state import iso_time
-from shell.metashell.parse import EXIT_USAGE, Parsed
-from shell.metashell.paths import acl_id_of
-from shell.metashell.render import table
-from shell.metashell.source import SourceError, SourceStatus, View
+from kraftacl.authorizer.acl_history import AclEvent
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.model import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
+from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.who_can import WhoCan, WhoCanEntry
+from kraftacl.authorizer.who_can import who_can as library_who_can
+from kraftacl.shell.log_state import iso_time
+from kraftacl.shell.metashell.parse import EXIT_USAGE, Parsed
+from kraftacl.shell.metashell.paths import acl_id_of
+from kraftacl.shell.metashell.render import table
+from kraftacl.shell.metashell.source import SourceError, SourceStatus, View
 
 if TYPE_CHECKING:
-    from shell.metashell.session import Match, Shell
+    from kraftacl.shell.metashell.session import Match, Shell
 
 E = TypeVar("E", bound=IntEnum)
 _NUMBER = re.compile(r"-?\d+")

@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from functools import cached_property
 from itertools import chain
 
-from authorizer.config import AuthorizerConfig
-from authorizer.image import AclsImage, Provenance, image_from_columns
-from authorizer.memory import release_free_memory
-from authorizer.model import StandardAcl
-from shell.metashell.source import View
-from snapshots.columns import AclColumns
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
+from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.shell.metashell.source import View
+from kraftacl.snapshots.columns import AclColumns
 
 SCANS_BEFORE_BUILDING = 8  # one row lookup scans the id columns; after this many, build the map once instead
 

@@ -14,14 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from authorizer.config import AuthorizerConfig, load_config
-from authorizer.errors import ConfigError
-from shell.errors import fail
-from shell.metashell.open_source import SourceOptions, open_source
-from shell.metashell.parse import EXIT_USAGE
-from shell.metashell.session import Shell
-from shell.metashell.source import AclSource, SourceError
-from shell.server_client import CaCert, Cert, Key, ServerTarget, ServerUrl, Token, TokenFile
+from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.errors import ConfigError
+from kraftacl.shell.errors import fail
+from kraftacl.shell.metashell.open_source import SourceOptions, open_source
+from kraftacl.shell.metashell.parse import EXIT_USAGE
+from kraftacl.shell.metashell.session import Shell
+from kraftacl.shell.metashell.source import AclSource, SourceError
+from kraftacl.shell.server_client import CaCert, Cert, Key, ServerTarget, ServerUrl, Token, TokenFile
 
 # Everything after the first word of COMMAND is the shell command's own (`find -x` reaches `find`).
 CONTEXT: dict[str, Any] = {"allow_interspersed_args": False, "ignore_unknown_options": True}
@@ -132,7 +132,10 @@ def shell_command(
 
 def _run(source: AclSource, words: list[str], interactive: bool, history_file: Path | None) -> int:
     if interactive:
-        from shell.metashell.interactive import history_store, run_interactive  # prompt_toolkit only when needed
+        from kraftacl.shell.metashell.interactive import (  # prompt_toolkit only when needed
+            history_store,
+            run_interactive,
+        )
 
         print("Starting...", flush=True)
         run_interactive(source, history_store(history_file or _default_history()))

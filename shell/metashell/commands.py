@@ -10,13 +10,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from shell.metashell import acl_commands
-from shell.metashell.parse import Arg, CommandType, Parsed, help_text, man_text
-from shell.metashell.render import columns
-from shell.metashell.tree import Node, Printer
+from kraftacl.shell.metashell import acl_commands
+from kraftacl.shell.metashell.parse import Arg, CommandType, Parsed, help_text, man_text
+from kraftacl.shell.metashell.render import columns
+from kraftacl.shell.metashell.tree import Node, Printer
 
 if TYPE_CHECKING:
-    from shell.metashell.session import Shell
+    from kraftacl.shell.metashell.session import Shell
 
 Handler = Callable[["Shell", Parsed], None]
 WELCOME = "Welcome to the kraft-acl metadata shell."

@@ -25,12 +25,12 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.shortcuts import CompleteStyle
 
-from shell.metashell.commands import TABLE
-from shell.metashell.parse import EXIT_USAGE
-from shell.metashell.paths import absolute
-from shell.metashell.session import Shell
-from shell.metashell.source import AclSource
-from shell.metashell.tree import root
+from kraftacl.shell.metashell.commands import TABLE
+from kraftacl.shell.metashell.parse import EXIT_USAGE
+from kraftacl.shell.metashell.paths import absolute
+from kraftacl.shell.metashell.session import Shell
+from kraftacl.shell.metashell.source import AclSource
+from kraftacl.shell.metashell.tree import root
 
 MAX_LISTED = 1000  # more candidates than this: complete their common prefix only, list none
 REFRESH_S = 0.5  # how often a live prompt checks whether the offset it shows has moved

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from authorizer.acl_history import AclHistory
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerError
-from authorizer.kafka_history import kafka_acl_history
-from authorizer.kafka_state import KafkaAclReplay
-from authorizer.metadata_source import MetadataState, SourceFormat, detect_format, read_state
-from metadata_log.errors import LogError
-from shell.metashell.poller import Poller
-from shell.metashell.source import AclSource, SourceError, SourceStatus, View
+from kraftacl.authorizer.acl_history import AclHistory
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.kafka_history import kafka_acl_history
+from kraftacl.authorizer.kafka_state import KafkaAclReplay
+from kraftacl.authorizer.metadata_source import MetadataState, SourceFormat, detect_format, read_state
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.shell.metashell.poller import Poller
+from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View
 
 FOLLOW_INTERVAL_S = 0.5
 READ_ERRORS = (AuthorizerError, LogError, OSError)

@@ -11,17 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from authorizer.acl_history import AclHistory, acl_history
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerError
-from authorizer.image import AclsImage
-from authorizer.loader import MetadataLoader, Publisher
-from authorizer.node import AclNode
-from authorizer.tailer import Tailer
-from metadata_log.backend import LogBackend
-from metadata_log.errors import DivergenceError, LogError
-from shell.metashell.source import AclSource, OffsetError, SourceError, SourceStatus, View
-from snapshots.errors import SnapshotError
+from kraftacl.authorizer.acl_history import AclHistory, acl_history
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.image import AclsImage
+from kraftacl.authorizer.loader import MetadataLoader, Publisher
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.tailer import Tailer
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.errors import DivergenceError, LogError
+from kraftacl.shell.metashell.source import AclSource, OffsetError, SourceError, SourceStatus, View
+from kraftacl.snapshots.errors import SnapshotError
 
 FOLLOW_INTERVAL_S = 0.5
 SOURCE_ERRORS = (LogError, SnapshotError, AuthorizerError, OSError)

@@ -9,19 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import ConfigError
-from authorizer.metadata_source import MetadataSourceError, detect_format
-from metadata_log.backend import LogBackend
-from metadata_log.backends.file import FileLog
-from metadata_log.kafka_format.files import locate
-from shell.metashell.kafka_files_source import KafkaFilesSource
-from shell.metashell.node_source import SOURCE_ERRORS, NodeSource
-from shell.metashell.server_source import ServerSource
-from shell.metashell.snapshot_source import SnapshotSource
-from shell.metashell.source import AclSource, OffsetError, SourceError
-from shell.server_client import ServerTarget
-from shell.targets import LogTarget
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import ConfigError
+from kraftacl.authorizer.metadata_source import MetadataSourceError, detect_format
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.kafka_format.files import locate
+from kraftacl.shell.metashell.kafka_files_source import KafkaFilesSource
+from kraftacl.shell.metashell.node_source import SOURCE_ERRORS, NodeSource
+from kraftacl.shell.metashell.server_source import ServerSource
+from kraftacl.shell.metashell.snapshot_source import SnapshotSource
+from kraftacl.shell.metashell.source import AclSource, OffsetError, SourceError
+from kraftacl.shell.server_client import ServerTarget
+from kraftacl.shell.targets import LogTarget
 
 ONE_SOURCE = "give exactly one of --log-dir DIR, --snapshot FILE, --bootstrap-server HOST:PORT and --server URL"
 
@@ -85,7 +85,7 @@ def _log_dir(log_dir: Path, options: SourceOptions) -> AclSource:
 
 
 def _kafka(options: SourceOptions) -> AclSource:
-    from metadata_log.backends.kafka import DEFAULT_TOPIC  # confluent_kafka is loaded only for a Kafka log
+    from kraftacl.metadata_log.backends.kafka import DEFAULT_TOPIC  # confluent_kafka is loaded only for a Kafka log
 
     target = LogTarget(None, options.bootstrap_servers, options.command_config, options.topic)
     description = f"Kafka topic {options.topic or DEFAULT_TOPIC} at {options.bootstrap_servers}"

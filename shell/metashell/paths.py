@@ -20,7 +20,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from metadata_log.uuids import UUID_TEXT, uuid_to_text
+from kraftacl.metadata_log.uuids import UUID_TEXT, uuid_to_text
 
 _REGEX_SPECIAL = set("$()+.[]^{|")
 _GLOB_SPECIAL = set("*?\\{}")

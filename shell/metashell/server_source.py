@@ -12,13 +12,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from authorizer.acl_history import AclHistory
-from authorizer.config import AuthorizerConfig
-from authorizer.image import AclsImage, Provenance
-from authorizer.overlay import OverlayMap
-from shell.metashell.poller import Poller
-from shell.metashell.source import AclSource, SourceError, SourceStatus, View
-from shell.server_client import ServerClient, ServerError, ServerTarget
+from kraftacl.authorizer.acl_history import AclHistory
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.shell.metashell.poller import Poller
+from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View
+from kraftacl.shell.server_client import ServerClient, ServerError, ServerTarget
 
 T = TypeVar("T")
 FOLLOW_INTERVAL_S = 0.5

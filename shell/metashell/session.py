@@ -11,11 +11,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shell.metashell.commands import TABLE, Handler, handlers
-from shell.metashell.parse import EXIT_ERROR, EXIT_USAGE, ParseError, parse
-from shell.metashell.paths import GlobComponent, absolute
-from shell.metashell.source import AclSource, View
-from shell.metashell.tree import Node, root
+from kraftacl.shell.metashell.commands import TABLE, Handler, handlers
+from kraftacl.shell.metashell.parse import EXIT_ERROR, EXIT_USAGE, ParseError, parse
+from kraftacl.shell.metashell.paths import GlobComponent, absolute
+from kraftacl.shell.metashell.source import AclSource, View
+from kraftacl.shell.metashell.tree import Node, root
 
 Write = Callable[[str], object]
 _GLOB = re.compile(r"[*?{]")

@@ -10,14 +10,14 @@ import gc
 from collections.abc import Iterable
 from pathlib import Path
 
-from authorizer.acl_history import AclHistory
-from authorizer.config import AuthorizerConfig
-from authorizer.image import Provenance
-from shell.metashell.columns_view import ColumnsView
-from shell.metashell.source import AclSource, SourceError, SourceStatus, View
-from snapshots.errors import SnapshotNameError
-from snapshots.format import SnapshotReader
-from snapshots.naming import SnapshotId, parse_name
+from kraftacl.authorizer.acl_history import AclHistory
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.image import Provenance
+from kraftacl.shell.metashell.columns_view import ColumnsView
+from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View
+from kraftacl.snapshots.errors import SnapshotNameError
+from kraftacl.snapshots.format import SnapshotReader
+from kraftacl.snapshots.naming import SnapshotId, parse_name
 
 
 class SnapshotSource(AclSource):

@@ -23,13 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
-from authorizer.acl_history import AclHistory
-from authorizer.acl_views import AclGroups
-from authorizer.config import AuthorizerConfig
-from authorizer.image import AclsImage, Provenance
-from authorizer.index import AclIndex
-from authorizer.model import StandardAcl
-from authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.acl_history import AclHistory
+from kraftacl.authorizer.acl_views import AclGroups
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.index import AclIndex
+from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.standard import StandardAuthorizer
 
 
 class SourceError(Exception):

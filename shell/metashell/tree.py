@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from functools import cached_property, partial
 from importlib import metadata
 
-from authorizer.image import Provenance
-from authorizer.model import PatternType, ResourceType
-from shell.metashell.paths import acl_id_of, decode_name, encode_name
-from shell.metashell.render import acl_json
-from shell.metashell.source import SourceStatus, View
+from kraftacl.authorizer.image import Provenance
+from kraftacl.authorizer.model import PatternType, ResourceType
+from kraftacl.shell.metashell.paths import acl_id_of, decode_name, encode_name
+from kraftacl.shell.metashell.render import acl_json
+from kraftacl.shell.metashell.source import SourceStatus, View
 
 
 class Printer:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from authorizer.config import AuthorizerConfig
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from metadata_log.backends.file import FileLog
-from snapshots.policy import SnapshotPolicy
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.metadata_log.factories import batch_size_at, id_at
 
 SEED_ACLS = 5000

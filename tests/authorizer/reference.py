@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 
 ALLOWED = "ALLOWED"
 DENIED = "DENIED"

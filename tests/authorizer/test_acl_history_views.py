@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from authorizer.acl_history import AclEvent, acl_history
-from authorizer.acl_views import AclGroups
-from authorizer.records import acl_from_record
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import uuid_to_text
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.acl_history import AclEvent, acl_history
+from kraftacl.authorizer.acl_views import AclGroups
+from kraftacl.authorizer.records import acl_from_record
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.authorizer.test_properties import BASE, acl_specs, to_acl
 
 A, B, C = (uuid_to_text(bytes([n] * 16)) for n in (1, 2, 3))

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import bulk_rows, index_build, trie
-from authorizer.errors import ImageError
-from authorizer.image import image_from_columns
-from authorizer.index import AclIndex
-from authorizer.model import (
+from kraftacl.authorizer import bulk_rows, index_build, trie
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.image import image_from_columns
+from kraftacl.authorizer.index import AclIndex
+from kraftacl.authorizer.model import (
     WILDCARD_PRINCIPAL,
     AclOperation,
     AclPermissionType,
@@ -30,16 +30,16 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
-from authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
-from authorizer.type_index import intern_grants
-from metadata_log.native import load_native
-from metadata_log.records import AccessControlEntryRecord
-from snapshots.columns import AclColumns, columns_of
+from kraftacl.authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
+from kraftacl.authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
+from kraftacl.authorizer.type_index import intern_grants
+from kraftacl.metadata_log.native import load_native
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.snapshots.columns import AclColumns, columns_of
 from tests.authorizer import reference
 from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of, trie_shape
 
-_compiled, _ = load_native(bulk_rows, "authorizer._bulk_rows_native")
+_compiled, _ = load_native(bulk_rows, "kraftacl.authorizer._bulk_rows_native")
 IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (
     [pytest.param(_compiled, id="native")] if _compiled is not None else []
 )

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.filters import AclBindingFilter
-from authorizer.image import AclsImage, Provenance
-from authorizer.loader import MetadataLoader
-from authorizer.model import (
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.image import AclsImage, Provenance
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.model import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -45,18 +45,14 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.records import acl_from_record, record_from_acl
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import (
-    AccessControlEntryRecord,
-    MetadataRecord,
-    RemoveAccessControlEntryRecord,
-)
-from metadata_log.replayer import Replayer
-from snapshots.format import SnapshotHeader, SnapshotReader
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.records import acl_from_record, record_from_acl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.replayer import Replayer
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
+from kraftacl.snapshots.store import SnapshotStore
 
 T = ResourceType.TOPIC
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED

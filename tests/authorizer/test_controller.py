@@ -21,26 +21,20 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.controller import (
-    MAX_RECORDS_PER_USER_OP,
-    AclController,
-    ApiError,
-    CreateResult,
-    DeleteResult,
-)
-from authorizer.errors import ImageError
-from authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.loader import MetadataLoader
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from authorizer.records import acl_from_record, record_from_acl
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
-from metadata_log.backend import AppendResult
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import new_uuid, text_to_uuid, uuid_to_text
-from metadata_log.errors import LogLockedError
-from metadata_log.records import MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.controller import MAX_RECORDS_PER_USER_OP, AclController, ApiError, CreateResult, DeleteResult
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.records import acl_from_record, record_from_acl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.metadata_log.backend import AppendResult
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import new_uuid, text_to_uuid, uuid_to_text
+from kraftacl.metadata_log.errors import LogLockedError
+from kraftacl.metadata_log.records import MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
 
 T, C = ResourceType.TOPIC, ResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.controller import MAX_RECORDS_PER_USER_OP, InvalidImportError, invalid_acls, validate_new_acl
-from authorizer.filters import AclBindingFilter, ResourcePatternFilter
-from authorizer.metadata_source import read_state
-from authorizer.model import AclOperation, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from authorizer.records import records_from_acls
-from metadata_log.backends.file import FileLog
-from snapshots.policy import SnapshotPolicy
+from kraftacl.authorizer.controller import MAX_RECORDS_PER_USER_OP, InvalidImportError, invalid_acls, validate_new_acl
+from kraftacl.authorizer.filters import AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.metadata_source import read_state
+from kraftacl.authorizer.model import AclOperation, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.records import records_from_acls
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.authorizer.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
 
 

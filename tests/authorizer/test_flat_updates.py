@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import resource_type, trie, views
-from authorizer.index import AclIndex, TypeIndex
-from authorizer.model import AclOperation, AclPermissionType, AuthorizationResult, PatternType, ResourceType
-from authorizer.model import StandardAcl as Acl
-from authorizer.native_rows import prefix_trie
-from authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer import resource_type, trie, views
+from kraftacl.authorizer.index import AclIndex, TypeIndex
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, AuthorizationResult, PatternType, ResourceType
+from kraftacl.authorizer.model import StandardAcl as Acl
+from kraftacl.authorizer.native_rows import prefix_trie
+from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
 from tests.authorizer.test_index_build import trie_shape
 
 BASE = settings(max_examples=300, deadline=None, database=None)

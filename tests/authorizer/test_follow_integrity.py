@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from authorizer.recovery import RecoveryRefused, recover
-from authorizer.tailer import Tailer
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import iter_frames, read_segment_header
-from metadata_log.errors import LogLostDataError
-from snapshots import store as store_module
-from snapshots.policy import SnapshotPolicy
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.recovery import RecoveryRefused, recover
+from kraftacl.authorizer.tailer import Tailer
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_format import iter_frames, read_segment_header
+from kraftacl.metadata_log.errors import LogLostDataError
+from kraftacl.snapshots import store as store_module
+from kraftacl.snapshots.policy import SnapshotPolicy
+from kraftacl.snapshots.store import SnapshotStore
 from tests.metadata_log.faults import rewind_durable_end, small_tmpfs
 
 SEGMENT = f"{0:020d}.log"

@@ -19,17 +19,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from authorizer.errors import AuthorizerError
-from authorizer.node import AclNode
-from authorizer.records import record_from_acl
-from authorizer.recovery import recover
-from authorizer.tailer import Tailer
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import FrameError, iter_frames, read_segment_header
-from metadata_log.errors import LogError
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-from snapshots import store as store_module
-from snapshots.errors import SnapshotError
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.recovery import recover
+from kraftacl.authorizer.tailer import Tailer
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_format import FrameError, iter_frames, read_segment_header
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.snapshots import store as store_module
+from kraftacl.snapshots.errors import SnapshotError
 from tests.metadata_log.factories import id_at
 from tests.metadata_log.faults import rewind_durable_end
 

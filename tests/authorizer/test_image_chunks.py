@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from authorizer.image import AclsImage, Provenance, image_from_columns
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.overlay import OverlayMap
-from authorizer.records import record_from_acl
-from metadata_log.codec import uuid_to_text
-from snapshots.columns import AclColumns
-from snapshots.format import SnapshotHeader, SnapshotReader
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.snapshots.columns import AclColumns
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
+from kraftacl.snapshots.store import SnapshotStore
 
 
 def acl_id(n: int) -> str:

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import ImageError
-from authorizer.image import AclsDelta, AclsImage, Provenance
-from authorizer.loader import MetadataLoader
-from authorizer.model import (
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance
+from kraftacl.authorizer.loader import MetadataLoader
+from kraftacl.authorizer.model import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -31,20 +31,20 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.records import record_from_acl
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
-from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import uuid_to_text
-from metadata_log.records import (
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
     RecordBatch,
     RemoveAccessControlEntryRecord,
 )
-from metadata_log.replayer import Replayer, ReplayError
-from snapshots.format import SnapshotHeader
-from snapshots.store import SnapshotStore
+from kraftacl.metadata_log.replayer import Replayer, ReplayError
+from kraftacl.snapshots.format import SnapshotHeader
+from kraftacl.snapshots.store import SnapshotStore
 from tests.authorizer import reference as ref
 
 T, G = ResourceType.TOPIC, ResourceType.GROUP

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from authorizer import inputs as inputs_module
-from authorizer.config import load_properties, parse_node_id
-from authorizer.errors import ConfigError
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.inputs import (
+from kraftacl.authorizer import inputs as inputs_module
+from kraftacl.authorizer.config import load_properties, parse_node_id
+from kraftacl.authorizer.errors import ConfigError
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.inputs import (
     MAX_DEPTH,
     MAX_STRING_BYTES,
     InputError,
@@ -30,7 +30,7 @@ from authorizer.inputs import (
     parse_request,
     parse_requests,
 )
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 
 ACL: dict[str, Any] = {
     "resource_type": "TOPIC",

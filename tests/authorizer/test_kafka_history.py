@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.kafka_history import kafka_acl_history
-from authorizer.kafka_state import KafkaStateError
-from metadata_log.kafka_format.files import PARTITION_DIR, locate
-from metadata_log.records import AccessControlEntryRecord
+from kraftacl.authorizer.kafka_history import kafka_acl_history
+from kraftacl.authorizer.kafka_state import KafkaStateError
+from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR, locate
+from kraftacl.metadata_log.records import AccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 
 A = AccessControlEntryRecord("AAAAAAAAQACAAAAAAAAAAA", 2, "t", 3, "User:a", "*", 3, 3)

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.node import AclNode
-from authorizer.records import acl_from_record, record_from_acl
-from metadata_log.backends.file import FileLog
-from metadata_log.records import AccessControlEntryRecord, RecordBatch, RemoveAccessControlEntryRecord
-from snapshots.format import SnapshotReader
-from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, parse_name
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.records import acl_from_record, record_from_acl
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch, RemoveAccessControlEntryRecord
+from kraftacl.snapshots.format import SnapshotReader
+from kraftacl.snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, parse_name
+from kraftacl.snapshots.store import SnapshotStore
 from tests.authorizer.kill_node_writer import CONFIG, GENERATION, RETAIN_SNAPSHOTS, Request, plan
 from tests.metadata_log.factories import id_at
 

@@ -8,9 +8,9 @@ import platform
 
 import pytest
 
-from authorizer import memory
-from authorizer.memory import release_free_memory
-from shell.bench.timing import rss_bytes
+from kraftacl.authorizer import memory
+from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.shell.bench.timing import rss_bytes
 
 glibc = pytest.mark.skipif(
     platform.libc_ver()[0] != "glibc" or ctypes.util.find_library("c") is None, reason="malloc_trim is glibc's"

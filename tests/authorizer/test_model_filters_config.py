@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from authorizer.config import (
+from kraftacl.authorizer.config import (
     config_from_properties,
     load_config,
     parse_bool,
@@ -15,10 +15,10 @@ from authorizer.config import (
     parse_node_id,
     parse_super_users,
 )
-from authorizer.errors import ConfigError, InvalidFilterError
-from authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.hosts import java_host_address
-from authorizer.model import (
+from kraftacl.authorizer.errors import ConfigError, InvalidFilterError
+from kraftacl.authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.hosts import java_host_address
+from kraftacl.authorizer.model import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -31,7 +31,7 @@ from authorizer.model import (
     pascal_name,
     split_principal,
 )
-from authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.standard import StandardAuthorizer
 
 RT = ResourceType
 PT = PatternType

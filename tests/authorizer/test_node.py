@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from authorizer import loader as loader_module
-from authorizer import node as node_module
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerNotReadyError
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.image import Provenance
-from authorizer.model import (
+from kraftacl.authorizer import loader as loader_module
+from kraftacl.authorizer import node as node_module
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerNotReadyError
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.image import Provenance
+from kraftacl.authorizer.model import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -27,17 +27,17 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.node import AclNode, StartupError
-from authorizer.records import record_from_acl
-from authorizer.standard import Action, RequestContext
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import encode_segment_header
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import CURRENT_SCHEMA, new_uuid
-from snapshots.format import SnapshotHeader, SnapshotReader
-from snapshots.naming import SnapshotId, parse_name
-from snapshots.policy import SnapshotPolicy
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.node import AclNode, StartupError
+from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_format import encode_segment_header
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec import CURRENT_SCHEMA, new_uuid
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
+from kraftacl.snapshots.naming import SnapshotId, parse_name
+from kraftacl.snapshots.policy import SnapshotPolicy
+from kraftacl.snapshots.store import SnapshotStore
 
 T = ResourceType.TOPIC
 OP, PERM = AclOperation, AclPermissionType

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import overlay
-from authorizer.overlay import OverlayMap
+from kraftacl.authorizer import overlay
+from kraftacl.authorizer.overlay import OverlayMap
 
 MISSING = object()  # a default no map ever holds
 KEYS = [f"k{n}" for n in range(40)]

@@ -16,19 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from authorizer import views
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import InvalidActionError, InvalidFilterError
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.index import AclIndex
-from authorizer.model import (
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-    StandardAcl,
-)
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer import views
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import InvalidActionError, InvalidFilterError
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.index import AclIndex
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 from tests.authorizer import reference as ref
 from tests.authorizer.test_index_build import small_limits
 

@@ -16,11 +16,11 @@ from concurrent.futures import Future
 
 import pytest
 
-from authorizer.audit import TRACE
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerNotReadyError, ImageError, InvalidActionError
-from authorizer.filters import AclBindingFilter
-from authorizer.model import (
+from kraftacl.authorizer.audit import TRACE
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, ImageError, InvalidActionError
+from kraftacl.authorizer.filters import AclBindingFilter
+from kraftacl.authorizer.model import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -28,7 +28,7 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 
 RT = ResourceType
 PT = PatternType

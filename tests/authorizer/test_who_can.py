@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from authorizer.audit import DEFAULT_ALLOW, DEFAULT_DENY, SUPER_USER
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
-from authorizer.who_can import WhoCan, WhoCanEntry, who_can
+from kraftacl.authorizer.audit import DEFAULT_ALLOW, DEFAULT_DENY, SUPER_USER
+from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.who_can import WhoCan, WhoCanEntry, who_can
 from tests.authorizer import reference as ref
 from tests.authorizer.test_properties import BASE, CONCRETE_TYPES, FOCUSED_OPS, acl_specs, names, to_acl
 

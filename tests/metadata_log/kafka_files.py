@@ -12,8 +12,8 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from metadata_log.uuids import text_to_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import text_to_uuid
 
 T0 = 1_700_000_000_000
 Record = tuple[bytes | None, bytes]  # (key, value)

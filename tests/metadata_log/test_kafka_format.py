@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file import FileLog
-from metadata_log.errors import CorruptLogError
-from metadata_log.kafka_format.batches import TornTail, read_batches
-from metadata_log.kafka_format.files import PARTITION_DIR, SnapshotFile, locate
-from metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker, decode_metadata
-from metadata_log.kafka_format.reader import log_batches, read_snapshot
-from metadata_log.kafka_format.wire import WireError
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.errors import CorruptLogError
+from kraftacl.metadata_log.kafka_format.batches import TornTail, read_batches
+from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR, SnapshotFile, locate
+from kraftacl.metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker, decode_metadata
+from kraftacl.metadata_log.kafka_format.reader import log_batches, read_snapshot
+from kraftacl.metadata_log.kafka_format.wire import WireError
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 
 GOLDEN = Path("/work/shared/spec/golden/00000000000000000004-0000000001.checkpoint")

@@ -18,15 +18,15 @@ from types import ModuleType
 
 import pytest
 
-from authorizer import bulk_rows, index_build, native_rows
-from authorizer import image as image_module
-from metadata_log import codec_fast, codec_rows, lazy_records, native
+from kraftacl.authorizer import bulk_rows, index_build, native_rows
+from kraftacl.authorizer import image as image_module
+from kraftacl.metadata_log import codec_fast, codec_rows, lazy_records, native
 
 IN_CI = os.environ.get("CI") == "true"
 # (source module, its compiled copy's name, the module choosing between them, its "why" attribute)
 COMPILED = [
-    pytest.param(codec_rows, "metadata_log._codec_rows_native", codec_fast, "DECODER", id="codec_rows"),
-    pytest.param(bulk_rows, "authorizer._bulk_rows_native", native_rows, "BULK_ROWS", id="bulk_rows"),
+    pytest.param(codec_rows, "kraftacl.metadata_log._codec_rows_native", codec_fast, "DECODER", id="codec_rows"),
+    pytest.param(bulk_rows, "kraftacl.authorizer._bulk_rows_native", native_rows, "BULK_ROWS", id="bulk_rows"),
 ]
 each_compiled = pytest.mark.parametrize(("source", "native_name", "chooser", "why_name"), COMPILED)
 
@@ -43,11 +43,11 @@ def test_ci_runs_the_compiled_copy(source: ModuleType, native_name: str, chooser
 
 
 def test_the_callers_use_the_loops_in_use() -> None:
-    module, _ = native.load_native(codec_rows, "metadata_log._codec_rows_native")
+    module, _ = native.load_native(codec_rows, "kraftacl.metadata_log._codec_rows_native")
     decoder = (module or codec_rows).decode_v1_rows
     assert codec_fast.decode_v1_rows is decoder
     assert lazy_records.codec_fast is codec_fast
-    module, _ = native.load_native(bulk_rows, "authorizer._bulk_rows_native")
+    module, _ = native.load_native(bulk_rows, "kraftacl.authorizer._bulk_rows_native")
     assert index_build.group_acls is native_rows.group_acls is (module or bulk_rows).group_acls
     assert image_module.apply_new_rows is native_rows.apply_new_rows is (module or bulk_rows).apply_new_rows
 
@@ -81,10 +81,15 @@ def test_pure_python_on_request_and_when_not_built(
 
 def test_a_new_process_picks_the_sources_when_told() -> None:
     code = (
-        "from metadata_log import codec_fast; from authorizer import native_rows; "
+        "from kraftacl.metadata_log import codec_fast; from kraftacl.authorizer import native_rows; "
         "print(codec_fast.DECODER, codec_fast.decode_v1_rows.__module__, "
         "native_rows.BULK_ROWS, native_rows.group_acls.__module__)"
     )
     env = {**os.environ, "KRAFT_ACL_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["disabled", "metadata_log.codec_rows", "disabled", "authorizer.bulk_rows"]
+    assert out.stdout.split() == [
+        "disabled",
+        "kraftacl.metadata_log.codec_rows",
+        "disabled",
+        "kraftacl.authorizer.bulk_rows",
+    ]

@@ -13,18 +13,18 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.errors import AuthorizerError
-from authorizer.metadata_source import read_state
-from authorizer.records import acl_from_record
-from metadata_log.errors import LogError
-from metadata_log.kafka_format.files import PARTITION_DIR
-from metadata_log.records import AccessControlEntryRecord
-from pipeline.changes import changes
-from pipeline.errors import PipelineError
-from pipeline.events import ACL_FIELDS
-from pipeline.fold import fold, state_at
-from pipeline.source import LogEvents, LogSource, load_events
-from snapshots.format import SnapshotReader
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.metadata_source import read_state
+from kraftacl.authorizer.records import acl_from_record
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.pipeline.changes import changes
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.events import ACL_FIELDS
+from kraftacl.pipeline.fold import fold, state_at
+from kraftacl.pipeline.source import LogEvents, LogSource, load_events
+from kraftacl.snapshots.format import SnapshotReader
 from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf
 from tests.pipeline.kafka_logs import KafkaGenerated, random_kafka_log

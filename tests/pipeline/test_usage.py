@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.model import PatternType, ResourceType
-from authorizer.operations import SUPPORTED_OPERATIONS
-from authorizer.standard import Action, RequestContext
-from pipeline.errors import PipelineError
-from pipeline.fold import state_at
-from pipeline.names import with_names
-from pipeline.source import LogSource, load_events
-from pipeline.usage import decision_files, read_decisions, usage
+from kraftacl.authorizer.model import PatternType, ResourceType
+from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.fold import state_at
+from kraftacl.pipeline.names import with_names
+from kraftacl.pipeline.source import LogSource, load_events
+from kraftacl.pipeline.usage import decision_files, read_decisions, usage
 from tests.pipeline.logs import NAMES, PRINCIPALS, random_log
 from tests.pipeline.replay import replayed_node
 

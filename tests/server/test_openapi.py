@@ -6,7 +6,7 @@ from pathlib import Path
 
 import msgspec
 
-from server.openapi import openapi_document
+from kraftacl.server.openapi import openapi_document
 
 COMMITTED = Path(__file__).resolve().parent.parent.parent / "server" / "openapi.json"
 
@@ -19,7 +19,7 @@ def test_committed_document_is_current() -> None:
 
 
 def test_every_route_is_documented() -> None:
-    from server.api import ROUTES
+    from kraftacl.server.api import ROUTES
 
     paths = openapi_document()["paths"]
     for method, path in ROUTES:

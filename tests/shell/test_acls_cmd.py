@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metadata_log.backends.file import FileLog
-from shell.cli import app
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.shell.cli import app
 
 TOPIC_ORDERS = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)"
 ORDERS_FILTER = "ResourcePatternFilter(resourceType=TOPIC, name=orders, patternType=LITERAL)"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_meta import META_FILE
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_meta import META_FILE
 from tests.shell.test_log_cmds import (
     GOLDEN_KAFKA_SNAPSHOT,
     STATES,

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.node import AclNode
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import encode_frame, iter_frames, read_segment_header
-from metadata_log.codec import uuid_to_text
-from shell.cli import app
+from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.node import AclNode
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file_format import encode_frame, iter_frames, read_segment_header
+from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.shell.cli import app
 from tests.metadata_log.factories import records_for
 
 T0 = 1_700_000_000_000
@@ -61,7 +61,7 @@ def build_log(directory: Path) -> None:
     """Write the log above with fixed ids and CreateTimes (T0, T0+1000, ...), through the controller."""
     ids, times = iter(IDS.values()), iter(range(T0, T0 + 10_000, 1000))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("metadata_log.backends.file.now_ms", lambda: next(times))
+        mp.setattr("kraftacl.metadata_log.backends.file.now_ms", lambda: next(times))
         node = AclNode(FileLog(directory), snapshot_dir=directory)
         node.controller.new_id = lambda: next(ids)
         try:

@@ -12,16 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata_log.backends.file import FileLog
-from metadata_log.records import AccessControlEntryRecord
-from shell.metashell.commands import TABLE
-from shell.metashell.interactive import complete_path
-from shell.metashell.open_source import SourceOptions, open_source
-from shell.metashell.parse import ParseError, parse
-from shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
-from shell.metashell.render import column_layout, columns
-from shell.metashell.session import Shell
-from shell.metashell.source import AclSource
+from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.shell.metashell.commands import TABLE
+from kraftacl.shell.metashell.interactive import complete_path
+from kraftacl.shell.metashell.open_source import SourceOptions, open_source
+from kraftacl.shell.metashell.parse import ParseError, parse
+from kraftacl.shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
+from kraftacl.shell.metashell.render import column_layout, columns
+from kraftacl.shell.metashell.session import Shell
+from kraftacl.shell.metashell.source import AclSource
 from tests.shell.metashell_log import build_log
 
 
