@@ -1,4 +1,4 @@
-"""Build hook: compile the hot loops (`metadata_log/codec_rows.py`, `authorizer/bulk_rows.py`) with mypyc.
+"""Build hook: compile the hot loops (`metadata_log/codec/rows.py`, `authorizer/bulk_rows.py`) with mypyc.
 
 Everything else about the package is in pyproject.toml. Each compiled module is a copy of its
 source stamped with that file's SHA-256, so that a build older than the source is never used (see
@@ -17,7 +17,7 @@ from setuptools import Extension, setup
 # (kraftacl/metadata_log is a symlink to metadata_log/: the paths name the modules kraftacl.metadata_log.*, which mypyc
 # derives from the folders' __init__.py files)
 COMPILED = {
-    Path("kraftacl/metadata_log/codec_rows.py"): Path("kraftacl/metadata_log/_codec_rows_native.py"),
+    Path("kraftacl/metadata_log/codec/rows.py"): Path("kraftacl/metadata_log/codec/_rows_native.py"),
     Path("kraftacl/authorizer/bulk_rows.py"): Path("kraftacl/authorizer/_bulk_rows_native.py"),
 }
 

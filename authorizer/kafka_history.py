@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from kraftacl.authorizer.acl_history import AclEvent, AclHistory
 from kraftacl.authorizer.kafka_state import KafkaAclReplay, KafkaStateError
 from kraftacl.authorizer.records import acl_from_record
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles
-from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
-from kraftacl.metadata_log.kafka_format.reader import log_batches
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles
+from kraftacl.metadata_log.kafka_files.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_files.reader import log_batches
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
 

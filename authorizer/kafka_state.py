@@ -21,10 +21,10 @@ from pathlib import Path
 
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance, image_from_snapshot
-from kraftacl.metadata_log.kafka_format.batches import TornTail
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
-from kraftacl.metadata_log.kafka_format.reader import DecodedBatch, file_batches, log_batches, read_snapshot
+from kraftacl.metadata_log.kafka_files.batches import TornTail
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_files.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_files.reader import DecodedBatch, file_batches, log_batches, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 

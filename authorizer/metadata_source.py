@@ -24,8 +24,8 @@ from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
 from kraftacl.authorizer.kafka_state import KafkaAclReplay
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.standard import StandardAuthorizer
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, locate
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, locate
 from kraftacl.snapshots.format import MAGIC as SNAPSHOT_MAGIC
 from kraftacl.snapshots.format import SnapshotReader
 

@@ -31,7 +31,7 @@ from kraftacl.authorizer.memory import release_free_memory
 from kraftacl.authorizer.standard import StandardAuthorizer
 from kraftacl.authorizer.tailer import Tailer
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.errors import LogLostDataError
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
 from kraftacl.snapshots.policy import SnapshotPolicy

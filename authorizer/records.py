@@ -9,9 +9,9 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.metadata_log.codec_fast import ace_records
-from kraftacl.metadata_log.codec_rows import RowTables
-from kraftacl.metadata_log.lazy_records import LazyRecords
+from kraftacl.metadata_log.codec.fast import ace_records
+from kraftacl.metadata_log.codec.lazy_records import LazyRecords
+from kraftacl.metadata_log.codec.rows import RowTables
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 _new_acl = tuple.__new__

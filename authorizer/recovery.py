@@ -23,11 +23,11 @@ from pathlib import Path
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.image import AclsImage
 from kraftacl.authorizer.node import AclNode
-from kraftacl.metadata_log.backends import file_dir
-from kraftacl.metadata_log.backends.dir_files import refuse_foreign
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_meta import LogMeta
-from kraftacl.metadata_log.backends.file_recover import rebase
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.file.meta import LogMeta
+from kraftacl.metadata_log.backends.file.recover import rebase
 from kraftacl.metadata_log.uuids import new_uuid
 from kraftacl.snapshots.format import SnapshotHeader
 from kraftacl.snapshots.naming import SnapshotId

@@ -1,6 +1,6 @@
 """Kafka's `Uuid` rules: the 22-character text form, strict parsing, and `randomUuid` generation.
 
-Pure functions (new_uuid reads os.urandom): safe to call from any thread. `metadata_log.codec`
+Pure functions (new_uuid reads os.urandom): safe to call from any thread. `metadata_log.codec.avro`
 re-exports them; import them from either.
 
 Kafka prints a Uuid as the URL-safe base64 of its 16 bytes without padding: 128 bits in 22

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kraftacl.metadata_log.backends.kafka_message import DEFAULT_TOPIC
+from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.inputs import check_principal, parse_settings, parse_time
 from kraftacl.pipeline.source import LogSource

@@ -16,12 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from kraftacl.metadata_log.backends.file_segment import ReadSpan, read_spans
-from kraftacl.metadata_log.backends.kafka_message import SCHEMA_HEADER, decode_message
-from kraftacl.metadata_log.codec import DEFAULT_CODEC, BatchSchema
-from kraftacl.metadata_log.codec_fast import ACE_FIELDS
-from kraftacl.metadata_log.codec_rows import RowTables
-from kraftacl.metadata_log.lazy_records import LazyRecords
+from kraftacl.metadata_log.backends.file.segment import ReadSpan, read_spans
+from kraftacl.metadata_log.backends.kafka_topic.message import SCHEMA_HEADER, decode_message
+from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, BatchSchema
+from kraftacl.metadata_log.codec.fast import ACE_FIELDS
+from kraftacl.metadata_log.codec.lazy_records import LazyRecords
+from kraftacl.metadata_log.codec.rows import RowTables
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch
 
 ACL_FIELDS = ACE_FIELDS[1:]  # an AccessControlEntryRecord's fields after its id

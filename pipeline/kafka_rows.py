@@ -1,5 +1,5 @@
 """Apache Kafka's own KRaft files as rows for Spark: each task decodes a byte span of a `.log` segment (or a
-whole `.checkpoint`) with the library's readers (`metadata_log.kafka_format`) into tagged rows.
+whole `.checkpoint`) with the library's readers (`metadata_log.kafka_files`) into tagged rows.
 
 Pure functions of their inputs; each Spark task calls them on its own spans. A span's damage does not fail
 the task: it becomes one ERROR row carrying the library's message, which the driver raises as one line.
@@ -21,10 +21,10 @@ from typing import Any
 import pyarrow as pa
 
 from kraftacl.metadata_log.errors import LogError
-from kraftacl.metadata_log.kafka_format.batches import KafkaBatch, read_batches
-from kraftacl.metadata_log.kafka_format.files import SnapshotFile
-from kraftacl.metadata_log.kafka_format.messages import TransactionMarker
-from kraftacl.metadata_log.kafka_format.reader import decode_batch, read_snapshot
+from kraftacl.metadata_log.kafka_files.batches import KafkaBatch, read_batches
+from kraftacl.metadata_log.kafka_files.files import SnapshotFile
+from kraftacl.metadata_log.kafka_files.messages import TransactionMarker
+from kraftacl.metadata_log.kafka_files.reader import decode_batch, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from kraftacl.pipeline.events import ACL_FIELDS, EVENT_DDL, EVENT_SCHEMA, ROWS_PER_BATCH
 

@@ -23,10 +23,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.metadata_log.kafka_format.batches import HEADER, HEADER_SIZE, LOG_OVERHEAD
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from kraftacl.metadata_log.kafka_format.messages import ControlRecord
-from kraftacl.metadata_log.kafka_format.reader import decode_batch, file_batches
+from kraftacl.metadata_log.kafka_files.batches import HEADER, HEADER_SIZE, LOG_OVERHEAD
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_files.messages import ControlRecord
+from kraftacl.metadata_log.kafka_files.reader import decode_batch, file_batches
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import EVENT_DDL, EVENT_SCHEMA
 from kraftacl.pipeline.kafka_rows import (

@@ -14,10 +14,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.kafka_message import DEFAULT_TOPIC
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.metadata_log.errors import LogError
-from kraftacl.metadata_log.kafka_format.files import locate
+from kraftacl.metadata_log.kafka_files.files import locate
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
 

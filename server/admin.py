@@ -132,7 +132,7 @@ async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
     try:
         return await asyncio.get_running_loop().run_in_executor(state.writer, work)
     except LogError as exc:
-        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka, imported only with Kafka
+        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka_topic.log, imported only with Kafka
             raise NotController(f"another controller took over the metadata log: {exc}") from exc
         raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
 

@@ -22,11 +22,11 @@ def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
     writer = config.controller if write is None else write
     try:
         if lc.log_dir is not None:
-            from kraftacl.metadata_log.backends.file import FileLog
+            from kraftacl.metadata_log.backends.file.log import FileLog
 
             lc.log_dir.mkdir(parents=True, exist_ok=True)
             return FileLog(lc.log_dir, read_only=not writer)
-        from kraftacl.metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+        from kraftacl.metadata_log.backends.kafka_topic.log import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         assert lc.bootstrap_servers is not None
         kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))

@@ -21,7 +21,7 @@ from kraftacl.authorizer.metadata_source import read_state
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.whatif import acl_to_json
-from kraftacl.metadata_log.backends.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.shell.server_client import ServerTarget
 from kraftacl.shell.server_client import acl_of_json as server_acl

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_dir import list_segments
-from kraftacl.metadata_log.backends.file_format import FrameError, decode_frame, iter_frames, read_segment_header
-from kraftacl.metadata_log.backends.file_meta import DurableEnd
-from kraftacl.metadata_log.codec import DEFAULT_CODEC, BatchSchema
+from kraftacl.metadata_log.backends.file.directory import list_segments
+from kraftacl.metadata_log.backends.file.format import FrameError, decode_frame, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.file.meta import DurableEnd
+from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, BatchSchema
 from kraftacl.metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
 from kraftacl.shell.errors import fail

@@ -45,7 +45,7 @@ class AclSource:
 
 
 def _cluster_acls(bootstrap: str, command_config: Path | None) -> list[StandardAcl]:
-    from kraftacl.metadata_log.backends.kafka_admin import describe_all_acls
+    from kraftacl.metadata_log.kafka_cluster import describe_all_acls
 
     client = {**(load_properties(command_config) if command_config else {}), "bootstrap.servers": bootstrap}
     return [

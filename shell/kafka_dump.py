@@ -16,10 +16,10 @@ import typer
 
 from kraftacl.authorizer.image import image_from_snapshot
 from kraftacl.authorizer.metadata_source import SourceFormat
-from kraftacl.metadata_log.kafka_format.batches import TornTail
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles
-from kraftacl.metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker
-from kraftacl.metadata_log.kafka_format.reader import DecodedBatch, Entry, KafkaSnapshot, log_batches, read_snapshot
+from kraftacl.metadata_log.kafka_files.batches import TornTail
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles
+from kraftacl.metadata_log.kafka_files.messages import ControlRecord, OtherRecord, TransactionMarker
+from kraftacl.metadata_log.kafka_files.reader import DecodedBatch, Entry, KafkaSnapshot, log_batches, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from kraftacl.shell.dump_cmd import record_payload
 from kraftacl.shell.errors import fail

@@ -21,7 +21,7 @@ from kraftacl.authorizer.model import StandardAcl
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.whatif import AclEntry, acl_to_json
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError, LogLockedError
 from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.shell.output import Output

@@ -18,9 +18,9 @@ from rich.table import Table
 
 from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance
 from kraftacl.authorizer.node import AclNode
-from kraftacl.metadata_log.backends.dir_files import is_kafka_file
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_check import scan_directory
+from kraftacl.metadata_log.backends.file.check import scan_directory
+from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.shell.errors import fail
 from kraftacl.shell.kafka_dump import inspect_kafka, verify_kafka
 from kraftacl.shell.kafka_source import kafka_files

@@ -18,7 +18,7 @@ from kraftacl.authorizer.metadata_source import MetadataState, authorizer_for
 from kraftacl.authorizer.model import StandardAcl
 from kraftacl.authorizer.node import AclNode
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.shell.errors import fail
 from kraftacl.snapshots.policy import SnapshotPolicy
@@ -45,7 +45,7 @@ class LogTarget:
             if not write and not self.log_dir.is_dir():
                 fail(f"log directory {self.log_dir} does not exist")
             return FileLog(self.log_dir, read_only=not write, lock_timeout_s=self.lock_timeout_s)
-        from kraftacl.metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+        from kraftacl.metadata_log.backends.kafka_topic.log import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         try:
             client = load_properties(self.command_config) if self.command_config is not None else {}

@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-from kraftacl.metadata_log import avro_strict
-from kraftacl.metadata_log.codec import BatchSchema
-from kraftacl.metadata_log.codec_rows import MAX_STRING_BYTES
+from kraftacl.metadata_log.codec import avro_strict
+from kraftacl.metadata_log.codec.avro import BatchSchema
+from kraftacl.metadata_log.codec.rows import MAX_STRING_BYTES
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
 from kraftacl.schemas import load_schema

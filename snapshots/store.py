@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.backends.dir_files import is_own_part, is_own_snapshot
+from kraftacl.metadata_log.backends.file.dir_files import is_own_part, is_own_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
 from kraftacl.snapshots.columns import AclColumns

@@ -23,7 +23,7 @@ from kraftacl.authorizer.overlay import OverlayMap
 from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
 from kraftacl.shell.bench.datasets import jmh_set, update_benchmark_acls
 from kraftacl.shell.bench.timing import at_reference, frozen_gc, mean_us, percentiles, probed

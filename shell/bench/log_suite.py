@@ -17,8 +17,8 @@ from typing import Any
 
 from kraftacl.authorizer.node import AclNode
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from kraftacl.shell.bench.timing import (
     at_reference,
@@ -202,7 +202,7 @@ def file_suite(records: int, runs: int = 5) -> dict[str, Any]:
 
 def kafka_suite(bootstrap: str, records: int) -> dict[str, Any]:
     """The same figures against a Kafka topic, plus a new node's catch-up from a snapshot plus a tail."""
-    from kraftacl.metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+    from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 
     topic = f"kraft-acl-bench-{uuid.uuid4().hex[:8]}"
     config = KafkaLogConfig(bootstrap, topic=topic, timeout_s=60)

@@ -22,8 +22,8 @@ from kraftacl.authorizer.model import AclOperation, ResourceType
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
 from kraftacl.authorizer.standard import RequestContext
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from kraftacl.shell.bench.log_suite import bench_acl, replay_rate
 from kraftacl.shell.bench.timing import cpu_probe_us

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftacl.authorizer.records import record_from_acl
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.shell.bench.datasets import mixed_requests, mixed_set
 from kraftacl.shell.bench.http_client import KeepAlive
 from kraftacl.shell.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles

@@ -21,7 +21,7 @@ from typing import Any
 from kraftacl.authorizer.image import AclsImage, Provenance
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.overlay import OverlayMap
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
 from kraftacl.snapshots.format import SnapshotHeader
 from kraftacl.snapshots.store import SnapshotStore

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from kraftacl.authorizer import native_rows
-from kraftacl.metadata_log import codec_fast
+from kraftacl.metadata_log.codec import fast as codec_fast
 
 T = TypeVar("T")
 

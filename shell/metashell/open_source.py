@@ -13,8 +13,8 @@ from kraftacl.authorizer.config import AuthorizerConfig
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.authorizer.metadata_source import MetadataSourceError, detect_format
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.kafka_format.files import locate
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.kafka_files.files import locate
 from kraftacl.shell.metashell.kafka_files_source import KafkaFilesSource
 from kraftacl.shell.metashell.node_source import SOURCE_ERRORS, NodeSource
 from kraftacl.shell.metashell.server_source import ServerSource
@@ -85,7 +85,9 @@ def _log_dir(log_dir: Path, options: SourceOptions) -> AclSource:
 
 
 def _kafka(options: SourceOptions) -> AclSource:
-    from kraftacl.metadata_log.backends.kafka import DEFAULT_TOPIC  # confluent_kafka is loaded only for a Kafka log
+    from kraftacl.metadata_log.backends.kafka_topic.log import (
+        DEFAULT_TOPIC,  # confluent_kafka is loaded only for a Kafka log
+    )
 
     target = LogTarget(None, options.bootstrap_servers, options.command_config, options.topic)
     description = f"Kafka topic {options.topic or DEFAULT_TOPIC} at {options.bootstrap_servers}"

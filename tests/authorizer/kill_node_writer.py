@@ -12,7 +12,7 @@ from kraftacl.authorizer.config import AuthorizerConfig
 from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.node import AclNode
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.metadata_log.factories import batch_size_at, id_at
 

@@ -9,7 +9,7 @@ from kraftacl.authorizer.acl_history import AclEvent, acl_history
 from kraftacl.authorizer.acl_views import AclGroups
 from kraftacl.authorizer.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.authorizer.test_properties import BASE, acl_specs, to_acl
 

@@ -48,7 +48,7 @@ from kraftacl.authorizer.model import (
 from kraftacl.authorizer.records import acl_from_record, record_from_acl
 from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from kraftacl.metadata_log.replayer import Replayer
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader

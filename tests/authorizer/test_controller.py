@@ -30,9 +30,9 @@ from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import acl_from_record, record_from_acl
 from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.metadata_log.backend import AppendResult
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import new_uuid, text_to_uuid, uuid_to_text
+from kraftacl.metadata_log.codec.avro import new_uuid, text_to_uuid, uuid_to_text
 from kraftacl.metadata_log.errors import LogLockedError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
 
@@ -654,7 +654,7 @@ def test_a_second_writer_on_the_same_log_directory_is_refused_until_the_first_cl
 def test_a_writer_in_another_process_locks_the_directory(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     holder = (
-        "import sys\nfrom metadata_log.backends.file import FileLog\n"
+        "import sys\nfrom metadata_log.backends.file.log import FileLog\n"
         "log = FileLog(sys.argv[1])\nprint('ready', flush=True)\nsys.stdin.read()\nlog.close()\n"
     )
     root = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from kraftacl.authorizer.metadata_source import read_state
 from kraftacl.authorizer.model import AclOperation, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import records_from_acls
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.authorizer.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
 

@@ -17,8 +17,8 @@ from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternTy
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.recovery import RecoveryRefused, recover
 from kraftacl.authorizer.tailer import Tailer
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_format import iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.format import iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogLostDataError
 from kraftacl.snapshots import store as store_module
 from kraftacl.snapshots.policy import SnapshotPolicy

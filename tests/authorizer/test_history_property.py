@@ -24,8 +24,8 @@ from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.recovery import recover
 from kraftacl.authorizer.tailer import Tailer
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_format import FrameError, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.format import FrameError, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from kraftacl.snapshots import store as store_module

@@ -20,7 +20,7 @@ from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.overlay import OverlayMap
 from kraftacl.authorizer.records import record_from_acl
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
 from kraftacl.snapshots.store import SnapshotStore

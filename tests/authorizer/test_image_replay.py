@@ -35,7 +35,7 @@ from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,

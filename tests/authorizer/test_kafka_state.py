@@ -10,7 +10,7 @@ import pytest
 from kraftacl.authorizer.kafka_state import KafkaStateError
 from kraftacl.authorizer.metadata_source import SourceFormat, read_state
 from kraftacl.metadata_log.errors import CorruptLogError
-from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 

@@ -16,7 +16,7 @@ import pytest
 
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import acl_from_record, record_from_acl
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch, RemoveAccessControlEntryRecord
 from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, parse_name

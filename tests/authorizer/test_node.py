@@ -30,10 +30,10 @@ from kraftacl.authorizer.model import (
 from kraftacl.authorizer.node import AclNode, StartupError
 from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.standard import Action, RequestContext
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_format import encode_segment_header
+from kraftacl.metadata_log.backends.file.format import encode_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import CURRENT_SCHEMA, new_uuid
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, new_uuid
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
 from kraftacl.snapshots.naming import SnapshotId, parse_name
 from kraftacl.snapshots.policy import SnapshotPolicy

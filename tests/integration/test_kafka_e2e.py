@@ -43,8 +43,8 @@ from kraftacl.authorizer.node import AclNode, StartupError
 from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.standard import Action, RequestContext
 from kraftacl.authorizer.tailer import Tailer, TailStatus
-from kraftacl.metadata_log.backends.file_format import parse_frame_at
-from kraftacl.metadata_log.backends.kafka import (
+from kraftacl.metadata_log.backends.file.format import parse_frame_at
+from kraftacl.metadata_log.backends.kafka_topic.log import (
     DEFAULT_TOPIC,
     KafkaLog,
     KafkaLogConfig,
@@ -53,7 +53,7 @@ from kraftacl.metadata_log.backends.kafka import (
     LogUnavailableError,
     UnsafeTopicError,
 )
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
@@ -476,7 +476,7 @@ NODE_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from kraftacl.authorizer.config import AuthorizerConfig
     from kraftacl.authorizer.node import AclNode
-    from kraftacl.metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+    from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 
     args = json.loads(sys.argv[1])
     cfg = KafkaLogConfig(args["bootstrap"], topic=args["topic"], timeout_s=20.0, client=args["client"])

@@ -31,9 +31,9 @@ from kraftacl.authorizer.model import AclOperation as Op
 from kraftacl.authorizer.model import ResourceType as Rt
 from kraftacl.authorizer.model import StandardAcl
 from kraftacl.authorizer.standard import RequestContext
-from kraftacl.metadata_log.backends.kafka_admin import binding_codes
-from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR, locate
-from kraftacl.metadata_log.kafka_format.reader import log_batches, read_snapshot
+from kraftacl.metadata_log.kafka_cluster import binding_codes
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, locate
+from kraftacl.metadata_log.kafka_files.reader import log_batches, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.kafka_broker import KafkaBroker
 

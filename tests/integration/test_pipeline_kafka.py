@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import acl_from_record
-from kraftacl.metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.fold import fold
 from kraftacl.pipeline.source import LogSource, load_events

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 

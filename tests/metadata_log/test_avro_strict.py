@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftacl.metadata_log import avro_strict
-from kraftacl.metadata_log.codec import CURRENT_SCHEMA, Codec
+from kraftacl.metadata_log.codec import avro_strict
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, Codec
 from kraftacl.metadata_log.errors import DecodeError
 from kraftacl.snapshots.columns import CHUNK_SCHEMA
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import CorruptLogError
-from kraftacl.metadata_log.kafka_format.batches import TornTail, read_batches
-from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR, SnapshotFile, locate
-from kraftacl.metadata_log.kafka_format.messages import ControlRecord, OtherRecord, TransactionMarker, decode_metadata
-from kraftacl.metadata_log.kafka_format.reader import log_batches, read_snapshot
-from kraftacl.metadata_log.kafka_format.wire import WireError
+from kraftacl.metadata_log.kafka_files.batches import TornTail, read_batches
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, SnapshotFile, locate
+from kraftacl.metadata_log.kafka_files.messages import ControlRecord, OtherRecord, TransactionMarker, decode_metadata
+from kraftacl.metadata_log.kafka_files.reader import log_batches, read_snapshot
+from kraftacl.metadata_log.kafka_files.wire import WireError
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_format import iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.format import iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.records import RecordBatch
 from tests.metadata_log.factories import batch_size_at, records_for
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 NAMES = ["orders", "orders-eu", "orders-us", "ord", "payments", "pay", "audit.log", "clicks", "a", "*"]

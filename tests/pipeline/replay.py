@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kraftacl.authorizer.config import AuthorizerConfig
 from kraftacl.authorizer.node import AclNode
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 
 
 def replayed_node(directory: Path, offset: int, config: AuthorizerConfig | None = None) -> AclNode:

@@ -16,8 +16,8 @@ from pyspark.sql import SparkSession
 
 from kraftacl.authorizer.errors import ImageError
 from kraftacl.authorizer.records import acl_from_record
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from kraftacl.pipeline import fold as fold_module
 from kraftacl.pipeline.changes import changes

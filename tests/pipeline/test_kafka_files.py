@@ -17,7 +17,7 @@ from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.metadata_source import read_state
 from kraftacl.authorizer.records import acl_from_record
 from kraftacl.metadata_log.errors import LogError
-from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.errors import PipelineError

@@ -17,8 +17,8 @@ import pytest
 
 from kraftacl.authorizer.records import record_from_acl
 from kraftacl.authorizer.whatif import load_acls
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
 

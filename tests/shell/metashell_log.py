@@ -17,8 +17,8 @@ from pathlib import Path
 
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.records import record_from_acl
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import RemoveAccessControlEntryRecord
 
 T0 = 1_700_000_000_000

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.shell.cli import app
 
 TOPIC_ORDERS = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)"

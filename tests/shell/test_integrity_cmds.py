@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_meta import META_FILE
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.file.meta import META_FILE
 from tests.shell.test_log_cmds import (
     GOLDEN_KAFKA_SNAPSHOT,
     STATES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kraftacl.metadata_log.kafka_format.files import PARTITION_DIR
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from tests.authorizer.test_kafka_state import LOG, A, B, D
 from tests.metadata_log.test_kafka_format import GOLDEN
 from tests.shell.test_log_cmds import assert_one_line_error, cli

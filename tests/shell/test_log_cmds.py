@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.node import AclNode
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.backends.file_format import encode_frame, iter_frames, read_segment_header
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.backends.file.format import encode_frame, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.shell.cli import app
 from tests.metadata_log.factories import records_for
 
@@ -61,7 +61,7 @@ def build_log(directory: Path) -> None:
     """Write the log above with fixed ids and CreateTimes (T0, T0+1000, ...), through the controller."""
     ids, times = iter(IDS.values()), iter(range(T0, T0 + 10_000, 1000))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("kraftacl.metadata_log.backends.file.now_ms", lambda: next(times))
+        mp.setattr("kraftacl.metadata_log.backends.file.log.now_ms", lambda: next(times))
         node = AclNode(FileLog(directory), snapshot_dir=directory)
         node.controller.new_id = lambda: next(ids)
         try:

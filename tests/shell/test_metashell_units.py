@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftacl.metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.shell.metashell.commands import TABLE
 from kraftacl.shell.metashell.interactive import complete_path
@@ -132,7 +132,7 @@ def test_path_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         shell.cwd = "/acl"
         assert complete("") == ["by-principal/", "by-resource/", "id/"]  # relative to the working directory
         assert complete("../im") == ["../image/"]
-        monkeypatch.setattr("shell.metashell.interactive.MAX_LISTED", 2)  # too many: only their common prefix
+        monkeypatch.setattr("kraftacl.shell.metashell.interactive.MAX_LISTED", 2)  # too many: only their common prefix
         assert complete("/acl/by-principal/U") == ["/acl/by-principal/User:"]
         assert complete("/acl/by-principal/User:") == []  # nothing in common beyond what is typed
         assert complete("/acl/by-r") == ["/acl/by-resource/"]  # one candidate is still completed

@@ -27,7 +27,7 @@ from kraftacl import schemas
 from kraftacl.authorizer.node import AclNode
 from kraftacl.authorizer.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from kraftacl.snapshots import columns as columns_module
 from kraftacl.snapshots import format as snapshot_format

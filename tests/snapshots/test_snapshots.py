@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.metadata_log.codec import uuid_to_text
+from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from kraftacl.snapshots.format import CHUNK_RECORDS, SnapshotHeader, SnapshotReader

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.metadata_log.backends.file import FileLog
-from kraftacl.metadata_log.codec import new_uuid
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.shell.bench.serve_process import ServeProcess
 from tests.integration.conftest import start_or_fail

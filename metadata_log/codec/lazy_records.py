@@ -11,13 +11,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from kraftacl.metadata_log import codec_fast
-from kraftacl.metadata_log.codec_rows import RowTables
+from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec.rows import RowTables
 from kraftacl.metadata_log.errors import DecodeError
 from kraftacl.metadata_log.records import MetadataRecord
 
 if TYPE_CHECKING:
-    from kraftacl.metadata_log.codec import BatchSchema, Codec
+    from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
 
 
 class LazyRecords(Sequence[MetadataRecord]):

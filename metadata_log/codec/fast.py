@@ -27,15 +27,15 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from kraftacl.metadata_log import codec_rows
-from kraftacl.metadata_log.codec_rows import RowTables, string_end, varint
+from kraftacl.metadata_log.codec import rows as codec_rows
+from kraftacl.metadata_log.codec.rows import RowTables, string_end, varint
 from kraftacl.metadata_log.native import load_native
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
 # The v1 row walk in use: the mypyc-compiled copy of codec_rows (about 2x faster) when it is built and
 # current, else the source; DECODER says which ("native", "disabled", "not built" or "stale").
-_compiled, DECODER = load_native(codec_rows, "kraftacl.metadata_log._codec_rows_native")
+_compiled, DECODER = load_native(codec_rows, "kraftacl.metadata_log.codec._rows_native")
 decode_v1_rows: DecodeRows = _compiled.decode_v1_rows if _compiled is not None else codec_rows.decode_v1_rows
 
 ACE_FIELDS = (

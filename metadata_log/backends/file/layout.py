@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftacl.metadata_log.backends.dir_files import is_kafka_file
-from kraftacl.metadata_log.backends.file_meta import LogMeta
-from kraftacl.metadata_log.backends.file_segment import Damage, Segment
+from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
+from kraftacl.metadata_log.backends.file.meta import LogMeta
+from kraftacl.metadata_log.backends.file.segment import Damage, Segment
 from kraftacl.metadata_log.errors import CorruptLogError
 from kraftacl.metadata_log.uuids import new_uuid, uuid_to_text
 

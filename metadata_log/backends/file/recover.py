@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kraftacl.metadata_log.backends import file_dir
-from kraftacl.metadata_log.backends.file_meta import DurableEnd, LogMeta, write_meta
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file.meta import DurableEnd, LogMeta, write_meta
 
 
 def archive_dir(directory: Path, new_start: int) -> Path:

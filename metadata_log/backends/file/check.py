@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftacl.metadata_log.backends import file_dir
-from kraftacl.metadata_log.backends.dir_files import foreign_entries, foreign_reason
-from kraftacl.metadata_log.backends.file_meta import META_FILE, DurableEnd, LogMeta, read_meta
-from kraftacl.metadata_log.backends.file_segment import Segment, frame_holding, open_segment
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file.dir_files import foreign_entries, foreign_reason
+from kraftacl.metadata_log.backends.file.meta import META_FILE, DurableEnd, LogMeta, read_meta
+from kraftacl.metadata_log.backends.file.segment import Segment, frame_holding, open_segment
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.uuids import uuid_to_text
 

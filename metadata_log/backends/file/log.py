@@ -30,17 +30,18 @@ from pathlib import Path
 from typing import Self
 
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
-from kraftacl.metadata_log.backends import file_dir, file_layout
-from kraftacl.metadata_log.backends.dir_files import refuse_foreign
-from kraftacl.metadata_log.backends.file_format import (
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file import layout as file_layout
+from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file.format import (
     MAX_PAYLOAD_BYTES,
     Frame,
     encode_frame,
     encode_segment_header,
     write_all,
 )
-from kraftacl.metadata_log.backends.file_meta import DurableEnd, LogMeta, read_meta, write_meta
-from kraftacl.metadata_log.backends.file_segment import (
+from kraftacl.metadata_log.backends.file.meta import DurableEnd, LogMeta, read_meta, write_meta
+from kraftacl.metadata_log.backends.file.segment import (
     Damage,
     ReadSpan,
     Recovery,
@@ -52,7 +53,7 @@ from kraftacl.metadata_log.backends.file_segment import (
     rescan_segment,
 )
 from kraftacl.metadata_log.backends.memory import check_records, now_ms
-from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import (
     CorruptLogError,
     DivergenceError,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftacl.metadata_log.errors import CorruptLogError
-from kraftacl.metadata_log.kafka_format.batches import KafkaBatch, TornTail, read_batches
-from kraftacl.metadata_log.kafka_format.files import KafkaMetadataFiles, SnapshotFile
-from kraftacl.metadata_log.kafka_format.messages import (
+from kraftacl.metadata_log.kafka_files.batches import KafkaBatch, TornTail, read_batches
+from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, SnapshotFile
+from kraftacl.metadata_log.kafka_files.messages import (
     SNAPSHOT_FOOTER,
     SNAPSHOT_HEADER,
     ControlRecord,
@@ -25,7 +25,7 @@ from kraftacl.metadata_log.kafka_format.messages import (
     decode_control,
     decode_metadata,
 )
-from kraftacl.metadata_log.kafka_format.wire import WireError
+from kraftacl.metadata_log.kafka_files.wire import WireError
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 
 Entry = MetadataEntry | ControlRecord

@@ -29,11 +29,11 @@ import re
 import stat
 from pathlib import Path
 
-from kraftacl.metadata_log.backends.file_dir import EPOCH_FILE, LOCK_FILE
-from kraftacl.metadata_log.backends.file_format import SEGMENT_MAGIC
-from kraftacl.metadata_log.backends.file_meta import DURABLE_END_FILE, META_FILE
+from kraftacl.metadata_log.backends.file.directory import EPOCH_FILE, LOCK_FILE
+from kraftacl.metadata_log.backends.file.format import SEGMENT_MAGIC
+from kraftacl.metadata_log.backends.file.meta import DURABLE_END_FILE, META_FILE
 from kraftacl.metadata_log.errors import ForeignFilesError, LogResourceError
-from kraftacl.metadata_log.kafka_format.batches import MAGIC as KAFKA_BATCH_MAGIC
+from kraftacl.metadata_log.kafka_files.batches import MAGIC as KAFKA_BATCH_MAGIC
 
 SNAPSHOT_MAGIC = b"KACLSNAP"
 _PLAIN = frozenset({EPOCH_FILE, f"{EPOCH_FILE}.tmp", META_FILE, f"{META_FILE}.tmp", DURABLE_END_FILE})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kraftacl.metadata_log.kafka_format.wire import WireError, WireReader
+from kraftacl.metadata_log.kafka_files.wire import WireError, WireReader
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
 ACCESS_CONTROL_ENTRY = 18

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from kraftacl.metadata_log.backends.file_format import (
+from kraftacl.metadata_log.backends.file.format import (
     Frame,
     FrameError,
     decode_frame,
@@ -30,7 +30,7 @@ from kraftacl.metadata_log.backends.file_format import (
     iter_frames,
     read_segment_header_full,
 )
-from kraftacl.metadata_log.codec import BatchSchema, Codec
+from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
 from kraftacl.metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
 from kraftacl.metadata_log.records import RecordBatch
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from crc32c import crc32c
 
 from kraftacl.metadata_log.errors import CorruptLogError
-from kraftacl.metadata_log.kafka_format.wire import WireError, WireReader
+from kraftacl.metadata_log.kafka_files.wire import WireError, WireReader
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61

@@ -10,7 +10,7 @@ Stateless functions over the file system (read-only: nothing here opens a file f
         quorum-state, partition.metadata, leader-epoch-checkpoint
 
 kraft-acl's own segments use the same `<20 digits>.log` names, so files are told apart by their
-bytes, by one rule shared with the file log (`metadata_log.backends.dir_files`): kraft-acl's start with
+bytes, by one rule shared with the file log (`metadata_log.backends.file.dir_files`): kraft-acl's start with
 b"KACS" (segments) or b"KACLSNAP" (snapshots); Kafka's start with a record batch whose magic byte
 (position 16) is 2. A directory holding kraft-acl segments is kraft-acl's, whatever else lies there: its
 readers and writers then name every file that is not theirs and change none of them.
@@ -23,7 +23,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftacl.metadata_log.backends.dir_files import KAFKA_MARKERS, KAFKA_PARTITION_DIR, is_kafka_file, is_own_segment
+from kraftacl.metadata_log.backends.file.dir_files import (
+    KAFKA_MARKERS,
+    KAFKA_PARTITION_DIR,
+    is_kafka_file,
+    is_own_segment,
+)
 
 PARTITION_DIR = KAFKA_PARTITION_DIR
 SEGMENT_NAME = re.compile(r"(\d{20})\.log")

@@ -23,10 +23,11 @@ from typing import Any
 import fastavro
 import fastavro.schema
 
-from kraftacl.metadata_log import avro_strict, codec_fast
-from kraftacl.metadata_log.codec_rows import MAX_STRING_BYTES
+from kraftacl.metadata_log.codec import avro_strict
+from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec.lazy_records import LazyRecords
+from kraftacl.metadata_log.codec.rows import MAX_STRING_BYTES
 from kraftacl.metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
-from kraftacl.metadata_log.lazy_records import LazyRecords
 from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,

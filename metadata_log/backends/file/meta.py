@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftacl.metadata_log import strict_json
-from kraftacl.metadata_log.backends import file_dir
+from kraftacl.metadata_log.backends.file import directory as file_dir
 from kraftacl.metadata_log.errors import CorruptLogError, LogResourceError
 from kraftacl.metadata_log.uuids import UUID_TEXT, text_to_uuid, uuid_to_text
 
