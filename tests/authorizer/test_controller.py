@@ -654,7 +654,7 @@ def test_a_second_writer_on_the_same_log_directory_is_refused_until_the_first_cl
 def test_a_writer_in_another_process_locks_the_directory(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     holder = (
-        "import sys\nfrom metadata_log.backends.file.log import FileLog\n"
+        "import sys\nfrom kraftacl.metadata_log.backends.file.log import FileLog\n"
         "log = FileLog(sys.argv[1])\nprint('ready', flush=True)\nsys.stdin.read()\nlog.close()\n"
     )
     root = Path(__file__).resolve().parents[2]
