@@ -1,4 +1,4 @@
-"""Build hook: compile the hot loops (`metadata_log/codec/rows.py`, `authorizer/bulk_rows.py`) with mypyc.
+"""Build hook: compile the hot loops (`metadata_log/codec/rows.py`, `authorizer/index/bulk_rows.py`) with mypyc.
 
 Everything else about the package is in pyproject.toml. Each compiled module is a copy of its
 source stamped with that file's SHA-256, so that a build older than the source is never used (see
@@ -18,7 +18,7 @@ from setuptools import Extension, setup
 # derives from the folders' __init__.py files)
 COMPILED = {
     Path("kraftacl/metadata_log/codec/rows.py"): Path("kraftacl/metadata_log/codec/_rows_native.py"),
-    Path("kraftacl/authorizer/bulk_rows.py"): Path("kraftacl/authorizer/_bulk_rows_native.py"),
+    Path("kraftacl/authorizer/index/bulk_rows.py"): Path("kraftacl/authorizer/index/_bulk_rows_native.py"),
 }
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.pipeline.fold import fold, state_at
 from kraftacl.pipeline.inputs import read_principals, read_resources
 from kraftacl.pipeline.permissions import report

@@ -1,6 +1,6 @@
 """The decisions of one (principal, resource) from the ACLs that apply to it, run inside Spark tasks over rows
 grouped and sorted by (principal, resource type, resource name): Kafka's rules (spec §5.3-§5.5) through the
-authorizer's own grant bits and tests (`authorizer.operations`), the deciding ACL named in Kafka's index order.
+authorizer's own grant bits and tests (`authorizer.model.operations`), the deciding ACL named in Kafka's index order.
 
 Pure functions; each task calls them on its own rows.
 
@@ -20,7 +20,7 @@ from itertools import groupby
 
 import pyarrow as pa
 
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -28,7 +28,7 @@ from kraftacl.authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from kraftacl.authorizer.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit
+from kraftacl.authorizer.model.operations import ALLOW_TEST, DENY_TEST, SUPPORTED_OPERATIONS, grant_bit
 
 ANY_HOST = "*"
 ROW_SCHEMA = pa.schema(

@@ -17,7 +17,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import ACL_FIELDS

@@ -12,7 +12,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.pipeline.errors import PipelineError
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.cli_args import Args
 from kraftacl.pipeline.errors import PipelineError

@@ -1,6 +1,6 @@
 """Apache Kafka's own KRaft metadata (a metadata.log.dir or `__cluster_metadata-0`) as a job's log, with Kafka's
 offsets: segments decoded in Spark tasks (pipeline.kafka_rows), the newest `.checkpoint` at or below the state
-asked for as its base, then the log, honouring metadata transactions as `authorizer.kafka_state` does.
+asked for as its base, then the log, honouring metadata transactions as `authorizer.history.kafka_state` does.
 
 A `KafkaLog` belongs to the job (driver thread) that loaded it; `for_states` returns views of it, cached.
 

@@ -10,7 +10,7 @@ from enum import IntEnum
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 
 CODE_COLUMNS: dict[str, type[IntEnum]] = {
     "resource_type": ResourceType,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.model import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.model.acls import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.pipeline.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
 from kraftacl.pipeline.names import name_of
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from kraftacl.authorizer.model import WILDCARD_RESOURCE, PatternType
+from kraftacl.authorizer.model.acls import WILDCARD_RESOURCE, PatternType
 from kraftacl.pipeline.errors import PipelineError
 
 DECISION_DDL = (

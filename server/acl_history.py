@@ -11,8 +11,8 @@ import asyncio
 
 import msgspec
 
-from kraftacl.authorizer.acl_history import AclHistory, acl_history
-from kraftacl.authorizer.model import AclOperation
+from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
+from kraftacl.authorizer.model.acls import AclOperation
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.admin import require_cluster, require_ready
 from kraftacl.server.auth import Caller

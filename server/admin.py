@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import msgspec
 
-from kraftacl.authorizer.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     CLUSTER_NAME,
     AclOperation,
     AuthorizationResult,
@@ -24,7 +24,7 @@ from kraftacl.authorizer.model import (
     StandardAcl,
     kafka_order,
 )
-from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftacl.authorizer.config import (
+from kraftacl.authorizer.decision.config import (
     ALLOW_EVERYONE,
     EARLY_START_LISTENERS,
     SUPER_USERS,

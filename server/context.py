@@ -9,9 +9,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.standard import StandardAuthorizer
-from kraftacl.authorizer.tailer import Tailer
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.metrics import ServeMetrics

@@ -9,9 +9,9 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TypeVar
 
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.standard import Action
+from kraftacl.authorizer.decision.standard import Action
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from kraftacl.server.errors import BadRequest
 from kraftacl.server.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
 

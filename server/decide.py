@@ -11,12 +11,12 @@ import time
 
 import msgspec
 
-from kraftacl.authorizer.audit import AUDIT_LOGGER, TRACE, audit_level
+from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
+from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from kraftacl.authorizer.hosts import java_host_address
-from kraftacl.authorizer.model import AclOperation, AuthorizationResult, PatternType, ResourceType
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
-from kraftacl.authorizer.standard import RESULT_OF, Action, RequestContext
+from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of

@@ -14,9 +14,9 @@ import sys
 
 import msgspec
 
-from kraftacl.authorizer.controller import ImportResult, InvalidImportError
-from kraftacl.authorizer.gc_pause import paused_gc
-from kraftacl.authorizer.model import AclOperation, StandardAcl
+from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
+from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
+from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.server.admin import on_writer, require_cluster, require_ready, require_writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 PATH = "/v1/acls/import"
 _IMPORT = msgspec.json.Decoder(ImportIn)
 _ENCODE = msgspec.json.Encoder()
-# Which field a message of Kafka's validateNewAcl is about (authorizer.controller.validate_new_acl's words).
+# Which field a message of Kafka's validateNewAcl is about (authorizer.state.controller.validate_new_acl's words).
 _FIELD_OF_MESSAGE = (
     ("resourceType", "resource_type"),
     ("patternType", "pattern_type"),

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server import import_api
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert

@@ -15,12 +15,12 @@ from typing import Any, Protocol
 
 import httpx
 
-from kraftacl.authorizer.gc_pause import paused_gc
-from kraftacl.authorizer.inputs import AclEntry
-from kraftacl.authorizer.metadata_source import read_state
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.whatif import acl_to_json
+from kraftacl.authorizer.history.metadata_source import read_state
+from kraftacl.authorizer.inputs.validate import AclEntry
+from kraftacl.authorizer.inputs.whatif import acl_to_json
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.gc_pause import paused_gc
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.shell.server_client import ServerTarget

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 import typer
 
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.whatif import acl_to_json
+from kraftacl.authorizer.inputs.whatif import acl_to_json
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.shell.acls_flags import (
     Add,

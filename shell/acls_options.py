@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     CLUSTER_NAME,
     AclOperation,
     AclPermissionType,
@@ -17,7 +16,8 @@ from kraftacl.authorizer.model import (
     StandardAcl,
     split_principal,
 )
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 
 OP = AclOperation
 

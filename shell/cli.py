@@ -12,7 +12,7 @@ Conventions every command follows (new commands inherit the first three from `sh
   (`KRAFT_ACL_DEBUG=1` shows the traceback).
 * Limits. Every command-line argument is checked against Kafka's string limit (32,767 UTF-8 bytes,
   valid Unicode) before any command runs. Input objects (ACLs, requests, filters; files or HTTP
-  bodies) are read with `authorizer.inputs` (`loads_strict`, `parse_acl`, `parse_request`,
+  bodies) are read with `authorizer.inputs.validate` (`loads_strict`, `parse_acl`, `parse_request`,
   `parse_filter`, ...), whose `InputError` names the field: `fail(str(exc))`.
 * Help. Plain click help (no rich boxes); every option has a help text and a `metavar` (FILE, DIR,
   N, PRINCIPAL, ...: never a Python type name; an option without one gets its name in capitals),

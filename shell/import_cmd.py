@@ -18,14 +18,14 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.authorizer.acls_json import acls_json_text
-from kraftacl.authorizer.config import load_properties
-from kraftacl.authorizer.controller import InvalidImportError
-from kraftacl.authorizer.gc_pause import paused_gc
-from kraftacl.authorizer.inputs import InputError
-from kraftacl.authorizer.metadata_source import read_state
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.whatif import acl_to_json, load_acls
+from kraftacl.authorizer.decision.config import load_properties
+from kraftacl.authorizer.history.metadata_source import read_state
+from kraftacl.authorizer.inputs.acls_json import acls_json_text
+from kraftacl.authorizer.inputs.validate import InputError
+from kraftacl.authorizer.inputs.whatif import acl_to_json, load_acls
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.controller import InvalidImportError
+from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.shell.acl_targets import AclTarget, Imported, LogAclTarget, ServerAclTarget
 from kraftacl.shell.acls_flags import BootstrapServer, CommandConfig, MetadataTopic
 from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail

@@ -14,8 +14,8 @@ from typing import Any
 
 import typer
 
-from kraftacl.authorizer.image import image_from_snapshot
-from kraftacl.authorizer.metadata_source import SourceFormat
+from kraftacl.authorizer.history.metadata_source import SourceFormat
+from kraftacl.authorizer.state.image import image_from_snapshot
 from kraftacl.metadata_log.kafka_files.batches import TornTail
 from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles
 from kraftacl.metadata_log.kafka_files.messages import ControlRecord, OtherRecord, TransactionMarker

@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kraftacl.authorizer.kafka_state import KafkaStateError
-from kraftacl.authorizer.metadata_source import MetadataSourceError, MetadataState, read_state
+from kraftacl.authorizer.history.kafka_state import KafkaStateError
+from kraftacl.authorizer.history.metadata_source import MetadataSourceError, MetadataState, read_state
 from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, locate
 from kraftacl.shell.errors import fail
 from kraftacl.shell.log_state import library_errors

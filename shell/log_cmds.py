@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.authorizer.image import AclsImage
-from kraftacl.authorizer.metadata_source import SourceFormat
-from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.history.metadata_source import SourceFormat
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.image import AclsImage
 from kraftacl.shell.dump_cmd import dump_command
 from kraftacl.shell.errors import fail
 from kraftacl.shell.kafka_source import kafka_files, kafka_state

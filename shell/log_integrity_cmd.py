@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from kraftacl.authorizer.recovery import RecoveryOutcome, RecoveryRefused, recover
+from kraftacl.authorizer.state.recovery import RecoveryOutcome, RecoveryRefused, recover
 from kraftacl.shell.errors import EXIT_FAILED, fail
 from kraftacl.shell.log_state import check_log_dir, library_errors
 from kraftacl.shell.output import Output, OutputOpt, output_option

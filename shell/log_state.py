@@ -14,12 +14,12 @@ from typing import Any
 
 from rich.table import Table
 
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.image import Provenance
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.whatif import AclEntry, acl_to_json
+from kraftacl.authorizer.inputs.whatif import AclEntry, acl_to_json
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.image import Provenance
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError, LogLockedError

@@ -16,7 +16,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer >= 0.29 vendors click
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from kraftacl.authorizer.inputs import InputError, check_string
+from kraftacl.authorizer.inputs.validate import InputError, check_string
 from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, error_line
 
 PROG = "kraft-acl"

@@ -15,14 +15,14 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from kraftacl.authorizer.acl_history import AclEvent, AclHistory
-from kraftacl.authorizer.controller import NONE, ApiError, CreateResult, DeleteResult
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.filters import AclBindingFilter
-from kraftacl.authorizer.gc_pause import paused_gc
-from kraftacl.authorizer.inputs import parse_acl
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.whatif import Request, acl_to_json
+from kraftacl.authorizer.history.acl_history import AclEvent, AclHistory
+from kraftacl.authorizer.inputs.validate import parse_acl
+from kraftacl.authorizer.inputs.whatif import Request, acl_to_json
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.model.filters import AclBindingFilter
+from kraftacl.authorizer.state.controller import NONE, ApiError, CreateResult, DeleteResult
+from kraftacl.authorizer.state.gc_pause import paused_gc
 
 TOKEN_ENV = "KRAFT_ACL_TOKEN"
 
@@ -158,7 +158,7 @@ class ServerClient:
         return [DeleteResult(_error(r), [acl_of_json(a) for a in r["acls"]]) for r in answer["results"]]
 
     def evaluate(self, request: Request, explain: bool) -> dict[str, Any]:
-        """One requests.jsonl line, answered by serve, in `authorizer.whatif.evaluate`'s output form."""
+        """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form."""
         if request.kind == "describe":
             assert request.filter is not None
             found = self.describe(request.filter.to_filter())

@@ -16,8 +16,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.check import scan_directory
 from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
 from kraftacl.metadata_log.backends.file.log import FileLog

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kraftacl.authorizer.config import load_properties
-from kraftacl.authorizer.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.decision.config import load_properties
 from kraftacl.authorizer.errors import ConfigError
-from kraftacl.authorizer.filters import AclBindingFilter
-from kraftacl.authorizer.metadata_source import MetadataState, authorizer_for
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.history.metadata_source import MetadataState, authorizer_for
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.model.filters import AclBindingFilter
+from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError

@@ -13,13 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerError, ConfigError, ImageError
-from kraftacl.authorizer.inputs import InputError, Request, parse_acls, parse_request, parse_requests
-from kraftacl.authorizer.metadata_source import authorizer_for
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.standard import StandardAuthorizer
-from kraftacl.authorizer.whatif import evaluate, read_input
+from kraftacl.authorizer.history.metadata_source import authorizer_for
+from kraftacl.authorizer.inputs.validate import InputError, Request, parse_acls, parse_request, parse_requests
+from kraftacl.authorizer.inputs.whatif import evaluate, read_input
+from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.shell.acls_options import AclOptions as ResourceFlags
 from kraftacl.shell.acls_options import OptionError, check_principal, parse_operation, resources
 from kraftacl.shell.errors import EXIT_FAILED, EXIT_INPUT, fail

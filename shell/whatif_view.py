@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.table import Table
 
-from kraftacl.authorizer.inputs import FilterSpec, Request
-from kraftacl.authorizer.model import AclOperation
+from kraftacl.authorizer.inputs.validate import FilterSpec, Request
+from kraftacl.authorizer.model.acls import AclOperation
 
 ANY = "(any)"
 

@@ -12,12 +12,12 @@ import json
 import time
 from typing import Any
 
-from kraftacl.authorizer import native_rows
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.index import AclIndex
-from kraftacl.authorizer.memory import release_free_memory
-from kraftacl.authorizer.model import AclOperation, ResourceType
-from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.index import native_rows
+from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.model.acls import AclOperation, ResourceType
+from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.shell.bench.authorizer_updates import (
     apply_latency,
     batch_per_acl,
@@ -73,7 +73,7 @@ def per_resource_figures(acl_count: int = 100_000) -> dict[str, Any]:
             lambda: authorizer.authorize_by_resource_type(next(brt_ctx), AclOperation.WRITE, ResourceType.TOPIC),
             20_000,
         )
-        # cold: nothing remembered yet (the memo the GROUP index's line shares, authorizer/resource_type.py)
+        # cold: nothing remembered yet (the memo the GROUP index's line shares, authorizer/decision/by_resource_type.py)
         cold = []
         for ctx in ctxs:
             authorizer.index.types[ResourceType.GROUP].memo.clear()  # type: ignore[union-attr]

@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kraftacl.authorizer.image import AclsImage, Provenance
-from kraftacl.authorizer.loader import MetadataLoader
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.overlay import OverlayMap
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.decision.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.image import AclsImage, Provenance
+from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.acls_json import acls_json_text
-from kraftacl.authorizer.gc_pause import paused_gc
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.whatif import load_acls
+from kraftacl.authorizer.inputs.acls_json import acls_json_text
+from kraftacl.authorizer.inputs.whatif import load_acls
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.shell.acl_targets import LogAclTarget
 from kraftacl.shell.bench.datasets import mixed_set
 from kraftacl.shell.bench.timing import at_reference, cpu_probe_us

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.model import AclOperation, ResourceType
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
-from kraftacl.authorizer.standard import RequestContext
+from kraftacl.authorizer.decision.standard import RequestContext
+from kraftacl.authorizer.model.acls import AclOperation, ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.shell.bench.datasets import mixed_requests, mixed_set

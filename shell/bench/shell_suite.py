@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.image import AclsImage, Provenance
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.image import AclsImage, Provenance
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.shell.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
 from kraftacl.snapshots.format import SnapshotHeader

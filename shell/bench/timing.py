@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from kraftacl.authorizer import native_rows
+from kraftacl.authorizer.index import native_rows
 from kraftacl.metadata_log.codec import fast as codec_fast
 
 T = TypeVar("T")

@@ -2,7 +2,7 @@
 `history <id|path>` (when ACLs were added and removed).
 
 Stateless functions of a Shell and a parsed command line; the work itself is the library's
-(`StandardAuthorizer.explain`, `authorizer.who_can`, `authorizer.acl_history`).
+(`StandardAuthorizer.explain`, `authorizer.decision.who_can`, `authorizer.history.acl_history`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import re
 from enum import IntEnum
 from typing import TYPE_CHECKING, TypeVar
 
-from kraftacl.authorizer.acl_history import AclEvent
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.decision.who_can import WhoCan, WhoCanEntry
+from kraftacl.authorizer.decision.who_can import who_can as library_who_can
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.model import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
-from kraftacl.authorizer.standard import Action, RequestContext
-from kraftacl.authorizer.who_can import WhoCan, WhoCanEntry
-from kraftacl.authorizer.who_can import who_can as library_who_can
+from kraftacl.authorizer.history.acl_history import AclEvent
+from kraftacl.authorizer.model.acls import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
 from kraftacl.shell.log_state import iso_time
 from kraftacl.shell.metashell.parse import EXIT_USAGE, Parsed
 from kraftacl.shell.metashell.paths import acl_id_of

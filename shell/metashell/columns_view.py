@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from functools import cached_property
 from itertools import chain
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
-from kraftacl.authorizer.memory import release_free_memory
-from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.image import AclsImage, Provenance, image_from_columns
+from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.shell.metashell.source import View
 from kraftacl.snapshots.columns import AclColumns
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.authorizer.config import AuthorizerConfig, load_config
+from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.shell.errors import fail
 from kraftacl.shell.metashell.open_source import SourceOptions, open_source

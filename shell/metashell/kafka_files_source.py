@@ -1,5 +1,5 @@
 """The shell's source over Apache Kafka's own KRaft metadata files (a metadata.log.dir, a `__cluster_metadata-0`
-directory, a `.log` segment or a `.checkpoint`), read through `authorizer.metadata_source` in Kafka's offsets.
+directory, a `.log` segment or a `.checkpoint`), read through `authorizer.history.metadata_source` in Kafka's offsets.
 
 Driven by the shell's thread; while following a log, a `Poller` thread reads the files again when
 their end moves (a broker appending) and swaps in the new View as one reference. Every operation
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from kraftacl.authorizer.acl_history import AclHistory
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.kafka_history import kafka_acl_history
-from kraftacl.authorizer.kafka_state import KafkaAclReplay
-from kraftacl.authorizer.metadata_source import MetadataState, SourceFormat, detect_format, read_state
+from kraftacl.authorizer.history.acl_history import AclHistory
+from kraftacl.authorizer.history.kafka_history import kafka_acl_history
+from kraftacl.authorizer.history.kafka_state import KafkaAclReplay
+from kraftacl.authorizer.history.metadata_source import MetadataState, SourceFormat, detect_format, read_state
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.shell.metashell.poller import Poller
 from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from kraftacl.authorizer.acl_history import AclHistory, acl_history
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.image import AclsImage
-from kraftacl.authorizer.loader import MetadataLoader, Publisher
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.tailer import Tailer
+from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
+from kraftacl.authorizer.state.image import AclsImage
+from kraftacl.authorizer.state.loader import MetadataLoader, Publisher
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.errors import DivergenceError, LogError
 from kraftacl.shell.metashell.source import AclSource, OffsetError, SourceError, SourceStatus, View

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import ConfigError
-from kraftacl.authorizer.metadata_source import MetadataSourceError, detect_format
+from kraftacl.authorizer.history.metadata_source import MetadataSourceError, detect_format
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.kafka_files.files import locate

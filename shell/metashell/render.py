@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from kraftacl.authorizer.model import StandardAcl
+from kraftacl.authorizer.model.acls import StandardAcl
 
 
 def acl_json(acl_id: str, acl: StandardAcl) -> str:

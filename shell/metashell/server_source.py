@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from kraftacl.authorizer.acl_history import AclHistory
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.image import AclsImage, Provenance
-from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.history.acl_history import AclHistory
+from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.state.image import AclsImage, Provenance
 from kraftacl.shell.metashell.poller import Poller
 from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View
 from kraftacl.shell.server_client import ServerClient, ServerError, ServerTarget

@@ -10,9 +10,9 @@ import gc
 from collections.abc import Iterable
 from pathlib import Path
 
-from kraftacl.authorizer.acl_history import AclHistory
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.image import Provenance
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.history.acl_history import AclHistory
+from kraftacl.authorizer.state.image import Provenance
 from kraftacl.shell.metashell.columns_view import ColumnsView
 from kraftacl.shell.metashell.source import AclSource, SourceError, SourceStatus, View
 from kraftacl.snapshots.errors import SnapshotNameError

@@ -23,13 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 
-from kraftacl.authorizer.acl_history import AclHistory
-from kraftacl.authorizer.acl_views import AclGroups
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.image import AclsImage, Provenance
-from kraftacl.authorizer.index import AclIndex
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
+from kraftacl.authorizer.history.acl_history import AclHistory
+from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.acl_views import AclGroups
+from kraftacl.authorizer.state.image import AclsImage, Provenance
 
 
 class SourceError(Exception):

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from functools import cached_property, partial
 from importlib import metadata
 
-from kraftacl.authorizer.image import Provenance
-from kraftacl.authorizer.model import PatternType, ResourceType
+from kraftacl.authorizer.model.acls import PatternType, ResourceType
+from kraftacl.authorizer.state.image import Provenance
 from kraftacl.shell.metashell.paths import acl_id_of, decode_name, encode_name
 from kraftacl.shell.metashell.render import acl_json
 from kraftacl.shell.metashell.source import SourceStatus, View

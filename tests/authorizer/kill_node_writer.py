@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.metadata_log.factories import batch_size_at, id_at

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.acl_history import AclEvent, acl_history
-from kraftacl.authorizer.acl_views import AclGroups
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.history.acl_history import AclEvent, acl_history
+from kraftacl.authorizer.state.acl_views import AclGroups
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord

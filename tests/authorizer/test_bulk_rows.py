@@ -1,4 +1,4 @@
-"""`authorizer.bulk_rows`, as source and as its mypyc-compiled copy: the same results, row for row.
+"""`authorizer.index.bulk_rows`, as source and as its mypyc-compiled copy: the same results, row for row.
 
 The index build's properties (tests/authorizer/test_index_build.py) run here against each
 implementation of `group_acls`, and `apply_new_rows` is checked against a plain model of the
@@ -18,11 +18,12 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer import bulk_rows, index_build, trie
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.image import image_from_columns
-from kraftacl.authorizer.index import AclIndex
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.index import build as index_build
+from kraftacl.authorizer.index import bulk_rows, trie
+from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.index.type_index import intern_grants
+from kraftacl.authorizer.model.acls import (
     WILDCARD_PRINCIPAL,
     AclOperation,
     AclPermissionType,
@@ -30,16 +31,16 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.operations import ALLOW_TEST, DENY_TEST, grant_bit
-from kraftacl.authorizer.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
-from kraftacl.authorizer.type_index import intern_grants
+from kraftacl.authorizer.model.operations import ALLOW_TEST, DENY_TEST, grant_bit
+from kraftacl.authorizer.state.image import image_from_columns
+from kraftacl.authorizer.state.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record
 from kraftacl.metadata_log.native import load_native
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.snapshots.columns import AclColumns, columns_of
 from tests.authorizer import reference
 from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of, trie_shape
 
-_compiled, _ = load_native(bulk_rows, "kraftacl.authorizer._bulk_rows_native")
+_compiled, _ = load_native(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native")
 IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (
     [pytest.param(_compiled, id="native")] if _compiled is not None else []
 )

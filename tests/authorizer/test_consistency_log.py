@@ -34,10 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.filters import AclBindingFilter
-from kraftacl.authorizer.image import AclsImage, Provenance
-from kraftacl.authorizer.loader import MetadataLoader
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -45,8 +43,10 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.records import acl_from_record, record_from_acl
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.filters import AclBindingFilter
+from kraftacl.authorizer.state.image import AclsImage, Provenance
+from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.records import acl_from_record, record_from_acl
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord

@@ -21,14 +21,25 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.controller import MAX_RECORDS_PER_USER_OP, AclController, ApiError, CreateResult, DeleteResult
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.loader import MetadataLoader
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import acl_from_record, record_from_acl
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import (
+    ANY_FILTER,
+    AccessControlEntryFilter,
+    AclBindingFilter,
+    ResourcePatternFilter,
+)
+from kraftacl.authorizer.state.controller import (
+    MAX_RECORDS_PER_USER_OP,
+    AclController,
+    ApiError,
+    CreateResult,
+    DeleteResult,
+)
+from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record, record_from_acl
 from kraftacl.metadata_log.backend import AppendResult
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog

@@ -8,12 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.controller import MAX_RECORDS_PER_USER_OP, InvalidImportError, invalid_acls, validate_new_acl
-from kraftacl.authorizer.filters import AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.metadata_source import read_state
-from kraftacl.authorizer.model import AclOperation, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import records_from_acls
+from kraftacl.authorizer.history.metadata_source import read_state
+from kraftacl.authorizer.model.acls import AclOperation, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.state.controller import (
+    MAX_RECORDS_PER_USER_OP,
+    InvalidImportError,
+    invalid_acls,
+    validate_new_acl,
+)
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import records_from_acls
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.authorizer.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls

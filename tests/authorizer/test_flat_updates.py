@@ -17,12 +17,19 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer import resource_type, trie, views
-from kraftacl.authorizer.index import AclIndex, TypeIndex
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, AuthorizationResult, PatternType, ResourceType
-from kraftacl.authorizer.model import StandardAcl as Acl
-from kraftacl.authorizer.native_rows import prefix_trie
-from kraftacl.authorizer.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.decision import by_resource_type as resource_type
+from kraftacl.authorizer.decision.standard import RequestContext, StandardAuthorizer
+from kraftacl.authorizer.index import trie, views
+from kraftacl.authorizer.index.acl_index import AclIndex, TypeIndex
+from kraftacl.authorizer.index.native_rows import prefix_trie
+from kraftacl.authorizer.model.acls import (
+    AclOperation,
+    AclPermissionType,
+    AuthorizationResult,
+    PatternType,
+    ResourceType,
+)
+from kraftacl.authorizer.model.acls import StandardAcl as Acl
 from tests.authorizer.test_index_build import trie_shape
 
 BASE = settings(max_examples=300, deadline=None, database=None)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.recovery import RecoveryRefused, recover
-from kraftacl.authorizer.tailer import Tailer
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.recovery import RecoveryRefused, recover
+from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backends.file.format import iter_frames, read_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogLostDataError

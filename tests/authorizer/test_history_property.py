@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.recovery import recover
-from kraftacl.authorizer.tailer import Tailer
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.authorizer.state.recovery import recover
+from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backends.file.format import FrameError, iter_frames, read_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.errors import LogError

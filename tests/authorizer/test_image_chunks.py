@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.image import AclsImage, Provenance, image_from_columns
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.overlay import OverlayMap
-from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.image import AclsImage, Provenance, image_from_columns
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader

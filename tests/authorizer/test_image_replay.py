@@ -19,11 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.image import AclsDelta, AclsImage, Provenance
-from kraftacl.authorizer.loader import MetadataLoader
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -31,8 +30,9 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
+from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text

@@ -20,11 +20,11 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer import grant_edits, overlay, trie, type_index, views
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.index import AclIndex, TypeIndex, members
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.type_index import N_TYPES
+from kraftacl.authorizer.index import grant_edits, overlay, trie, type_index, views
+from kraftacl.authorizer.index.acl_index import AclIndex, TypeIndex, members
+from kraftacl.authorizer.index.type_index import N_TYPES
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 
 acls = st.builds(
     StandardAcl,

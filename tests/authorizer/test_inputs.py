@@ -1,4 +1,4 @@
-"""Unit tests of `authorizer.inputs`: strict JSON, Kafka's limits and enum rules, ACL/filter/request objects.
+"""Unit tests of `authorizer.inputs.validate`: strict JSON, Kafka's limits and enum rules, ACL/filter/request objects.
 
 The property tests feed random JSON values and random bytes: the only exception ever raised is InputError.
 """
@@ -13,11 +13,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kraftacl.authorizer import inputs as inputs_module
-from kraftacl.authorizer.config import load_properties, parse_node_id
+from kraftacl.authorizer.decision.config import load_properties, parse_node_id
 from kraftacl.authorizer.errors import ConfigError
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.inputs import (
+from kraftacl.authorizer.inputs import validate as inputs_module
+from kraftacl.authorizer.inputs.validate import (
     MAX_DEPTH,
     MAX_STRING_BYTES,
     InputError,
@@ -30,7 +29,8 @@ from kraftacl.authorizer.inputs import (
     parse_request,
     parse_requests,
 )
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 
 ACL: dict[str, Any] = {
     "resource_type": "TOPIC",

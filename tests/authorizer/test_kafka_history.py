@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.kafka_history import kafka_acl_history
-from kraftacl.authorizer.kafka_state import KafkaStateError
+from kraftacl.authorizer.history.kafka_history import kafka_acl_history
+from kraftacl.authorizer.history.kafka_state import KafkaStateError
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, locate
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf

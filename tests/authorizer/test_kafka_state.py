@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.kafka_state import KafkaStateError
-from kraftacl.authorizer.metadata_source import SourceFormat, read_state
+from kraftacl.authorizer.history.kafka_state import KafkaStateError
+from kraftacl.authorizer.history.metadata_source import SourceFormat, read_state
 from kraftacl.metadata_log.errors import CorruptLogError
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import acl_from_record, record_from_acl
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record, record_from_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch, RemoveAccessControlEntryRecord
 from kraftacl.snapshots.format import SnapshotReader

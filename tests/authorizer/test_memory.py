@@ -1,4 +1,4 @@
-"""`authorizer.memory.release_free_memory`: freed C-heap memory really leaves the process (on glibc)."""
+"""`authorizer.state.memory.release_free_memory`: freed C-heap memory really leaves the process (on glibc)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import platform
 
 import pytest
 
-from kraftacl.authorizer import memory
-from kraftacl.authorizer.memory import release_free_memory
+from kraftacl.authorizer.state import memory
+from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.shell.bench.timing import rss_bytes
 
 glibc = pytest.mark.skipif(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kraftacl.authorizer.config import (
+from kraftacl.authorizer.decision.config import (
     config_from_properties,
     load_config,
     parse_bool,
@@ -15,10 +15,9 @@ from kraftacl.authorizer.config import (
     parse_node_id,
     parse_super_users,
 )
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import ConfigError, InvalidFilterError
-from kraftacl.authorizer.filters import ANY_FILTER, AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.hosts import java_host_address
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     AccessControlEntry,
     AclBinding,
     AclOperation,
@@ -31,7 +30,13 @@ from kraftacl.authorizer.model import (
     pascal_name,
     split_principal,
 )
-from kraftacl.authorizer.standard import StandardAuthorizer
+from kraftacl.authorizer.model.filters import (
+    ANY_FILTER,
+    AccessControlEntryFilter,
+    AclBindingFilter,
+    ResourcePatternFilter,
+)
+from kraftacl.authorizer.model.hosts import java_host_address
 
 RT = ResourceType
 PT = PatternType

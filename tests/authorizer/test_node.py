@@ -13,13 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer import loader as loader_module
-from kraftacl.authorizer import node as node_module
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError
-from kraftacl.authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from kraftacl.authorizer.image import Provenance
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -27,9 +24,12 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.node import AclNode, StartupError
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.state import loader as loader_module
+from kraftacl.authorizer.state import node as node_module
+from kraftacl.authorizer.state.image import Provenance
+from kraftacl.authorizer.state.node import AclNode, StartupError
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.file.format import encode_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog

@@ -1,4 +1,4 @@
-"""`authorizer.overlay.OverlayMap`: a dict adopted as the base plus a HAMT overlay with tombstones.
+"""`authorizer.index.overlay.OverlayMap`: a dict adopted as the base plus a HAMT overlay with tombstones.
 
 The property test replays random set/delete/pop rounds against a plain dict model. Each round
 mutates some earlier map (not only the latest, so maps sharing a base and an overlay branch), and
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer import overlay
-from kraftacl.authorizer.overlay import OverlayMap
+from kraftacl.authorizer.index import overlay
+from kraftacl.authorizer.index.overlay import OverlayMap
 
 MISSING = object()  # a default no map ever holds
 KEYS = [f"k{n}" for n in range(40)]

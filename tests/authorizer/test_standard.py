@@ -16,11 +16,11 @@ from concurrent.futures import Future
 
 import pytest
 
-from kraftacl.authorizer.audit import TRACE
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.audit import TRACE
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, ImageError, InvalidActionError
-from kraftacl.authorizer.filters import AclBindingFilter
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -28,7 +28,7 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.filters import AclBindingFilter
 
 RT = ResourceType
 PT = PatternType

@@ -12,8 +12,8 @@ from __future__ import annotations
 from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from tests.authorizer import reference as ref
 
 NAMES = ["", "*", "*x", "!x", "b", "bar", "c", "f", "fo", "foo", "foobar", "g"]

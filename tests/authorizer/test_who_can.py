@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.audit import DEFAULT_ALLOW, DEFAULT_DENY, SUPER_USER
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.audit import DEFAULT_ALLOW, DEFAULT_DENY, SUPER_USER
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.decision.who_can import WhoCan, WhoCanEntry, who_can
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.standard import Action, RequestContext, StandardAuthorizer
-from kraftacl.authorizer.who_can import WhoCan, WhoCanEntry, who_can
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from tests.authorizer import reference as ref
 from tests.authorizer.test_properties import BASE, CONCRETE_TYPES, FOCUSED_OPS, acl_specs, names, to_acl
 

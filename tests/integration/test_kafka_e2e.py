@@ -28,10 +28,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.filters import AclBindingFilter
-from kraftacl.authorizer.image import AclsImage
-from kraftacl.authorizer.model import (
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -39,10 +38,11 @@ from kraftacl.authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from kraftacl.authorizer.node import AclNode, StartupError
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.standard import Action, RequestContext
-from kraftacl.authorizer.tailer import Tailer, TailStatus
+from kraftacl.authorizer.model.filters import AclBindingFilter
+from kraftacl.authorizer.state.image import AclsImage
+from kraftacl.authorizer.state.node import AclNode, StartupError
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.authorizer.state.tailer import Tailer, TailStatus
 from kraftacl.metadata_log.backends.file.format import parse_frame_at
 from kraftacl.metadata_log.backends.kafka_topic.log import (
     DEFAULT_TOPIC,
@@ -474,8 +474,8 @@ NODE_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from kraftacl.authorizer.config import AuthorizerConfig
-    from kraftacl.authorizer.node import AclNode
+    from kraftacl.authorizer.decision.config import AuthorizerConfig
+    from kraftacl.authorizer.state.node import AclNode
     from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 
     args = json.loads(sys.argv[1])

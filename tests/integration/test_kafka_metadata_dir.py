@@ -26,11 +26,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kraftacl.authorizer.metadata_source import SourceFormat, authorizer_for, read_state
-from kraftacl.authorizer.model import AclOperation as Op
-from kraftacl.authorizer.model import ResourceType as Rt
-from kraftacl.authorizer.model import StandardAcl
-from kraftacl.authorizer.standard import RequestContext
+from kraftacl.authorizer.decision.standard import RequestContext
+from kraftacl.authorizer.history.metadata_source import SourceFormat, authorizer_for, read_state
+from kraftacl.authorizer.model.acls import AclOperation as Op
+from kraftacl.authorizer.model.acls import ResourceType as Rt
+from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.metadata_log.kafka_cluster import binding_codes
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, locate
 from kraftacl.metadata_log.kafka_files.reader import log_batches, read_snapshot
@@ -133,7 +133,7 @@ def test_the_acls_read_from_log_and_snapshot_equal_describe_acls(cluster: dict[s
 
 
 def _acls(records: Any) -> list[StandardAcl]:
-    from kraftacl.authorizer.records import acl_from_record
+    from kraftacl.authorizer.state.records import acl_from_record
 
     return [acl_from_record(r) for r in records]
 

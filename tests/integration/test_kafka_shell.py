@@ -9,8 +9,8 @@ import subprocess
 import time
 import uuid
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from kraftacl.metadata_log.records import RemoveAccessControlEntryRecord
 from tests.kafka_broker import KafkaBroker

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.fold import fold

@@ -16,8 +16,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kraftacl import schemas
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.records import ACL_ROWS, acl_from_record, batch_rows
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import ACL_ROWS, acl_from_record, batch_rows
 from kraftacl.metadata_log import native
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec import avro as codec

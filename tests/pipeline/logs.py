@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord

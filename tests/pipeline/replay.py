@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.log import FileLog
 
 

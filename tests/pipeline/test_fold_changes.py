@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord

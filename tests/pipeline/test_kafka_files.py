@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.metadata_source import read_state
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.history.metadata_source import read_state
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord

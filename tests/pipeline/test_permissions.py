@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from kraftacl.authorizer.config import AuthorizerConfig
-from kraftacl.authorizer.model import ResourceType
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
-from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.pipeline.fold import state_at
 from kraftacl.pipeline.permissions import default_principals, default_resources, report
 from kraftacl.pipeline.source import LogSource, load_events

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from kraftacl.authorizer.model import PatternType, ResourceType
-from kraftacl.authorizer.operations import SUPPORTED_OPERATIONS
-from kraftacl.authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import PatternType, ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.fold import state_at
 from kraftacl.pipeline.names import with_names

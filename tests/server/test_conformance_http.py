@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kraftacl.authorizer.records import record_from_acl
-from kraftacl.authorizer.whatif import load_acls
+from kraftacl.authorizer.inputs.whatif import load_acls
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftacl.authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.records import record_from_acl
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import RemoveAccessControlEntryRecord

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.config import AuthorizerConfig
+from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import ImageError
-from kraftacl.authorizer.image import Provenance, image_from_columns
+from kraftacl.authorizer.state.image import Provenance, image_from_columns
 from kraftacl.shell.bench.shell_suite import PROBE_ID, write_snapshot
 from kraftacl.shell.metashell.columns_view import SCANS_BEFORE_BUILDING, ColumnsView
 from kraftacl.shell.metashell.snapshot_source import SnapshotSource

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftacl.authorizer.whatif import acl_to_json
+from kraftacl.authorizer.inputs.whatif import acl_to_json
 from tests.shell.test_log_cmds import ALICE_READ, assert_one_line_error, build_log, cli, run
 
 REQUESTS = [

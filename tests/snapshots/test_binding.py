@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraftacl.authorizer.node import AclNode
+from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.errors import LogLostDataError

@@ -24,8 +24,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kraftacl import schemas
-from kraftacl.authorizer.node import AclNode
-from kraftacl.authorizer.records import acl_from_record
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
