@@ -85,7 +85,8 @@ def test_pure_python_on_request_and_when_not_built(
 
 def test_a_new_process_picks_the_sources_when_told() -> None:
     code = (
-        "from kraftacl.metadata_log.codec import fast as codec_fast; from kraftacl.authorizer.index import native_rows; "
+        "from kraftacl.metadata_log.codec import fast as codec_fast; "
+        "from kraftacl.authorizer.index import native_rows; "
         "print(codec_fast.DECODER, codec_fast.decode_v1_rows.__module__, "
         "native_rows.BULK_ROWS, native_rows.group_acls.__module__)"
     )
