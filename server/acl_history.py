@@ -11,6 +11,7 @@ import asyncio
 
 import msgspec
 
+from kraftacl.api.wire import AclEventOut, HistoryIn, HistoryOut
 from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
 from kraftacl.authorizer.model.acls import AclOperation
 from kraftacl.metadata_log.errors import LogError
@@ -21,7 +22,6 @@ from kraftacl.server.convert import acl_out
 from kraftacl.server.errors import LogUnavailable
 from kraftacl.server.http import Request, Response
 from kraftacl.server.log_backend import open_backend
-from kraftacl.server.wire import AclEventOut, HistoryIn, HistoryOut
 
 _HISTORY = msgspec.json.Decoder(HistoryIn)
 _ENCODE = msgspec.json.Encoder()

@@ -14,6 +14,19 @@ from typing import TypeVar
 
 import msgspec
 
+from kraftacl.api.wire import (
+    CountOut,
+    CreateIn,
+    CreateOut,
+    CreateResultOut,
+    DeleteIn,
+    DeleteOut,
+    DeleteResultOut,
+    DescribeIn,
+    DescribeOut,
+    ImageOut,
+    StatusOut,
+)
 from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
 from kraftacl.authorizer.model.acls import (
@@ -31,19 +44,6 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_of, acl_out, filter_of
 from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
 from kraftacl.server.http import Request, Response
-from kraftacl.server.wire import (
-    CountOut,
-    CreateIn,
-    CreateOut,
-    CreateResultOut,
-    DeleteIn,
-    DeleteOut,
-    DeleteResultOut,
-    DescribeIn,
-    DescribeOut,
-    ImageOut,
-    StatusOut,
-)
 
 _DESCRIBE = msgspec.json.Decoder(DescribeIn)
 _CREATE = msgspec.json.Decoder(CreateIn)

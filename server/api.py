@@ -12,14 +12,14 @@ from http import HTTPStatus
 
 import msgspec
 
+from kraftacl.api.openapi import openapi_document
+from kraftacl.api.wire import ErrorBody, ErrorOut
 from kraftacl.server import acl_history, admin, decide, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, Unauthenticated
 from kraftacl.server.http import Request, Response
 from kraftacl.server.metrics import CONTENT_TYPE
-from kraftacl.server.openapi import openapi_document
-from kraftacl.server.wire import ErrorBody, ErrorOut
 
 _ENCODE = msgspec.json.Encoder()
 Handler = Callable[[ServeState, Request, Caller], "Response | Awaitable[Response]"]

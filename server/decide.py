@@ -11,18 +11,7 @@ import time
 
 import msgspec
 
-from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
-from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
-from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
-from kraftacl.authorizer.model.hosts import java_host_address
-from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
-from kraftacl.server.auth import Caller
-from kraftacl.server.context import ServeState
-from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
-from kraftacl.server.errors import BadRequest, Forbidden, NotReady
-from kraftacl.server.http import Request, Response
-from kraftacl.server.wire import (
+from kraftacl.api.wire import (
     MAX_STRING_BYTES,
     ActionIn,
     AuthorizedOperationsIn,
@@ -35,6 +24,17 @@ from kraftacl.server.wire import (
     ResultOut,
     RuleOut,
 )
+from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
+from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
+from kraftacl.server.errors import BadRequest, Forbidden, NotReady
+from kraftacl.server.http import Request, Response
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _BY_TYPE = msgspec.json.Decoder(ByResourceTypeIn)

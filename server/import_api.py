@@ -14,6 +14,8 @@ import sys
 
 import msgspec
 
+from kraftacl.api.import_wire import ImportIn, ImportOut
+from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
@@ -23,8 +25,6 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
 from kraftacl.server.errors import BadRequest
 from kraftacl.server.http import Request, Response
-from kraftacl.server.import_wire import ImportIn, ImportOut
-from kraftacl.server.wire import AclIn
 
 log = logging.getLogger(__name__)
 PATH = "/v1/acls/import"

@@ -24,8 +24,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 @pytest.fixture(scope="session")
 def large_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedded log of 1M records (adds, and removes of earlier adds) in batches of 10,000, written once."""
+    from kraftacl.bench.log_suite import _records
     from kraftacl.metadata_log.backends.file.log import FileLog
-    from kraftacl.shell.bench.log_suite import _records
 
     directory = tmp_path_factory.mktemp("large-log") / "log"
     batches = _records(1_000_000, 0.2)

@@ -1,4 +1,5 @@
-"""The committed OpenAPI document (server/openapi.json, read by the Java plugin's side) is the one serve serves."""
+"""The committed OpenAPI document (kraftacl/api/openapi.json, read by the Java plugin's side) is the one serve
+serves."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ from pathlib import Path
 
 import msgspec
 
-from kraftacl.server.openapi import openapi_document
+from kraftacl.api.openapi import openapi_document
 
-COMMITTED = Path(__file__).resolve().parent.parent.parent / "server" / "openapi.json"
+COMMITTED = Path(__file__).resolve().parent.parent.parent / "kraftacl" / "api" / "openapi.json"
 
 
 def test_committed_document_is_current() -> None:
     fresh = msgspec.json.format(msgspec.json.encode(openapi_document()), indent=2) + b"\n"
     assert COMMITTED.read_bytes() == fresh, (
-        "server/openapi.json is stale: regenerate it with `.venv/bin/python -m server.openapi > server/openapi.json`"
+        "kraftacl/api/openapi.json is stale: regenerate it with "
+        "`.venv/bin/python -m kraftacl.api.openapi > kraftacl/api/openapi.json`"
     )
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kraftacl.cli.app import app
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.shell.cli import app
 
 TOPIC_ORDERS = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)"
 ORDERS_FILTER = "ResourcePatternFilter(resourceType=TOPIC, name=orders, patternType=LITERAL)"

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kraftacl.shell.bench.log_suite import _records
-from kraftacl.shell.bench.timing import compiled_loops, in_child
-from kraftacl.shell.cli import app
+from kraftacl.bench.log_suite import _records
+from kraftacl.bench.timing import compiled_loops, in_child
+from kraftacl.cli.app import app
 from tests.conftest import kraft_acl_command
 
 
@@ -114,7 +114,7 @@ def test_a_failed_child_is_one_error_line(monkeypatch: pytest.MonkeyPatch) -> No
     def failing(quick: bool = False) -> dict[str, Any]:
         return in_child("authorizer_suite", "_no_such_case()")
 
-    monkeypatch.setattr("kraftacl.shell.bench.authorizer_suite.run", failing)
+    monkeypatch.setattr("kraftacl.bench.authorizer_suite.run", failing)
     result = CliRunner().invoke(app, ["bench", "--suite", "authorizer"])
     assert result.exit_code == 1 and result.stdout == ""
     [error] = [line for line in result.stderr.splitlines() if not line.startswith("kraft-acl bench:")]

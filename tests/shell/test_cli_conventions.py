@@ -81,7 +81,7 @@ def test_an_unexpected_exception_is_one_line_unless_debugging(monkeypatch: pytes
     def boom(*_: Any, **__: Any) -> Any:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr("kraftacl.shell.whatif_cmd.evaluate", boom)
+    monkeypatch.setattr("kraftacl.cli.authorize.evaluate", boom)
     acls = tmp_path / "acls.json"
     acls.write_text("[]")
     args = (

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from kraftacl.authorizer.state.node import AclNode
+from kraftacl.cli.app import app
 from kraftacl.metadata_log.backends.file.format import encode_frame, iter_frames, read_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
-from kraftacl.shell.cli import app
 from tests.metadata_log.factories import records_for
 
 T0 = 1_700_000_000_000

@@ -10,12 +10,12 @@ import json
 import subprocess
 import sys
 
-from kraftacl.shell.bench.shell_suite import acl_contents
+from kraftacl.bench.shell_suite import acl_contents
 
 
 def test_shell_suite_quick_answers_on_its_snapshot() -> None:
     out = subprocess.run(
-        [sys.executable, "-c", "from kraftacl.shell.cli import main; main()", "bench", "--suite", "shell", "--quick"],
+        [sys.executable, "-c", "from kraftacl.cli.app import main; main()", "bench", "--suite", "shell", "--quick"],
         capture_output=True,
         text=True,
         check=True,

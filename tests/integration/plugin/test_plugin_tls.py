@@ -12,8 +12,8 @@ import pytest
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from kraftacl.shell.bench.plugin_jar import KAFKA_LIB, PLUGIN_JAR, TEST_CLASSES
-from kraftacl.shell.bench.serve_process import ServeProcess, free_port
+from kraftacl.harness.plugin_jar import KAFKA_LIB, PLUGIN_JAR, TEST_CLASSES
+from kraftacl.harness.serve_process import ServeProcess, free_port
 from tests.integration.plugin.clients import ADMIN_TOKEN, acl, grant
 from tests.integration.plugin.conftest import plugin_jar, start_serve
 

@@ -1,0 +1,3 @@
+"""Drives real components for benchmarks, tests and `make broker`: a `kraft-acl serve` child process, the Kafka
+broker plugin jar, and Kafka brokers with the plugin loaded.
+"""
