@@ -21,6 +21,7 @@ from kraftacl.pipeline.cli_args import Args
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.fold import fold, state_at
 from kraftacl.pipeline.inputs import read_principals, read_resources
+from kraftacl.pipeline.log_events import LogEvents
 from kraftacl.pipeline.names import with_names
 from kraftacl.pipeline.output import prepare, write_csv, write_parquet
 from kraftacl.pipeline.permissions import (
@@ -30,7 +31,7 @@ from kraftacl.pipeline.permissions import (
     report,
     resource_summary,
 )
-from kraftacl.pipeline.source import LogEvents, load_events
+from kraftacl.pipeline.source import load_events
 from kraftacl.pipeline.usage import decision_files, read_decisions, usage
 
 Job = Callable[[SparkSession, Args], dict[str, Any]]

@@ -42,7 +42,7 @@ from kraftacl.pipeline.kafka_rows import (
     snapshot_rows,
     span_rows,
 )
-from kraftacl.pipeline.source import LogEvents
+from kraftacl.pipeline.log_events import LogEvents
 
 SPAN_BYTES = 16 << 20  # a task reads at most about this much of a segment
 _NEVER = 1 << 62

@@ -1,7 +1,7 @@
-"""Where a job's log comes from (a file-log directory or a Kafka topic) and the log as a cached DataFrame of
-record events, with its offsets checked the way the single-process replayer checks them.
+"""Where a job's log comes from (a file-log directory or a Kafka topic), and its loading as `LogEvents`
+(pipeline.log_events): every record below the high-water mark decoded inside Spark tasks.
 
-A `LogEvents` belongs to the job (driver thread) that loaded it; its DataFrame is cached in the session.
+Stateless functions and immutable values; the DataFrame a load returns is cached in the job's session.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kraftacl.metadata_log.backends.file.log import FileLog
@@ -20,6 +20,7 @@ from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.kafka_files.files import locate
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
+from kraftacl.pipeline.log_events import LogEvents
 
 _NO_LIMIT = 1 << 62
 
@@ -39,71 +40,10 @@ class LogSource:
         return str(self.log_dir) if self.log_dir is not None else f"topic {self.topic} on {self.bootstrap}"
 
 
-@dataclass
-class LogEvents:
-    """Every record below the high-water mark as a row (pipeline.events), plus the log's extent."""
-
-    events: DataFrame
-    high_watermark: int
-    log_start: int
-    log_id: str | None = None  # the file log's identity (FileLog.log_id); None for a Kafka topic
-
-    def batches(self) -> DataFrame:
-        """One row per batch: base, next (exclusive end), epoch, ts."""
-        return self.events.groupBy("base").agg(
-            (F.max("offset") + 1).alias("next"), F.first("epoch").alias("epoch"), F.first("ts").alias("ts")
-        )
-
-    def check_offset(self, option: str, offset: int) -> None:
-        """Fail unless 0 <= offset <= high-water mark and `offset` falls between two batches (README "Offsets")."""
-        if offset < 0:
-            raise PipelineError(f"{option} {offset} is negative")
-        if offset > self.high_watermark:
-            raise PipelineError(
-                f"{option} {offset} is beyond the high-water mark {self.high_watermark} "
-                f"(the log holds offsets below {self.high_watermark})"
-            )
-        if offset <= self.log_start or offset == self.high_watermark:
-            return
-        holding = self.holding_batch(offset)
-        if holding is not None:
-            base, last = holding
-            raise PipelineError(
-                f"{option} {offset} is inside the batch at offsets {base}..{last}: its records apply together, "
-                f"so no state exists between them; use {base} or {last + 1}"
-            )
-
-    def holding_batch(self, offset: int) -> tuple[int, int] | None:
-        """(base, last offset) of the batch with records on both sides of `offset`, if there is one."""
-        holding = self.events.filter(F.col("offset") == offset).select("base").first()
-        if holding is None or holding["base"] == offset:
-            return None
-        base = int(holding["base"])
-        return base, int(self.events.filter(F.col("base") == base).agg(F.max("offset")).first()[0])  # type: ignore[index]
-
-    def batch_before(self, offset: int) -> tuple[int, int] | None:
-        """(epoch, timestamp) of the batch that ends at `offset`, if there is one."""
-        last = self.events.filter(F.col("offset") == offset - 1).select("epoch", "ts").first() if offset else None
-        return None if last is None else (int(last["epoch"]), int(last["ts"]))
-
-    def for_states(self, *offsets: int) -> LogEvents:
-        """The events to compute the states at `offsets` from (a Kafka source picks its base snapshot)."""
-        return self
-
-    def cut(self, offset: int) -> int:
-        """The state at `offset` is every event below this offset (another one inside a Kafka transaction)."""
-        return offset
-
-    def offset_at_time(self, ts_ms: int) -> int:
-        """The state after the last batch (in offset order) stamped at or before `ts_ms`; the log start if none."""
-        found = self.batches().filter(F.col("ts") <= ts_ms).agg(F.max("next")).first()
-        return int(found[0]) if found is not None and found[0] is not None else self.log_start
-
-
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:
     """Decode the whole committed log inside Spark tasks; the result is cached for the job's several passes."""
     if source.log_dir is not None and (kafka := locate(source.log_dir)) is not None:
-        from kraftacl.pipeline.kafka_source import load_kafka_files  # it builds on LogEvents, defined here
+        from kraftacl.pipeline.kafka_source import load_kafka_files  # Apache Kafka's files: loaded only for them
 
         return load_kafka_files(spark, kafka)
     return _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)

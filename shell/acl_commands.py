@@ -1,7 +1,7 @@
 """The shell commands no Kafka tool has: `authorize` (the decision and its rule), `who-can`, `at <offset>` and
 `history <id|path>` (when ACLs were added and removed).
 
-Stateless functions of a Shell and a parsed command line; the work itself is the library's
+Stateless functions of a ShellState and a parsed command line; the work itself is the library's
 (`StandardAuthorizer.explain`, `authorizer.decision.who_can`, `authorizer.history.acl_history`).
 """
 
@@ -24,7 +24,7 @@ from kraftacl.shell.render import table
 from kraftacl.shell.sources.base import SourceError, SourceStatus, View
 
 if TYPE_CHECKING:
-    from kraftacl.shell.session import Match, Shell
+    from kraftacl.shell.state import Match, ShellState
 
 E = TypeVar("E", bound=IntEnum)
 _NUMBER = re.compile(r"-?\d+")
@@ -52,7 +52,7 @@ def resource(text: str) -> tuple[ResourceType, str]:
     raise ValueError(f"resource '{text}' is not TYPE:name (TOPIC:orders)")
 
 
-def authorize(shell: Shell, parsed: Parsed) -> None:
+def authorize(shell: ShellState, parsed: Parsed) -> None:
     """The decision, the rule Kafka's audit log would name, and that ACL's path."""
     principal, host = parsed.one("principal") or "", parsed.one("host")
     try:
@@ -76,7 +76,7 @@ def authorize(shell: Shell, parsed: Parsed) -> None:
         shell.print(f"acl: /acl/id/{view.groups.id_of[decision.rule.acl]}")
 
 
-def who_can(shell: Shell, parsed: Parsed) -> None:
+def who_can(shell: ShellState, parsed: Parsed) -> None:
     """One row per (principal, host) decision, then the ACLs the rows name."""
     try:
         operation = named(AclOperation, parsed.one("operation") or "", "operation")
@@ -116,7 +116,7 @@ def _row(view: View, answer: WhoCan, entry: WhoCanEntry) -> list[str]:
     return [entry.decision.result.name, principal, host, rule, f"also applying: {' '.join(others)}" if others else ""]
 
 
-def at(shell: Shell, parsed: Parsed) -> None:
+def at(shell: ShellState, parsed: Parsed) -> None:
     """`at`: where the tree stands; `at N`: move it to the state at offset N; `at latest`: back to the newest."""
     text = parsed.one("offset")
     source = shell.source
@@ -147,7 +147,7 @@ def position(offset: int, status: SourceStatus) -> str:
     return f"offset {offset} (high-water mark {hwm}; the newest state{following})"
 
 
-def acl_history(shell: Shell, words: list[str]) -> None:
+def acl_history(shell: ShellState, words: list[str]) -> None:
     """When each named ACL (ids, or paths and globs leading to ACLs) was added and removed."""
     ids: dict[str, None] = {}
     for word in words:

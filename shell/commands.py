@@ -1,7 +1,7 @@
 """The metadata shell's commands: Kafka's (`cat cd exit find help history ls man pwd tree`, with its messages) and
 kraft-acl's (`at authorize who-can`, and `history` of ACL ids), in one table sorted by name as Kafka's is.
 
-Handlers are stateless functions of a Shell and a parsed command line.
+Handlers are stateless functions of a ShellState and a parsed command line.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from kraftacl.shell.render import columns
 from kraftacl.shell.tree import Node, Printer
 
 if TYPE_CHECKING:
-    from kraftacl.shell.session import Shell
+    from kraftacl.shell.state import ShellState
 
-Handler = Callable[["Shell", Parsed], None]
+Handler = Callable[["ShellState", Parsed], None]
 WELCOME = "Welcome to the kraft-acl metadata shell."
 _NUMBER = re.compile(r"-?\d+")
 
@@ -83,7 +83,7 @@ def effective(paths: list[str]) -> list[str]:
     return [p for p in paths if p] or ["."]
 
 
-def ls(shell: Shell, parsed: Parsed) -> None:
+def ls(shell: ShellState, parsed: Parsed) -> None:
     files: list[str] = []
     directories: list[tuple[str, Node]] = []
     for target in effective(parsed.values["targets"]):
@@ -105,7 +105,7 @@ def ls(shell: Shell, parsed: Parsed) -> None:
         _entries(shell, intro, node.sorted_names(), width)
 
 
-def _entries(shell: Shell, intro: str, names: Sequence[str], width: int | None) -> None:
+def _entries(shell: ShellState, intro: str, names: Sequence[str], width: int | None) -> None:
     """Kafka's printEntries: nothing at all (not even the intro) for an empty list."""
     if not names:
         return
@@ -114,7 +114,7 @@ def _entries(shell: Shell, intro: str, names: Sequence[str], width: int | None) 
     shell.print("\n".join(columns(names, width)))
 
 
-def cat(shell: Shell, parsed: Parsed) -> None:
+def cat(shell: ShellState, parsed: Parsed) -> None:
     for target in parsed.values["targets"]:
         matches = shell.visit(target)
         if not matches:
@@ -126,7 +126,7 @@ def cat(shell: Shell, parsed: Parsed) -> None:
                 match.node.print(Printer(shell.out))
 
 
-def cd(shell: Shell, parsed: Parsed) -> None:
+def cd(shell: ShellState, parsed: Parsed) -> None:
     target = parsed.one("target") or "/"
     matches = shell.visit(target)
     if not matches:
@@ -138,7 +138,7 @@ def cd(shell: Shell, parsed: Parsed) -> None:
             shell.error(f"cd: {target}: not a directory.")
 
 
-def find(shell: Shell, parsed: Parsed) -> None:
+def find(shell: ShellState, parsed: Parsed) -> None:
     for path in effective(parsed.values["paths"]):
         matches = shell.visit(path)
         if not matches:
@@ -158,7 +158,7 @@ def _find(lines: list[str], path: str, node: Node) -> None:
                 _find(lines, path + name if path == "/" else f"{path}/{name}", child)
 
 
-def tree(shell: Shell, parsed: Parsed) -> None:
+def tree(shell: ShellState, parsed: Parsed) -> None:
     for target in parsed.values["targets"]:
         matches = shell.visit(target)
         if not matches:
@@ -167,7 +167,7 @@ def tree(shell: Shell, parsed: Parsed) -> None:
             match.node.print(Printer(shell.out))
 
 
-def history(shell: Shell, parsed: Parsed) -> None:
+def history(shell: ShellState, parsed: Parsed) -> None:
     """`history [N]`: Kafka's command history (`% 5d  line`); `history ID|PATH ...`: ACL history."""
     words = parsed.values["args"]
     if len(words) > 1 or (words and not _NUMBER.fullmatch(words[0])):
@@ -179,7 +179,7 @@ def history(shell: Shell, parsed: Parsed) -> None:
         shell.print(f"{number: 5d}  {lines[number]}")
 
 
-def man(shell: Shell, parsed: Parsed) -> None:
+def man(shell: ShellState, parsed: Parsed) -> None:
     name = parsed.one("cmd") or ""
     command = TABLE.get(name)
     if command is None:
@@ -191,13 +191,13 @@ def man(shell: Shell, parsed: Parsed) -> None:
 def handlers() -> dict[str, Handler]:
     """The handler of each command name."""
 
-    def exit_(shell: Shell, parsed: Parsed) -> None:
+    def exit_(shell: ShellState, parsed: Parsed) -> None:
         shell.done = True
 
-    def help_(shell: Shell, parsed: Parsed) -> None:
+    def help_(shell: ShellState, parsed: Parsed) -> None:
         shell.out(help_text(TABLE, WELCOME))
 
-    def pwd(shell: Shell, parsed: Parsed) -> None:
+    def pwd(shell: ShellState, parsed: Parsed) -> None:
         shell.print(shell.cwd)
 
     return {

@@ -17,9 +17,9 @@ import typer
 from kraftacl.authorizer.history.metadata_source import SourceFormat
 from kraftacl.authorizer.state.image import image_from_snapshot
 from kraftacl.cli.errors import fail
-from kraftacl.cli.log_dump import record_payload
 from kraftacl.cli.log_state import acl_json, acl_table, iso_time, library_errors, sorted_acls
 from kraftacl.cli.output import Output, print_table
+from kraftacl.cli.record_json import record_payload
 from kraftacl.metadata_log.kafka_files.batches import TornTail
 from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles
 from kraftacl.metadata_log.kafka_files.messages import ControlRecord, OtherRecord, TransactionMarker

@@ -17,32 +17,16 @@ import typer
 from kraftacl.cli.errors import fail
 from kraftacl.cli.log_state import LIBRARY_ERRORS, check_log_dir, check_offset
 from kraftacl.cli.output import Output, output_option
+from kraftacl.cli.record_json import record_payload
 from kraftacl.metadata_log.backends.file.directory import list_segments
 from kraftacl.metadata_log.backends.file.format import FrameError, decode_frame, iter_frames, read_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.file.meta import DurableEnd
 from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, BatchSchema
 from kraftacl.metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
-from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch
+from kraftacl.metadata_log.records import RecordBatch
 
 Emit = Callable[[RecordBatch], None]
-
-
-def record_payload(record: MetadataRecord) -> dict[str, Any]:
-    """Kafka's JSON form of a metadata record: type name, version, and lowerCamel fields with int codes."""
-    if isinstance(record, AccessControlEntryRecord):
-        data: dict[str, Any] = {
-            "id": record.id,
-            "resourceType": record.resource_type,
-            "resourceName": record.resource_name,
-            "patternType": record.pattern_type,
-            "principal": record.principal,
-            "host": record.host,
-            "operation": record.operation,
-            "permissionType": record.permission_type,
-        }
-        return {"type": "ACCESS_CONTROL_ENTRY_RECORD", "version": 0, "data": data}
-    return {"type": "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "version": 0, "data": {"id": record.id}}
 
 
 def _compact(value: Any) -> str:
@@ -117,7 +101,7 @@ def dump_command(
     if from_offset is not None and from_offset < 0:
         fail(f"--from-offset {from_offset} is negative")
     from kraftacl.cli.kafka_files import kafka_files
-    from kraftacl.cli.kafka_files_dump import dump_kafka  # it imports this module's record_payload
+    from kraftacl.cli.kafka_files_dump import dump_kafka  # Apache Kafka's files: loaded only for them
 
     kafka = kafka_files(log_dir)
     if kafka is not None:  # Apache Kafka's own KRaft files: a directory, a .log segment or a .checkpoint

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, Protocol, overload
 
 from kraftacl.metadata_log.codec import fast as codec_fast
 from kraftacl.metadata_log.codec.rows import RowTables
+from kraftacl.metadata_log.codec.schema import BatchSchema
 from kraftacl.metadata_log.errors import DecodeError
 from kraftacl.metadata_log.records import MetadataRecord
 
-if TYPE_CHECKING:
-    from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+
+class RecordDecoder(Protocol):
+    """What a `LazyRecords` needs of its codec (`codec.avro.Codec`), which builds it."""
+
+    def decode_records(
+        self,
+        payload: bytes,
+        *,
+        base_offset: int,
+        writer_schema: BatchSchema | None = None,
+        expected_count: int | None = None,
+        path: Path | str | None = None,
+    ) -> tuple[MetadataRecord, ...]: ...
+
+    def fast_path_for(self, writer_schema: BatchSchema) -> bool: ...
 
 
 class LazyRecords(Sequence[MetadataRecord]):
@@ -30,7 +44,13 @@ class LazyRecords(Sequence[MetadataRecord]):
     __slots__ = ("_base_offset", "_codec", "_count", "_path", "_payload", "_records", "_schema")
 
     def __init__(
-        self, codec: Codec, payload: bytes, schema: BatchSchema, count: int, base_offset: int, path: Path | str | None
+        self,
+        codec: RecordDecoder,
+        payload: bytes,
+        schema: BatchSchema,
+        count: int,
+        base_offset: int,
+        path: Path | str | None,
     ) -> None:
         self._codec = codec
         self._payload = payload

@@ -24,8 +24,9 @@ from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import ACL_FIELDS
 from kraftacl.pipeline.fold import fold, state_at
+from kraftacl.pipeline.log_events import LogEvents
 from kraftacl.pipeline.session import local_driver_memory
-from kraftacl.pipeline.source import LogEvents, LogSource, load_events
+from kraftacl.pipeline.source import LogSource, load_events
 from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.store import SnapshotStore
 from tests.pipeline.logs import GeneratedLog, random_log

@@ -23,7 +23,8 @@ from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.events import ACL_FIELDS
 from kraftacl.pipeline.fold import fold, state_at
-from kraftacl.pipeline.source import LogEvents, LogSource, load_events
+from kraftacl.pipeline.log_events import LogEvents
+from kraftacl.pipeline.source import LogSource, load_events
 from kraftacl.snapshots.format import SnapshotReader
 from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf
