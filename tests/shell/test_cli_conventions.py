@@ -15,7 +15,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from kraftacl.main import app
+from kraftacl.cli.app import app
 from tests.shell.test_log_cmds import IDS, assert_one_line_error, build_log, run
 
 
