@@ -17,7 +17,7 @@ from kraftacl.authorizer.decision.who_can import who_can as library_who_can
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.history.acl_history import AclEvent
 from kraftacl.authorizer.model.acls import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
-from kraftacl.cli.log_state import iso_time
+from kraftacl.metadata_log.records import iso_time
 from kraftacl.shell.parse import EXIT_USAGE, Parsed
 from kraftacl.shell.paths import acl_id_of
 from kraftacl.shell.render import table

@@ -17,14 +17,14 @@ import typer
 from kraftacl.authorizer.history.metadata_source import SourceFormat
 from kraftacl.authorizer.state.image import image_from_snapshot
 from kraftacl.cli.errors import fail
-from kraftacl.cli.log_state import acl_json, acl_table, iso_time, library_errors, sorted_acls
+from kraftacl.cli.log_state import acl_json, acl_table, library_errors, sorted_acls
 from kraftacl.cli.output import Output, print_table
 from kraftacl.cli.record_json import record_payload
 from kraftacl.metadata_log.kafka_files.batches import TornTail
 from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles
 from kraftacl.metadata_log.kafka_files.messages import ControlRecord, OtherRecord, TransactionMarker
 from kraftacl.metadata_log.kafka_files.reader import DecodedBatch, Entry, KafkaSnapshot, log_batches, read_snapshot
-from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord, iso_time
 
 KAFKA_LOG, KAFKA_SNAPSHOT = SourceFormat.KAFKA_LOG.value, SourceFormat.KAFKA_SNAPSHOT.value
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,13 +116,6 @@ def replayed(
         yield node
     finally:
         node.close()
-
-
-def iso_time(timestamp_ms: int) -> str:
-    """A batch timestamp as ISO-8601 UTC ("-" when unknown)."""
-    if timestamp_ms < 0:
-        return "-"
-    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
 def provenance_json(provenance: Provenance) -> dict[str, int]:

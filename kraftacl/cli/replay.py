@@ -23,13 +23,13 @@ from kraftacl.cli.log_state import (
     acl_table,
     check_batch_boundary,
     check_offset,
-    iso_time,
     library_errors,
     provenance_json,
     replayed,
     sorted_acls,
 )
 from kraftacl.cli.output import Output, OutputOpt, print_table
+from kraftacl.metadata_log.records import iso_time
 from kraftacl.snapshots.naming import parse_name
 
 LogDir = Annotated[

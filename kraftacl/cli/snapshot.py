@@ -22,19 +22,12 @@ from kraftacl.cli.errors import fail
 from kraftacl.cli.kafka_files import kafka_files
 from kraftacl.cli.kafka_files_dump import inspect_kafka, verify_kafka
 from kraftacl.cli.log_check import LockTimeout
-from kraftacl.cli.log_state import (
-    LIBRARY_ERRORS,
-    acl_json,
-    acl_table,
-    check_log_dir,
-    iso_time,
-    library_errors,
-    sorted_acls,
-)
+from kraftacl.cli.log_state import LIBRARY_ERRORS, acl_json, acl_table, check_log_dir, library_errors, sorted_acls
 from kraftacl.cli.output import Output, OutputOpt, print_table
 from kraftacl.metadata_log.backends.file.check import scan_directory
 from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
 from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.records import iso_time
 from kraftacl.snapshots.binding import unusable
 from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
 from kraftacl.snapshots.format import SnapshotReader
