@@ -1,6 +1,6 @@
 """Which files of a log directory kraft-acl wrote, recognised by name and magic; everything else is foreign, and
 which foreign files are Apache Kafka's own KRaft metadata. The one rule every reader and writer of the project
-applies (`kafka_format.files` decides with it whether a path is Kafka's metadata or a kraft-acl log).
+applies (`kafka_files.files` decides with it whether a path is Kafka's metadata or a kraft-acl log).
 
 Stateless functions that read at most a few bytes of a file; safe from any thread.
 
