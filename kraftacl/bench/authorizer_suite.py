@@ -26,7 +26,8 @@ from kraftacl.bench.authorizer_updates import (
     update_benchmark,
 )
 from kraftacl.bench.datasets import jmh_set, mixed_requests, mixed_set
-from kraftacl.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress, rss_bytes
+from kraftacl.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress
+from kraftacl.harness.memory import rss_bytes
 
 
 def _loaded(acls: Any) -> StandardAuthorizer:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import tempfile
 import time
 import uuid
@@ -17,45 +16,11 @@ from typing import Any
 
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed, progress
+from kraftacl.harness.datasets import record_batches
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
-from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
-
-
-def bench_acl(acl_id: str, n: int, prefix: str = "svc") -> AccessControlEntryRecord:
-    """The ACL the n-th record of a bench log adds: three types, every 7th PREFIXED, every 20th a DENY."""
-    return AccessControlEntryRecord(
-        acl_id,
-        2 + n % 3,
-        f"{prefix}{n % 997}.events-{n}",
-        3 + (n % 7 == 0),
-        f"User:u{n % 5000}",
-        "*",
-        3 + n % 6,
-        3 - (n % 20 == 0),
-    )
-
-
-def _records(count: int, removes: float, seed: int = 5, prefix: str = "svc") -> list[list[MetadataRecord]]:
-    """`count` records in batches of 1000: adds of distinct ACLs, and removes of earlier ones."""
-    rng = random.Random(seed)
-    live: list[str] = []
-    batches: list[list[MetadataRecord]] = []
-    batch: list[MetadataRecord] = []
-    for n in range(count):
-        if live and rng.random() < removes:
-            batch.append(RemoveAccessControlEntryRecord(live.pop(rng.randrange(len(live)))))
-        else:
-            acl_id = new_uuid()
-            live.append(acl_id)
-            batch.append(bench_acl(acl_id, n, prefix))
-        if len(batch) == 1000:
-            batches.append(batch)
-            batch = []
-    if batch:
-        batches.append(batch)
-    return batches
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
 
 
 def _fill(log: LogBackend, batches: list[list[MetadataRecord]]) -> None:
@@ -162,10 +127,10 @@ def cold_start(log_dir: Path, runs: int = 5) -> dict[str, Any]:
 def _prepare(tmp: str, records: int) -> None:
     """Child process: write the replay log (20% removals) and the cold-start log with its snapshot."""
     with FileLog(Path(tmp) / "mixed") as log:
-        _fill(log, _records(records, removes=0.2))
+        _fill(log, record_batches(records, removes=0.2))
     adds = Path(tmp) / "adds"
     with FileLog(adds) as log:
-        _fill(log, _records(records, removes=0.0, seed=9))
+        _fill(log, record_batches(records, removes=0.0, seed=9))
     node = AclNode(FileLog(adds), snapshot_dir=adds)
     node.start()
     node.take_snapshot()
@@ -202,7 +167,7 @@ def kafka_suite(bootstrap: str, records: int) -> dict[str, Any]:
     with KafkaLog(config, writer=True) as writer:
         out["append_txn"] = append_latency(writer, 200)
         start = time.perf_counter()
-        _fill(writer, _records(records, removes=0.2))
+        _fill(writer, record_batches(records, removes=0.2))
         out["write_records_per_s"] = round(records / (time.perf_counter() - start))
     with KafkaLog(config) as reader:
         out["replay_1m"] = replay_rate(reader, records + 200)
@@ -210,7 +175,7 @@ def kafka_suite(bootstrap: str, records: int) -> dict[str, Any]:
         node = AclNode(writer, snapshot_dir=Path(tmp))
         node.start()
         node.take_snapshot()
-        _fill(writer, _records(10_000, removes=0.0, seed=11, prefix="tail"))  # the tail after the snapshot
+        _fill(writer, record_batches(10_000, removes=0.0, seed=11, prefix="tail"))  # the tail after the snapshot
         with KafkaLog(config) as reader:
             fresh = AclNode(reader, snapshot_dir=Path(tmp))
             start = time.perf_counter()

@@ -9,52 +9,15 @@ operator waits for it. The lines each command printed are reported, to show what
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kraftacl.authorizer.index.overlay import OverlayMap
-from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.state.image import AclsImage, Provenance
 from kraftacl.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
-from kraftacl.metadata_log.codec.avro import new_uuid
-from kraftacl.snapshots.format import SnapshotHeader
-from kraftacl.snapshots.store import SnapshotStore
-
-PROBE_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # a fixed id the snapshot holds, for `cat`
-
-
-def write_snapshot(directory: Path, count: int, seed: int = 11) -> Path:
-    """A snapshot of `count` distinct ACLs (TOPIC/GROUP, literal and prefixed, 5,000 principals, 5% DENY)."""
-    contents = acl_contents(count, seed)
-    acls: dict[str, StandardAcl] = {PROBE_ID: next(contents)}
-    acls.update((new_uuid(), acl) for acl in contents)
-    image = AclsImage(OverlayMap(acls), Provenance(count - 1, 1, 1_700_000_000_000))
-    return SnapshotStore(directory).write_chunks(SnapshotHeader(count, 1, 1_700_000_000_000), image.chunks())
-
-
-def acl_contents(count: int, seed: int = 11) -> Iterator[StandardAcl]:
-    """The snapshot's ACLs, in order (distinct: each has its own resource name)."""
-    rng = random.Random(seed)
-    for n in range(count):
-        yield _acl(n, rng)
-
-
-def _acl(n: int, rng: random.Random) -> StandardAcl:
-    return StandardAcl(
-        ResourceType.TOPIC if n % 4 else ResourceType.GROUP,
-        f"svc{n % 997}.events-{n}",
-        PatternType.PREFIXED if n % 7 == 0 else PatternType.LITERAL,
-        f"User:u{rng.randrange(5000)}",
-        "*",
-        rng.choice((AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.ALL)),
-        AclPermissionType.DENY if n % 20 == 0 else AclPermissionType.ALLOW,
-    )
+from kraftacl.harness.datasets import PROBE_ID, write_snapshot
 
 
 def timed_command(snapshot: Path, words: list[str]) -> dict[str, Any]:

@@ -73,12 +73,6 @@ def mean_us(fn: Callable[[], object], repeat: int) -> float:
     return round(best / repeat * 1e6, 3)
 
 
-def rss_bytes() -> int:
-    """Resident set size of this process now."""
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @contextmanager
 def frozen_gc() -> Iterator[None]:
     """Collect, then move every live object to the permanent generation, as a server does after load."""

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kraftacl.bench.log_suite import _records
 from kraftacl.bench.timing import compiled_loops, in_child
 from kraftacl.cli.app import app
+from kraftacl.harness.datasets import record_batches
 from tests.conftest import kraft_acl_command
 
 
@@ -58,7 +58,7 @@ def test_log_suite_quick_reports_every_case(tmp_path: Path) -> None:
     if os.environ.get("CI") == "true":
         assert result["decoder"] == "native"
     live: set[str] = set()
-    for batch in _records(100_000, removes=0.2):  # the suite's own generator and seed: the expected state
+    for batch in record_batches(100_000, removes=0.2):  # the suite's own generator and seed: the expected state
         for record in batch:
             if hasattr(record, "resource_type"):
                 live.add(record.id)
