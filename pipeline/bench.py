@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from kraftacl.authorizer.decision.config import AuthorizerConfig
-from kraftacl.pipeline.fold import fold, state_at
 from kraftacl.pipeline.inputs import read_principals, read_resources
-from kraftacl.pipeline.permissions import report
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.jobs.permissions import report
 from kraftacl.pipeline.session import build_session
-from kraftacl.pipeline.source import LogSource, load_events
+from kraftacl.pipeline.sources.log import LogSource, load_events
 
 
 def fold_run(log_dir: Path, master: str, out: Path) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.inputs import check_principal, parse_settings, parse_time
-from kraftacl.pipeline.source import LogSource
+from kraftacl.pipeline.sources.log import LogSource
 
 STATE_AT = "the state at offset N: every record below N applied (N between two batches; default: the high-water mark)"
 

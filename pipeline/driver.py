@@ -21,7 +21,7 @@ from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.pipeline.cli_args import Args, parser
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.jobs import JOBS
+from kraftacl.pipeline.run_jobs import JOBS
 from kraftacl.pipeline.session import build_session
 from kraftacl.snapshots.errors import SnapshotError
 

@@ -258,8 +258,8 @@ def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
     cluster: dict[str, Any], spark: Any, kraft_acl: list[str], tmp_path: Path
 ) -> None:
     """fold equals read_state at the offsets around every ACL batch; `audit changes` equals `kraft-acl diff`."""
-    from kraftacl.pipeline.fold import fold, state_at
-    from kraftacl.pipeline.source import LogSource, load_events
+    from kraftacl.pipeline.jobs.fold import fold, state_at
+    from kraftacl.pipeline.sources.log import LogSource, load_events
 
     copy = tmp_path / "meta"
     shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker

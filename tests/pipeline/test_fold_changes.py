@@ -19,14 +19,14 @@ from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from kraftacl.pipeline import fold as fold_module
-from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.events import ACL_FIELDS
-from kraftacl.pipeline.fold import fold, state_at
-from kraftacl.pipeline.log_events import LogEvents
+from kraftacl.pipeline.jobs import fold as fold_module
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold, state_at
 from kraftacl.pipeline.session import local_driver_memory
-from kraftacl.pipeline.source import LogSource, load_events
+from kraftacl.pipeline.sources.events import ACL_FIELDS
+from kraftacl.pipeline.sources.log import LogSource, load_events
+from kraftacl.pipeline.sources.log_events import LogEvents
 from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.store import SnapshotStore
 from tests.pipeline.logs import GeneratedLog, random_log

@@ -19,12 +19,12 @@ from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from kraftacl.metadata_log.records import AccessControlEntryRecord
-from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.events import ACL_FIELDS
-from kraftacl.pipeline.fold import fold, state_at
-from kraftacl.pipeline.log_events import LogEvents
-from kraftacl.pipeline.source import LogSource, load_events
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.sources.events import ACL_FIELDS
+from kraftacl.pipeline.sources.log import LogSource, load_events
+from kraftacl.pipeline.sources.log_events import LogEvents
 from kraftacl.snapshots.format import SnapshotReader
 from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kraftacl.pipeline.events import ACL_FIELDS
+from kraftacl.pipeline.sources.events import ACL_FIELDS
 
 CHANGE_COLUMNS = ("change", "id", *ACL_FIELDS, "offset", "batch", "epoch", "ts")
 _MADE = (("offset", "offset"), ("base", "batch"), ("epoch", "epoch"), ("ts", "ts"))  # of the record that made it

@@ -1,6 +1,7 @@
 """Apache Kafka's own KRaft metadata (a metadata.log.dir or `__cluster_metadata-0`) as a job's log, with Kafka's
-offsets: segments decoded in Spark tasks (pipeline.kafka_rows), the newest `.checkpoint` at or below the state
-asked for as its base, then the log, honouring metadata transactions as `authorizer.history.kafka_state` does.
+offsets: segments decoded in Spark tasks (pipeline.sources.kafka_files_rows), the newest `.checkpoint` at or below
+the state asked for as its base, then the log, honouring metadata transactions as `authorizer.history.kafka_state`
+does.
 
 A `KafkaLog` belongs to the job (driver thread) that loaded it; `for_states` returns views of it, cached.
 
@@ -28,8 +29,8 @@ from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, Snapshot
 from kraftacl.metadata_log.kafka_files.messages import ControlRecord
 from kraftacl.metadata_log.kafka_files.reader import decode_batch, file_batches
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.events import EVENT_DDL, EVENT_SCHEMA
-from kraftacl.pipeline.kafka_rows import (
+from kraftacl.pipeline.sources.events import EVENT_DDL, EVENT_SCHEMA
+from kraftacl.pipeline.sources.kafka_files_rows import (
     ABORT,
     ACL,
     BATCH,
@@ -42,7 +43,7 @@ from kraftacl.pipeline.kafka_rows import (
     snapshot_rows,
     span_rows,
 )
-from kraftacl.pipeline.log_events import LogEvents
+from kraftacl.pipeline.sources.log_events import LogEvents
 
 SPAN_BYTES = 16 << 20  # a task reads at most about this much of a segment
 _NEVER = 1 << 62

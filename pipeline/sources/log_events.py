@@ -16,7 +16,7 @@ from kraftacl.pipeline.errors import PipelineError
 
 @dataclass
 class LogEvents:
-    """Every record below the high-water mark as a row (pipeline.events), plus the log's extent."""
+    """Every record below the high-water mark as a row (pipeline.sources.events), plus the log's extent."""
 
     events: DataFrame
     high_watermark: int

@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.events import ACL_FIELDS
-from kraftacl.pipeline.log_events import LogEvents
+from kraftacl.pipeline.sources.events import ACL_FIELDS
+from kraftacl.pipeline.sources.log_events import LogEvents
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import CHUNK_RECORDS, SnapshotHeader, fsync_dir, write_snapshot_chunks
 

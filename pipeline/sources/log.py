@@ -1,5 +1,5 @@
 """Where a job's log comes from (a file-log directory or a Kafka topic), and its loading as `LogEvents`
-(pipeline.log_events): every record below the high-water mark decoded inside Spark tasks.
+(pipeline.sources.log_events): every record below the high-water mark decoded inside Spark tasks.
 
 Stateless functions and immutable values; the DataFrame a load returns is cached in the job's session.
 """
@@ -19,8 +19,8 @@ from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.kafka_files.files import locate
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
-from kraftacl.pipeline.log_events import LogEvents
+from kraftacl.pipeline.sources.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
+from kraftacl.pipeline.sources.log_events import LogEvents
 
 _NO_LIMIT = 1 << 62
 
@@ -43,7 +43,7 @@ class LogSource:
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:
     """Decode the whole committed log inside Spark tasks; the result is cached for the job's several passes."""
     if source.log_dir is not None and (kafka := locate(source.log_dir)) is not None:
-        from kraftacl.pipeline.kafka_source import load_kafka_files  # Apache Kafka's files: loaded only for them
+        from kraftacl.pipeline.sources.kafka_files import load_kafka_files  # Apache Kafka's files: loaded only for them
 
         return load_kafka_files(spark, kafka)
     return _file_events(spark, source.log_dir) if source.log_dir is not None else _kafka_events(spark, source)

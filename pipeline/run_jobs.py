@@ -16,23 +16,23 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
-from kraftacl.pipeline.changes import changes
 from kraftacl.pipeline.cli_args import Args
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.fold import fold, state_at
 from kraftacl.pipeline.inputs import read_principals, read_resources
-from kraftacl.pipeline.log_events import LogEvents
-from kraftacl.pipeline.names import with_names
-from kraftacl.pipeline.output import prepare, write_csv, write_parquet
-from kraftacl.pipeline.permissions import (
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.jobs.names import with_names
+from kraftacl.pipeline.jobs.permissions import (
     default_principals,
     default_resources,
     principal_summary,
     report,
     resource_summary,
 )
-from kraftacl.pipeline.source import load_events
-from kraftacl.pipeline.usage import decision_files, read_decisions, usage
+from kraftacl.pipeline.jobs.usage import decision_files, read_decisions, usage
+from kraftacl.pipeline.output import prepare, write_csv, write_parquet
+from kraftacl.pipeline.sources.log import load_events
+from kraftacl.pipeline.sources.log_events import LogEvents
 
 Job = Callable[[SparkSession, Args], dict[str, Any]]
 

@@ -4,7 +4,7 @@ whole `.checkpoint`) with the library's readers (`metadata_log.kafka_files`) int
 Pure functions of their inputs; each Spark task calls them on its own spans. A span's damage does not fail
 the task: it becomes one ERROR row carrying the library's message, which the driver raises as one line.
 
-Row kinds (`kind` column, the other columns as in pipeline.events):
+Row kinds (`kind` column, the other columns as in pipeline.sources.events):
     ACL    an ACL record: add (AccessControlEntryRecord, its fields) or remove (RemoveAccessControlEntryRecord)
     BATCH  one per batch (data or control): offset is the batch's last offset, base its first; epoch, ts
     BEGIN / END / ABORT   a metadata transaction marker at `offset`
@@ -26,7 +26,7 @@ from kraftacl.metadata_log.kafka_files.files import SnapshotFile
 from kraftacl.metadata_log.kafka_files.messages import TransactionMarker
 from kraftacl.metadata_log.kafka_files.reader import decode_batch, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from kraftacl.pipeline.events import ACL_FIELDS, EVENT_DDL, EVENT_SCHEMA, ROWS_PER_BATCH
+from kraftacl.pipeline.sources.events import ACL_FIELDS, EVENT_DDL, EVENT_SCHEMA, ROWS_PER_BATCH
 
 ACL, BATCH, BEGIN, END, ABORT, ERROR = range(6)
 MARKERS = {"BEGIN": BEGIN, "END": END, "ABORT": ABORT}
@@ -95,7 +95,7 @@ def span_rows(spans: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def _span(path: Path, start: int, end: int) -> Iterator[pa.RecordBatch]:
-    """The driver planned whole batches (pipeline.kafka_source.plan_spans): a torn tail here is damage."""
+    """The driver planned whole batches (pipeline.sources.kafka_files.plan_spans): a torn tail here is damage."""
     rows = _Rows()
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:

@@ -2,7 +2,7 @@
 joining each resource to its candidate ACL patterns (literal name, `*`, every prefix) and each candidate to the
 principals it names (or every principal, for `User:*`), never by pairing every principal with every resource.
 
-Functions of DataFrames; the decisions themselves are made per (principal, resource) in `pipeline.decide`.
+Functions of DataFrames; the decisions themselves are made per (principal, resource) in `pipeline.jobs.decide`.
 
 The prefix join needs only the prefix lengths some PREFIXED ACL of that type has. Worked example:
 PREFIXED ACLs `ord` and `orders-` on TOPIC give lengths {3, 7}; the resource `orders-eu` is joined on
@@ -20,15 +20,15 @@ from pyspark.sql import functions as F
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.model.acls import WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType
 from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
-from kraftacl.pipeline.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
-from kraftacl.pipeline.names import name_of
+from kraftacl.pipeline.jobs.decide import APPLYING_COLUMNS, ROW_DDL, decide_rows
+from kraftacl.pipeline.jobs.names import name_of
 
 LITERAL = int(PatternType.LITERAL)
 
 
 @dataclass(frozen=True)
 class Report:
-    """The report's rows (pipeline.decide ROW_DDL) and, per resource, whether any ACL covers it and the default."""
+    """The report's rows (pipeline.jobs.decide ROW_DDL) and, per resource, whether any ACL covers it and the default."""
 
     rows: DataFrame
     resources: DataFrame
