@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka_broker import KafkaBroker
-from tests.shell.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT
+from tests.cli.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT
 
 pytestmark = pytest.mark.kafka
 

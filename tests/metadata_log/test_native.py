@@ -4,7 +4,7 @@ Two modules are compiled by mypyc (setup.py): the v1 row decoder (`metadata_log.
 the bulk row loops of the index build and the initial replay (`authorizer.index.bulk_rows`). CI
 (CI=true) must run both compiled; a developer machine without a C compiler runs the sources, and
 these tests say so loudly instead of passing. Whether compiled and source agree is tested in
-test_codec_rows.py and tests/authorizer/test_bulk_rows.py, which run against both.
+test_codec_rows.py and tests/authorizer/index/test_bulk_rows.py, which run against both.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from kraftacl.pipeline.sources.events import ACL_FIELDS
 from kraftacl.pipeline.sources.log import LogSource, load_events
 from kraftacl.pipeline.sources.log_events import LogEvents
 from kraftacl.snapshots.format import SnapshotReader
-from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
+from tests.authorizer.history.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf
 from tests.pipeline.kafka_logs import KafkaGenerated, random_kafka_log
 

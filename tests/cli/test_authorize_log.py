@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kraftacl.authorizer.inputs.whatif import acl_to_json
-from tests.shell.test_log_cmds import ALICE_READ, assert_one_line_error, build_log, cli, run
+from tests.cli.test_log_cmds import ALICE_READ, assert_one_line_error, build_log, cli, run
 
 REQUESTS = [
     {

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.shell.test_cli_conventions import invoke
-from tests.shell.test_log_cmds import assert_one_line_error, run
+from tests.cli.test_cli_conventions import invoke
+from tests.cli.test_log_cmds import assert_one_line_error, run
 
 ACLS = [
     {

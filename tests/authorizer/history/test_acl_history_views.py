@@ -11,7 +11,7 @@ from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from tests.authorizer.test_properties import BASE, acl_specs, to_acl
+from tests.authorizer.decision.test_properties import BASE, acl_specs, to_acl
 
 A, B, C = (uuid_to_text(bytes([n] * 16)) for n in (1, 2, 3))
 T0 = 1_700_000_000_000

@@ -21,7 +21,7 @@ from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch,
 from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, parse_name
 from kraftacl.snapshots.store import SnapshotStore
-from tests.authorizer.kill_node_writer import CONFIG, GENERATION, RETAIN_SNAPSHOTS, Request, plan
+from tests.authorizer.state.kill_node_writer import CONFIG, GENERATION, RETAIN_SNAPSHOTS, Request, plan
 from tests.metadata_log.factories import id_at
 
 SEED = 801_2025
@@ -62,7 +62,7 @@ class Counts:
 def spawn(directory: Path) -> subprocess.Popen[str]:
     """Start a writer; it imports, then waits for "go" on stdin."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.authorizer.kill_node_writer", str(directory)],
+        [sys.executable, "-m", "tests.authorizer.state.kill_node_writer", str(directory)],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

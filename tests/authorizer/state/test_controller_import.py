@@ -21,7 +21,7 @@ from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.records import records_from_acls
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
-from tests.authorizer.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
+from tests.authorizer.state.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
 
 
 def test_an_import_beyond_the_user_limit_is_one_batch() -> None:

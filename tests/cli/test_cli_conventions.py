@@ -16,7 +16,7 @@ import typer
 from typer.testing import CliRunner
 
 from kraftacl.cli.app import app
-from tests.shell.test_log_cmds import IDS, assert_one_line_error, build_log, run
+from tests.cli.test_log_cmds import IDS, assert_one_line_error, build_log, run
 
 
 def invoke(*args: str | Path, env: dict[str, Any] | None = None, stdin: str | None = None) -> tuple[int, str, str]:

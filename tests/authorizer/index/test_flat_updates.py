@@ -30,7 +30,7 @@ from kraftacl.authorizer.model.acls import (
     ResourceType,
 )
 from kraftacl.authorizer.model.acls import StandardAcl as Acl
-from tests.authorizer.test_index_build import trie_shape
+from tests.authorizer.index.test_index_build import trie_shape
 
 BASE = settings(max_examples=300, deadline=None, database=None)
 names = st.text(alphabet="ab.", max_size=4)

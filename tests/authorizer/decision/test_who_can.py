@@ -19,7 +19,7 @@ from kraftacl.authorizer.decision.who_can import WhoCan, WhoCanEntry, who_can
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from tests.authorizer import reference as ref
-from tests.authorizer.test_properties import BASE, CONCRETE_TYPES, FOCUSED_OPS, acl_specs, names, to_acl
+from tests.authorizer.decision.test_properties import BASE, CONCRETE_TYPES, FOCUSED_OPS, acl_specs, names, to_acl
 
 FRESH_PRINCIPALS = ("User:zz-fresh", "Group:zz-fresh")
 FRESH_HOSTS = ("192.0.2.77", "0:0:0:0:0:0:0:2")  # addresses no generated ACL uses

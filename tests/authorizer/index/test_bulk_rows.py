@@ -1,6 +1,6 @@
 """`authorizer.index.bulk_rows`, as source and as its mypyc-compiled copy: the same results, row for row.
 
-The index build's properties (tests/authorizer/test_index_build.py) run here against each
+The index build's properties (tests/authorizer/index/test_index_build.py) run here against each
 implementation of `group_acls`, and `apply_new_rows` is checked against a plain model of the
 initial replay: adds of new ids, removes of present ones, and the first row that breaks either.
 """
@@ -38,7 +38,7 @@ from kraftacl.metadata_log.native import load_native
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.snapshots.columns import AclColumns, columns_of
 from tests.authorizer import reference
-from tests.authorizer.test_index_build import BASE, acl_sets, assert_same, pairs_of, trie_shape
+from tests.authorizer.index.test_index_build import BASE, acl_sets, assert_same, pairs_of, trie_shape
 
 _compiled, _ = load_native(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native")
 IMPLEMENTATIONS = [pytest.param(bulk_rows, id="source")] + (

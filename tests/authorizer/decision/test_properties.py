@@ -24,7 +24,7 @@ from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from tests.authorizer import reference as ref
-from tests.authorizer.test_index_build import small_limits
+from tests.authorizer.index.test_index_build import small_limits
 
 # ---- alphabets --------------------------------------------------------------------------------------
 
