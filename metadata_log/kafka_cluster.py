@@ -1,7 +1,7 @@
 """A live Kafka cluster's ACLs through confluent-kafka's AdminClient `describe_acls`, read in pages.
 
 Stateless; each call makes its own AdminClient and drops it. confluent_kafka is imported only here and
-in the Kafka backend (ARCHITECTURE.md).
+in the Kafka backend (docs/ARCHITECTURE.md).
 
 confluent-kafka's `describe_acls` is slow and can crash the process with a segmentation fault when
 one response holds more than ~55,000 ACLs (confluent-kafka-python issue 2031). So the cluster is

@@ -1,7 +1,7 @@
 """The immutable ACL index the StandardAuthorizer decides against: built once, then updated copy-on-write.
 
 An `AclIndex` is never mutated after construction, so any number of threads may read one while a
-writer builds the next (one reference swap publishes it; ARCHITECTURE.md "one consistent view").
+writer builds the next (one reference swap publishes it; docs/ARCHITECTURE.md "one consistent view").
 
 Layout, per resource type (`TypeIndex`):
 

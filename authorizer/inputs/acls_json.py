@@ -1,7 +1,7 @@
 """acls.json written back sorted and stable (one ACL per line), so a set of ACLs can be kept in git and
 imported in one step.
 
-Pure functions. The format is the what-if one (README "kraft-acl authorize"): a JSON array of objects
+Pure functions. The format is the what-if one (docs/cli.md "kraft-acl authorize"): a JSON array of objects
 with the seven fields of an ACL; reading it is `authorizer.inputs.whatif.load_acls`
 (`authorizer.inputs.validate.parse_acls`: strict JSON, every element validated, errors naming the file, element
 and field).

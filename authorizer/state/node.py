@@ -4,7 +4,7 @@ write) the controller, started the KIP-801 way.
 A node is driven by one thread (start-up, catch-up, controller calls); any number of threads may
 call its authorizer concurrently.
 
-Start-up (ARCHITECTURE.md "START"): refuse a log that ends below a whole snapshot of its own (it
+Start-up (docs/ARCHITECTURE.md "START"): refuse a log that ends below a whole snapshot of its own (it
 lost acknowledged batches), load the newest snapshot that validates and belongs to this log at one
 of its batch boundaries, all-or-nothing, check that the log still holds every offset after it,
 replay the tail up to the high-water mark read at start, then complete the authorizer's initial

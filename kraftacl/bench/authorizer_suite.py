@@ -27,7 +27,7 @@ from kraftacl.bench.authorizer_updates import (
 )
 from kraftacl.bench.datasets import jmh_set, mixed_requests, mixed_set
 from kraftacl.bench.timing import cpu_probe_us, frozen_gc, in_child, mean_us, percentiles, progress
-from kraftacl.harness.memory import rss_bytes
+from kraftacl.harness.rss import rss_bytes
 
 
 def _loaded(acls: Any) -> StandardAuthorizer:

@@ -16,7 +16,7 @@ from typing import Any
 
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.bench.timing import at_reference, compiled_loops, cpu_probe_us, in_child, percentiles, probed, progress
-from kraftacl.harness.datasets import record_batches
+from kraftacl.harness.acl_data import record_batches
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid

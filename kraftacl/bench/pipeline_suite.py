@@ -24,7 +24,7 @@ from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.bench.log_suite import replay_rate
 from kraftacl.bench.timing import cpu_probe_us
-from kraftacl.harness.datasets import bench_acl
+from kraftacl.harness.acl_data import bench_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
@@ -53,7 +53,7 @@ def _child(*args: str) -> dict[str, Any]:
 def write_log(directory: Path, records: int, removes: float, seed: int = 11) -> None:
     """`records` records in batches of 1000: adds of distinct ACLs and removes of live ones, written as they go.
 
-    Unlike `harness.datasets.record_batches` (which builds every batch first), the batches stream to the log and a
+    Unlike `harness.acl_data.record_batches` (which builds every batch first), the batches stream to the log and a
     removal swaps the chosen id with the last one: a 10M-record log needs both.
     """
     rng = random.Random(seed)

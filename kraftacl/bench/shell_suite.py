@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftacl.bench.timing import at_reference, compiled_loops, cpu_probe_us, progress
-from kraftacl.harness.datasets import PROBE_ID, write_snapshot
+from kraftacl.harness.acl_data import PROBE_ID, write_snapshot
 
 
 def timed_command(snapshot: Path, words: list[str]) -> dict[str, Any]:

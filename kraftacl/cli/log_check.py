@@ -76,7 +76,7 @@ def _check_lines(report: HistoryReport) -> list[str]:
         held = f"offsets {s.log_start_offset}..{s.high_watermark - 1}" if s.high_watermark > s.log_start_offset else ""
         lines.append(f"OK: one consistent history{', ' if held else ''}{held or ' (no batch yet)'}")
     else:
-        lines.append(f"NOT one consistent history: {len(report.problems)} problem(s); see README 'log check'")
+        lines.append(f"NOT one consistent history: {len(report.problems)} problem(s); see docs/cli.md 'log check'")
     return lines
 
 

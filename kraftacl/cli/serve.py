@@ -21,7 +21,7 @@ def serve_command(
             "--config",
             metavar="FILE",
             help="Kafka-style properties file: listeners, early.start.listeners, super.users, metadata.log.dir, "
-            "auth.token.file, broker.principals, ... (README: serve configuration)",
+            "auth.token.file, broker.principals, ... (docs/serve.md: Configuration)",
         ),
     ],
 ) -> None:

@@ -9,7 +9,7 @@ import msgspec
 
 from kraftacl.api.openapi import openapi_document
 
-COMMITTED = Path(__file__).resolve().parent.parent.parent / "kraftacl" / "api" / "openapi.json"
+COMMITTED = Path(__file__).resolve().parents[2] / "kraftacl" / "api" / "openapi.json"
 
 
 def test_committed_document_is_current() -> None:

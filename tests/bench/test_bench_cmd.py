@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from kraftacl.bench.timing import compiled_loops, in_child
 from kraftacl.cli.app import app
-from kraftacl.harness.datasets import record_batches
+from kraftacl.harness.acl_data import record_batches
 from tests.conftest import kraft_acl_command
 
 

@@ -10,7 +10,7 @@ import json
 import subprocess
 import sys
 
-from kraftacl.harness.datasets import acl_contents
+from kraftacl.harness.acl_data import acl_contents
 
 
 def test_shell_suite_quick_answers_on_its_snapshot() -> None:

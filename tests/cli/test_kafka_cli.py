@@ -7,8 +7,8 @@ from pathlib import Path
 
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from tests.authorizer.history.test_kafka_state import LOG, A, B, D
-from tests.metadata_log.test_kafka_files import GOLDEN
 from tests.cli.test_log_cmds import assert_one_line_error, cli
+from tests.metadata_log.test_kafka_files import GOLDEN
 
 ACLS = [
     {

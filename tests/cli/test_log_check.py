@@ -13,7 +13,16 @@ import pytest
 
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.file.meta import META_FILE
-from tests.cli.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT, STATES, assert_one_line_error, build_log, cli, ids_of, run, snapshot_at
+from tests.cli.test_log_cmds import (
+    GOLDEN_KAFKA_SNAPSHOT,
+    STATES,
+    assert_one_line_error,
+    build_log,
+    cli,
+    ids_of,
+    run,
+    snapshot_at,
+)
 
 SEGMENT = f"{0:020d}.log"
 ADD = ["--add", "--allow-principal", "User:carol", "--operation", "Read", "--topic", "payments"]

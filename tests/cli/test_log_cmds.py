@@ -54,7 +54,7 @@ ALICE_DENY = StandardAcl(
 # States exist only between batches: offset 1 is inside batch [0..1], where no state ever existed.
 STATES = {0: set(), 2: {"A", "B"}, 3: {"A", "B", "C"}, 4: {"A", "C"}, 5: {"A", "C", "D"}}
 # A real KRaft snapshot written by Kafka's own code (a copy of ../shared/spec/golden/, kept as test data).
-GOLDEN_KAFKA_SNAPSHOT = Path(__file__).parent / "data/kafka-golden/00000000000000000004-0000000001.checkpoint"
+GOLDEN_KAFKA_SNAPSHOT = Path(__file__).parents[1] / "shell/data/kafka-golden/00000000000000000004-0000000001.checkpoint"
 
 
 def build_log(directory: Path) -> None:

@@ -24,7 +24,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 @pytest.fixture(scope="session")
 def large_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedded log of 1M records (adds, and removes of earlier adds) in batches of 10,000, written once."""
-    from kraftacl.harness.datasets import record_batches
+    from kraftacl.harness.acl_data import record_batches
     from kraftacl.metadata_log.backends.file.log import FileLog
 
     directory = tmp_path_factory.mktemp("large-log") / "log"

@@ -13,9 +13,9 @@ import pytest
 
 from kraftacl.authorizer.inputs.acls_json import acls_json_text
 from kraftacl.authorizer.inputs.whatif import load_acls
+from tests.cli.test_log_cmds import assert_one_line_error
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
-from tests.cli.test_log_cmds import assert_one_line_error
 
 ACLS: list[dict[str, str]] = [
     {

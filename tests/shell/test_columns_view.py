@@ -10,7 +10,7 @@ import pytest
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import ImageError
 from kraftacl.authorizer.state.image import Provenance, image_from_columns
-from kraftacl.harness.datasets import PROBE_ID, write_snapshot
+from kraftacl.harness.acl_data import PROBE_ID, write_snapshot
 from kraftacl.shell.sources.columns_view import SCANS_BEFORE_BUILDING, ColumnsView
 from kraftacl.shell.sources.snapshot import SnapshotSource
 from kraftacl.snapshots.columns import AclColumns

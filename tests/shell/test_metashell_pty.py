@@ -13,7 +13,7 @@ import pytest
 
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.state.records import record_from_acl
-from kraftacl.harness.datasets import write_snapshot
+from kraftacl.harness.acl_data import write_snapshot
 from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.shell.metashell_log import ACL_B, ACL_C, B, C, D, E, F, build_log
 from tests.shell.terminal import Terminal

@@ -1,7 +1,7 @@
 """A LogBackend on a real Kafka topic through confluent-kafka: one Kafka message per batch, read_committed.
 
 Thread safety: a `KafkaLog` serializes its own calls with a lock; use one instance per thread for
-parallel reads. confluent-kafka is imported only here (ARCHITECTURE.md).
+parallel reads. confluent-kafka is imported only here (docs/ARCHITECTURE.md).
 
 Design:
 * **Topic.** One partition, `cleanup.policy=delete`, infinite retention, replication factor and

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCENARIOS = sorted(p for p in (Path(__file__).parent.parent / "conformance").iterdir() if p.is_dir())
+SCENARIOS = sorted(p for p in (Path(__file__).parents[2] / "conformance").iterdir() if p.is_dir())
 
 
 def test_all_scenarios_are_present() -> None:

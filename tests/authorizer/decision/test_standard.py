@@ -1,7 +1,7 @@
 """StandardAuthorizer unit tests: lifecycle, argument checks, audit log, explain, updates and concurrency.
 
 Spec sections: §4 (lifecycle), §5.1 (pre-checks), §5.6 (audit log), §6 (deciding ACL), §8, §13,
-KIP-801 (record order, aclCount) and ARCHITECTURE.md "one consistent view per decision".
+KIP-801 (record order, aclCount) and docs/ARCHITECTURE.md "one consistent view per decision".
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def issue(node: AclNode, request: Request) -> None:
 
 
 def main(directory: Path) -> None:
-    """Usage: python -m tests.authorizer.kill_node_writer DIRECTORY.
+    """Usage: python -m tests.authorizer.state.kill_node_writer DIRECTORY.
 
     Imports everything, then waits for a line on stdin (so the test can overlap the imports with its
     checks of the previous kill), opens `AclNode(FileLog(DIRECTORY), snapshot_dir=DIRECTORY)` with a

@@ -668,7 +668,7 @@ def test_a_writer_in_another_process_locks_the_directory(tmp_path: Path) -> None
         "import sys\nfrom kraftacl.metadata_log.backends.file.log import FileLog\n"
         "log = FileLog(sys.argv[1])\nprint('ready', flush=True)\nsys.stdin.read()\nlog.close()\n"
     )
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     child = subprocess.Popen(
         [sys.executable, "-c", holder, str(directory)],
         cwd=root,

@@ -1,6 +1,6 @@
 """Replaying the metadata log onto the ACL image: AclsDelta invariants, the ordered Replayer, the loader.
 
-The central property (ARCHITECTURE.md "replay at every batch split gives the same image"): a random
+The central property (docs/ARCHITECTURE.md "replay at every batch split gives the same image"): a random
 log of add/remove batches, replayed in one go, batch by batch, record-cut by record-cut and with a
 publish after every batch, always reaches the same image and the same authorize decisions; and an
 image written as a snapshot and loaded back is the same image.

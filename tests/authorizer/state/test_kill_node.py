@@ -28,7 +28,7 @@ SEED = 801_2025
 ROUNDS = 200
 FULL_CHECK_EVERY = 50
 MIN_KILLS_IN_SNAPSHOTS = 20
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 Span = tuple[int, int]
 

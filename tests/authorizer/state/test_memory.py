@@ -10,7 +10,7 @@ import pytest
 
 from kraftacl.authorizer.state import memory
 from kraftacl.authorizer.state.memory import release_free_memory
-from kraftacl.harness.memory import rss_bytes
+from kraftacl.harness.rss import rss_bytes
 
 glibc = pytest.mark.skipif(
     platform.libc_ver()[0] != "glibc" or ctypes.util.find_library("c") is None, reason="malloc_trim is glibc's"
