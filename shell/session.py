@@ -7,28 +7,15 @@ sees one batch boundary of the log even while a following source moves on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kraftacl.shell.commands import TABLE, Handler, handlers
 from kraftacl.shell.parse import EXIT_USAGE, ParseError, parse
-from kraftacl.shell.sources.base import AclSource
-from kraftacl.shell.state import ShellState, Write
+from kraftacl.shell.state import ShellState
 
 
 class Shell(ShellState):
     """Runs commands for one user; `status` is the worst exit status so far, `done` is set by `exit`."""
 
-    def __init__(
-        self,
-        source: AclSource,
-        out: Write,
-        err: Write,
-        interactive: bool = False,
-        screen_width: Callable[[], int | None] = lambda: None,
-        history: Callable[[], list[str]] | None = None,
-    ) -> None:
-        super().__init__(source, out, err, interactive, screen_width, history)
-        self._handlers: dict[str, Handler] = handlers()
+    _handlers: dict[str, Handler] = handlers()  # stateless functions of a shell and a parsed line
 
     def run_line(self, line: str, words: list[str]) -> None:
         """Run one command line (kept in the session's history unless an interactive history keeps it)."""

@@ -1,3 +1,3 @@
-"""Drives real components for benchmarks, tests and `make broker`: a `kraft-acl serve` child process, the Kafka
-broker plugin jar, and Kafka brokers with the plugin loaded.
+"""Drives real components for the benchmarks and the tests: a `kraft-acl serve` child process (`serve_process`), the
+Kafka broker plugin jar (`plugin_jar`), and the synthetic data and memory probe both share (`acl_data`, `rss`).
 """
