@@ -56,9 +56,9 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-## kafka-jars: fetch the Apache Kafka broker jars from Maven Central (used by the kafka-marked tests)
+## kafka-jars: fetch the Apache Kafka broker jars of every supported release from Maven Central (kafka-marked tests)
 kafka-jars:
-	bash scripts/kafka-broker.sh fetch
+	bash scripts/kafka-broker.sh fetch --all
 
 ## spark-jars: fetch Spark's Kafka connector (at pyspark's version) from Maven Central into .spark/jars
 spark-jars:
@@ -67,7 +67,7 @@ spark-jars:
 ## test: set up, lint, type-check, then run every test (Kafka tests included: the broker jars come from
 ## Maven Central; in CI they are fetched first so the download never counts against a test's timeout)
 test: setup lint typecheck
-	@if [ "$$CI" = "true" ] || command -v mvn >/dev/null 2>&1; then bash scripts/kafka-broker.sh fetch; fi
+	@if [ "$$CI" = "true" ] || command -v mvn >/dev/null 2>&1; then bash scripts/kafka-broker.sh fetch --all; fi
 	$(BIN)/pytest -q
 
 clean:

@@ -5,13 +5,19 @@
 #
 # Needs: bash, java 17+, python3 (free ports, cluster id), and mvn for the first `fetch`.
 #
+# Every command takes --kafka-version V (or KAFKA_VERSION=V): the Apache Kafka 4.x release to fetch and run.
+# The default is the one place it is written: <kafka.version> in scripts/kafka/pom.xml.
+#
 # Commands
-#   fetch
-#       Download the broker jars (scripts/kafka/pom.xml: kafka_2.13 + log4j2) into .kafka/lib under the
-#       repo root. Idempotent: a stamp holding the pom's sha256 makes a repeat call return at once;
-#       concurrent calls are serialised with flock. Extra mvn flags: KAFKA_MVN_ARGS (e.g. -o, or
-#       -Dmaven.repo.local=/some/m2).
-#   start [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--listener NAME:PROTOCOL]...
+#   fetch [--kafka-version V | --all]
+#       Download that release's broker jars (--all: every release in scripts/kafka/supported-versions.txt) (scripts/kafka/pom.xml: kafka_2.13 + log4j2) into
+#       .kafka/lib-<V> under the repo root (KAFKA_LIB_DIR overrides the directory). Idempotent: a stamp
+#       holding the pom's sha256 and the version makes a repeat call return at once (Maven's ~/.m2 caches
+#       the jars across checkouts); concurrent calls are serialised with flock. Extra mvn flags:
+#       KAFKA_MVN_ARGS (e.g. -o, or -Dmaven.repo.local=/some/m2).
+#   version | libdir [--kafka-version V]
+#       Print the release that would run (the default, or V), or the directory of its jars.
+#   start [--kafka-version V] [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--listener NAME:PROTOCOL]...
 #         [--classpath PATH] [--fresh] [DIR]
 #       DIR defaults to .kafka/run/default. Runs `fetch`, then on a fresh DIR picks free loopback ports,
 #       writes DIR/server.properties and formats DIR/data with a random cluster id
@@ -67,7 +73,8 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 POM="$SCRIPT_DIR/kafka/pom.xml"
 LOG4J2_CONFIG="$SCRIPT_DIR/kafka/log4j2.yaml"
-LIB="${KAFKA_LIB_DIR:-$ROOT/.kafka/lib}"
+VERSION=""  # set by set_version
+LIB=""      # set by set_version
 DEFAULT_DIR="$ROOT/.kafka/run/default"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
@@ -80,13 +87,29 @@ note() { echo "kafka-broker.sh: $*" >&2; }
 
 pom_hash() { sha256sum "$POM" | cut -d' ' -f1; }
 
+default_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM" | head -n 1; }
+
+# VERSION: $1, else KAFKA_VERSION, else the pom's default; LIB: where that release's jars go.
+set_version() {
+  VERSION="${1:-${KAFKA_VERSION:-$(default_version)}}"
+  [[ "$VERSION" =~ ^4\.[0-9]+\.[0-9]+$ ]] || die "unsupported Kafka version '$VERSION' (expected a 4.x release such as 4.4.0)"
+  LIB="${KAFKA_LIB_DIR:-$ROOT/.kafka/lib-$VERSION}"
+}
+
 jars_ready() {
-  [[ -f "$LIB/.fetched" && "$(cat "$LIB/.fetched")" == "$(pom_hash)" ]]
+  [[ -f "$LIB/.fetched" && "$(cat "$LIB/.fetched")" == "$(pom_hash) $VERSION" ]]
 }
 
 cmd_fetch() {
+  if [[ "${1:-}" == --all ]]; then
+    local v
+    for v in $(grep -v '^#' "$SCRIPT_DIR/kafka/supported-versions.txt"); do
+      (set_version "$v" && cmd_fetch)
+    done
+    return 0
+  fi
   if jars_ready; then
-    note "kafka jars up to date in $LIB"
+    note "Kafka $VERSION jars up to date in $LIB"
     return 0
   fi
   command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (needed once to fetch the Kafka jars)"
@@ -99,26 +122,26 @@ cmd_fetch() {
   fi
   if jars_ready; then
     exec 9>&-
-    note "kafka jars up to date in $LIB"
+    note "Kafka $VERSION jars up to date in $LIB"
     return 0
   fi
   local tmp
   tmp="$(mktemp -d "$parent/.lib.tmp.XXXXXX")"
-  note "fetching Kafka jars with Maven into $LIB ..."
+  note "fetching Kafka $VERSION jars with Maven into $LIB ..."
   # shellcheck disable=SC2086  # KAFKA_MVN_ARGS is a list of flags
-  if ! mvn -B -q -Dstyle.color=never ${KAFKA_MVN_ARGS:-} -f "$POM" \
+  if ! mvn -B -q -Dstyle.color=never "-Dkafka.version=$VERSION" ${KAFKA_MVN_ARGS:-} -f "$POM" \
       dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
     cat "$tmp.log" >&2
     rm -rf "$tmp" "$tmp.log"
     die "mvn dependency:copy-dependencies failed"
   fi
   rm -f "$tmp.log"
-  compgen -G "$tmp/kafka_2.13-*.jar" >/dev/null || { rm -rf "$tmp"; die "no kafka_2.13 jar was fetched"; }
-  pom_hash >"$tmp/.fetched"
+  compgen -G "$tmp/kafka_2.13-$VERSION.jar" >/dev/null || { rm -rf "$tmp"; die "no kafka_2.13-$VERSION jar was fetched"; }
+  echo "$(pom_hash) $VERSION" >"$tmp/.fetched"
   rm -rf "$LIB"
   mv "$tmp" "$LIB"
   exec 9>&-  # release the lock (and keep the fd out of the broker JVM started next)
-  note "fetched $(find "$LIB" -name '*.jar' | wc -l) jars into $LIB"
+  note "fetched $(find "$LIB" -name '*.jar' | wc -l) jars of Kafka $VERSION into $LIB"
 }
 
 need_java() {
@@ -247,6 +270,7 @@ print_env() {
     sed -n 's/^PORT_\([A-Za-z0-9_]*\)=/BOOTSTRAP_\1=127.0.0.1:/p' "$dir/ports.env"
     echo "PID=$pid"
     echo "DIR=$dir"
+    echo "KAFKA_VERSION=$(cat "$dir/kafka-version" 2>/dev/null || echo "$VERSION")"
   } | tee "$dir/broker.env"
 }
 
@@ -297,6 +321,14 @@ cmd_start() {
   dir="${dir:-$DEFAULT_DIR}"
   mkdir -p "$dir"
   dir="$(cd "$dir" && pwd -P)"
+  if [[ "$fresh" != 1 && -f "$dir/kafka-version" && -f "$dir/data/meta.properties" ]]; then
+    local saved
+    saved="$(cat "$dir/kafka-version")"
+    if [[ -n "${KAFKA_VERSION:-}" && "$KAFKA_VERSION" != "$saved" ]]; then
+      die "$dir was formatted by Kafka $saved, not $KAFKA_VERSION (start it with --fresh to wipe it)"
+    fi
+    set_version "$saved"
+  fi
 
   local pid
   pid="$(live_pid "$dir")"
@@ -311,7 +343,7 @@ cmd_start() {
 
   if [[ "$fresh" == 1 ]]; then
     rm -rf "${dir:?}/data" "$dir/logs" "$dir/server.properties" "$dir/ports.env" "$dir/broker.env" "$dir/broker.pid" \
-      "$dir/classpath"
+      "$dir/classpath" "$dir/kafka-version"
   fi
   if [[ -n "$classpath" ]]; then echo "$classpath" >"$dir/classpath"; fi
   set_java_args "$dir"
@@ -329,6 +361,7 @@ cmd_start() {
       more+="${more:+ }$l:$lport"
     done
     write_config "$dir" "$port" "$cport" "$sasl" "$authorizer" "$extra" "$more"
+    echo "$VERSION" >"$dir/kafka-version"
     local cluster_id
     cluster_id="$(random_cluster_id)"
     if ! "${JAVA_ARGS[@]}" kafka.tools.StorageTool format --standalone \
@@ -421,10 +454,24 @@ cmd_status() {
 }
 
 main() {
+  local args=() version=""
+  while (($#)); do
+    case "$1" in
+      --kafka-version) version="${2:?--kafka-version needs a version, e.g. 4.4.0}"; shift ;;
+      --kafka-version=*) version="${1#*=}" ;;
+      *) args+=("$1") ;;
+    esac
+    shift
+  done
+  [[ -n "$version" ]] && export KAFKA_VERSION="$version"
+  set -- "${args[@]+"${args[@]}"}"
   local cmd="${1:-}"
   (($#)) && shift
+  set_version
   case "$cmd" in
     fetch) cmd_fetch "$@" ;;
+    version) echo "$VERSION" ;;
+    libdir) echo "$LIB" ;;
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
     status) cmd_status "$@" ;;

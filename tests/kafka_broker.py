@@ -22,7 +22,6 @@ from types import TracebackType
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
-LIB_DIR = Path(os.environ.get("KAFKA_LIB_DIR", str(REPO_ROOT / ".kafka" / "lib")))
 
 #: SASL/PLAIN users that ``sasl=True`` brokers know (user -> password). ``admin`` is a super user.
 SASL_USERS: dict[str, str] = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
@@ -61,21 +60,35 @@ def java_problem() -> str | None:
     return None
 
 
-def jars_cached() -> bool:
-    """True when ``scripts/kafka-broker.sh fetch`` has already put the jars in .kafka/lib."""
-    return (LIB_DIR / ".fetched").is_file()
+def _version_args(kafka_version: str | None) -> list[str]:
+    return ["--kafka-version", kafka_version] if kafka_version else []
 
 
-def maven_problem() -> str | None:
+def default_kafka_version() -> str:
+    """The Kafka release the tests run by default (``<kafka.version>`` of scripts/kafka/pom.xml)."""
+    return _run_script(["version"], timeout=30).strip()
+
+
+def lib_dir(kafka_version: str | None = None) -> Path:
+    """Where ``scripts/kafka-broker.sh fetch`` puts a release's jars (.kafka/lib-<version>, or KAFKA_LIB_DIR)."""
+    return Path(_run_script(["libdir", *_version_args(kafka_version)], timeout=30).strip())
+
+
+def jars_cached(kafka_version: str | None = None) -> bool:
+    """True when ``scripts/kafka-broker.sh fetch`` has already put that release's jars in place."""
+    return (lib_dir(kafka_version) / ".fetched").is_file()
+
+
+def maven_problem(kafka_version: str | None = None) -> str | None:
     """Why the jars cannot be fetched, or None (Maven is on PATH or the jars are already cached)."""
-    if jars_cached() or shutil.which("mvn") is not None:
+    if shutil.which("mvn") is not None or jars_cached(kafka_version):
         return None
-    return f"no mvn on PATH and no cached jars in {LIB_DIR} (needed to fetch the Kafka broker)"
+    return f"no mvn on PATH and no cached jars in {lib_dir(kafka_version)} (needed to fetch the Kafka broker)"
 
 
-def fetch_jars(timeout: float = 900.0) -> None:
-    """Run ``scripts/kafka-broker.sh fetch`` (fast when the jars are cached)."""
-    _run_script(["fetch"], timeout=timeout)
+def fetch_jars(timeout: float = 900.0, kafka_version: str | None = None) -> None:
+    """Run ``scripts/kafka-broker.sh fetch`` for a release (the default one when None; fast when cached)."""
+    _run_script(["fetch", *_version_args(kafka_version)], timeout=timeout)
 
 
 def _run_script(args: list[str], timeout: float, env: Mapping[str, str] | None = None) -> str:
@@ -140,6 +153,7 @@ class KafkaBroker:
         listeners: Sequence[str] = (),
         classpath: str | None = None,
         sasl_users: Sequence[str] = (),
+        kafka_version: str | None = None,
         start_timeout: float = 90.0,
         stop_timeout: float = 30.0,
     ) -> None:
@@ -152,6 +166,7 @@ class KafkaBroker:
         self.listeners = tuple(listeners)  # extra client listeners, NAME:PROTOCOL (the script's --listener)
         self.classpath = classpath  # extra classpath entries, e.g. an authorizer plugin's jar
         self.sasl_users = tuple(sasl_users)  # more SASL/PLAIN users, each with the password <name>-secret
+        self.kafka_version = kafka_version  # the Kafka release to run (None: the pom's default)
         self._listener_bootstrap: dict[str, str] = {}
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
@@ -165,7 +180,7 @@ class KafkaBroker:
         ``sasl``, ``authorizer`` and ``extra_props`` apply when the data dir is formatted (first start);
         later starts reuse the saved config, data and ports. Already running: returns its address.
         """
-        args = ["start"]
+        args = ["start", *_version_args(self.kafka_version)]
         if self.sasl:
             args.append("--sasl")
         if self.authorizer:

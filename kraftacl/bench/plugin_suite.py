@@ -21,7 +21,7 @@ from typing import Any
 from kraftacl.bench import plugin_kafka as kafka
 from kraftacl.bench import tenant_acls as shapes
 from kraftacl.bench.timing import cpu_probe_us, probed
-from kraftacl.harness.plugin_jar import AUTHORIZER_CLASS, KAFKA_LIB, PLUGIN_JAR, REPO_ROOT, TEST_CLASSES, ensure_built
+from kraftacl.harness.plugin_jar import AUTHORIZER_CLASS, PLUGIN_JAR, REPO_ROOT, TEST_CLASSES, ensure_built, kafka_lib
 from kraftacl.harness.serve_process import ServeProcess, free_port
 
 TOKEN, ADMIN_TOKEN = "bench-plugin-token-0123456789", "bench-admin-token-0123456789"
@@ -58,7 +58,7 @@ def _plugin_java(root: Path, serve: ServeProcess, mode: str, actions: int, calls
     props.write_text(f"kraft.acl.urls={serve.url('CONTROLLER')}\nkraft.acl.token.file={root / 'plugin.token'}\n")
     main = ["io.github.kraftacl.plugin.PluginBench", str(props), mode]
     args = [f"User:{USER}", "DESCRIBE", "TOPIC", f"{USER}.topic-", str(actions), str(calls)]
-    cmd = ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{KAFKA_LIB}/*", *main, *args]
+    cmd = ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*", *main, *args]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1800)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result

@@ -15,8 +15,27 @@ PLUGIN_DIR = REPO_ROOT / "kafka-plugin"
 PLUGIN_VERSION = "0.1.0"
 PLUGIN_JAR = PLUGIN_DIR / "target" / f"kraft-acl-kafka-plugin-{PLUGIN_VERSION}.jar"
 TEST_CLASSES = PLUGIN_DIR / "target" / "test-classes"
-KAFKA_LIB = REPO_ROOT / ".kafka" / "lib"
+KAFKA_SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
+#: The plugin's authorizer class for Kafka 4.1 and later (it registers the broker's plugin metrics, KIP-877).
 AUTHORIZER_CLASS = "io.github.kraftacl.plugin.KraftAclAuthorizer"
+#: The one for Kafka 4.0, which has no plugin metrics (a class implementing Monitorable cannot load there).
+AUTHORIZER_CLASS_KAFKA_40 = "io.github.kraftacl.plugin.KraftAclAuthorizerKafka40"
+
+
+def authorizer_class(kafka_version: str) -> str:
+    """The plugin class a broker of this Kafka release names in `authorizer.class.name`."""
+    return AUTHORIZER_CLASS_KAFKA_40 if kafka_version.startswith("4.0.") else AUTHORIZER_CLASS
+
+
+def kafka_script(*args: str) -> str:
+    """One line scripts/kafka-broker.sh prints for `version` or `libdir` (the pom holds the default release)."""
+    proc = subprocess.run(["bash", str(KAFKA_SCRIPT), *args], capture_output=True, text=True, check=True, timeout=30)
+    return proc.stdout.strip()
+
+
+def kafka_lib(kafka_version: str | None = None) -> Path:
+    """The directory of a Kafka release's jars (the default release when None), as the script fetches them."""
+    return Path(kafka_script("libdir", *(["--kafka-version", kafka_version] if kafka_version else [])))
 
 
 class PluginBuildError(RuntimeError):

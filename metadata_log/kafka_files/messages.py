@@ -7,7 +7,7 @@ The metadata frame (spec §14.2, `AbstractApiMessageSerde.read`) is `uvarint fra
 apiKey | uvarint version | body`, the body in the record's flexible encoding. For example
 `01 13 00 <16-byte id> 00` is a RemoveAccessControlEntryRecord v0 (apiKey 19) with no tagged fields.
 `AccessControlEntryRecord` (18) and `RemoveAccessControlEntryRecord` (19) have only version 0 in every
-Kafka 3.x and 4.x release (checked up to 4.3.1); a higher version is refused as Kafka's generated reader
+Kafka 3.x and 4.x release (checked up to 4.4.0); a higher version is refused as Kafka's generated reader
 refuses it. Control records (`ControlRecordUtils`) have a 4-byte key `int16 version | int16 type` and a
 value in the control message's own flexible encoding, with no frame.
 """
@@ -22,7 +22,7 @@ from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccess
 ACCESS_CONTROL_ENTRY = 18
 REMOVE_ACCESS_CONTROL_ENTRY = 19
 BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION = 23, 24, 25
-# MetadataRecordType of Kafka 4.3.1 (generated from metadata/src/main/resources/common/metadata/*.json).
+# MetadataRecordType of Kafka 4.4.0 (generated from metadata/src/main/resources/common/metadata/*.json).
 RECORD_TYPES = {
     0: "REGISTER_BROKER_RECORD",
     1: "UNREGISTER_BROKER_RECORD",
@@ -50,6 +50,7 @@ RECORD_TYPES = {
     26: "REMOVE_DELEGATION_TOKEN_RECORD",
     27: "REGISTER_CONTROLLER_RECORD",
     28: "CLEAR_ELR_RECORD",
+    29: "UNREGISTER_CONTROLLER_RECORD",
 }
 _TRANSACTIONS = {BEGIN_TRANSACTION: "BEGIN", END_TRANSACTION: "END", ABORT_TRANSACTION: "ABORT"}
 # ControlRecordType: code -> the name kafka-dump-log prints.

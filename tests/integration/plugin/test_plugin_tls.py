@@ -1,6 +1,6 @@
 """The plugin authenticates to serve with a client certificate (mutual TLS; serve maps the CN to User:<CN>), its
-key and trust stores read by Kafka's own SSL code (PEM here). Without the certificate serve refuses the
-connection and the plugin fails closed.
+key and trust stores given as a Kafka client gives them (PEM with a plain or an encrypted PKCS#8 key, PKCS12)
+and read with the JDK alone. Without the certificate serve refuses the connection and the plugin fails closed.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import trustme
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
 
-from kraftacl.harness.plugin_jar import KAFKA_LIB, PLUGIN_JAR, TEST_CLASSES
+from kraftacl.harness.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
 from kraftacl.harness.serve_process import ServeProcess, free_port
 from tests.integration.plugin.clients import ADMIN_TOKEN, acl, grant
 from tests.integration.plugin.conftest import plugin_jar, start_serve
@@ -20,20 +22,37 @@ from tests.integration.plugin.conftest import plugin_jar, start_serve
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 
 
-def pkcs8_key_and_chain(cert: trustme.LeafCert) -> bytes:
-    """Kafka's PEM key store: an unencrypted PKCS#8 key followed by the certificate chain."""
+KEY_PASSWORD = "key-secret-0123"
+
+
+def pkcs8_key_and_chain(cert: trustme.LeafCert, password: str | None = None) -> bytes:
+    """Kafka's PEM key store: a PKCS#8 key (encrypted with `password` if given) followed by the certificate chain."""
     key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
-    pkcs8 = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    encryption = (
+        serialization.NoEncryption() if password is None else serialization.BestAvailableEncryption(password.encode())
     )
+    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
     return pkcs8 + b"".join(blob.bytes() for blob in cert.cert_chain_pems)
+
+
+def pkcs12_store(cert: trustme.LeafCert, password: str) -> bytes:
+    """A PKCS12 key store holding the key and its certificate chain."""
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+    chain = [x509.load_pem_x509_certificate(blob.bytes()) for blob in cert.cert_chain_pems]
+    return pkcs12.serialize_key_and_certificates(
+        b"broker",
+        key,
+        chain[0],
+        chain[1:],
+        serialization.BestAvailableEncryption(password.encode()),  # type: ignore[arg-type]
+    )
 
 
 def decide(props: dict[str, str], directory: Path, *names: str) -> list[str]:
     """User:alice READ on each topic, decided by the plugin (PluginBench) outside a broker."""
     path = directory / "plugin.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    classpath = f"{TEST_CLASSES}:{PLUGIN_JAR}:{KAFKA_LIB}/*"
+    classpath = f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*"
     out = subprocess.run(
         ["java", "-cp", classpath, "io.github.kraftacl.plugin.PluginBench", str(path), "decide", "User:alice", "READ",
          "TOPIC", *names],
@@ -42,7 +61,8 @@ def decide(props: dict[str, str], directory: Path, *names: str) -> list[str]:
     return out.stdout.split()
 
 
-def test_client_certificate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["PEM", "PEM-encrypted", "PKCS12"])
+def test_client_certificate(tmp_path: Path, store: str) -> None:
     plugin_jar()
     ca = trustme.CA()
     server, client = ca.issue_cert("127.0.0.1"), ca.issue_cert("broker.example", common_name="broker")
@@ -51,6 +71,8 @@ def test_client_certificate(tmp_path: Path) -> None:
         "server.pem": b"".join(blob.bytes() for blob in server.cert_chain_pems),
         "server.key": server.private_key_pem.bytes(),
         "client.pem": pkcs8_key_and_chain(client),
+        "client-encrypted.pem": pkcs8_key_and_chain(client, KEY_PASSWORD),
+        "client.p12": pkcs12_store(client, KEY_PASSWORD),
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
@@ -80,10 +102,14 @@ def test_client_certificate(tmp_path: Path) -> None:
             "kraft.acl.ssl.truststore.type": "PEM",
             "kraft.acl.ssl.truststore.location": str(tmp_path / "ca.pem"),
         }
-        with_cert = trust | {
-            "kraft.acl.ssl.keystore.type": "PEM",
-            "kraft.acl.ssl.keystore.location": str(tmp_path / "client.pem"),
-        }
+        keystore = {
+            "PEM": {"type": "PEM", "location": str(tmp_path / "client.pem")},
+            "PEM-encrypted": {"type": "PEM", "location": str(tmp_path / "client-encrypted.pem")},
+            "PKCS12": {"type": "PKCS12", "location": str(tmp_path / "client.p12"), "password": KEY_PASSWORD},
+        }[store]
+        with_cert = trust | {f"kraft.acl.ssl.keystore.{k}": v for k, v in keystore.items()}
+        if store == "PEM-encrypted":
+            with_cert["kraft.acl.ssl.key.password"] = KEY_PASSWORD
         assert decide(with_cert, tmp_path, "tls-topic", "other") == ["ALLOWED", "DENIED"]
         assert decide(trust, tmp_path, "tls-topic", "other") == ["DENIED", "DENIED"]  # no certificate: fail closed
     finally:

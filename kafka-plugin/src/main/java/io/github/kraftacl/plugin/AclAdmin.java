@@ -14,7 +14,6 @@ import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.errors.UnknownServerException;
-import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.server.authorizer.AclCreateResult;
 import org.apache.kafka.server.authorizer.AclDeleteResult;
 import org.apache.kafka.server.authorizer.AclDeleteResult.AclBindingDeleteResult;
@@ -48,7 +47,7 @@ final class AclAdmin implements AutoCloseable {
     List<CompletableFuture<AclCreateResult>> create(List<AclBinding> acls) {
         return forward(acls.size(), () -> WireJson.create(acls), "/v1/acls/create", o -> o.errorCode() == 0
                 ? AclCreateResult.SUCCESS
-                : new AclCreateResult(Errors.forCode((short) o.errorCode()).exception(o.message())),
+                : new AclCreateResult(KafkaErrors.byCode(o.errorCode(), o.message())),
                 AclCreateResult::new);
     }
 
@@ -60,7 +59,7 @@ final class AclAdmin implements AutoCloseable {
 
     private static AclDeleteResult deleted(WireJson.Outcome o) {
         if (o.errorCode() != 0) {
-            return new AclDeleteResult(Errors.forCode((short) o.errorCode()).exception(o.message()));
+            return new AclDeleteResult(KafkaErrors.byCode(o.errorCode(), o.message()));
         }
         List<AclBindingDeleteResult> out = new ArrayList<>(o.acls().size());
         for (AclBinding b : o.acls()) {
@@ -173,15 +172,8 @@ final class AclAdmin implements AutoCloseable {
         if (error.code().equals("NOT_CONTROLLER")) {
             return new UnknownServerException(message);
         }
-        try {
-            ApiException known = Errors.valueOf(error.code()).exception(message);
-            if (known != null) {
-                return known;
-            }
-        } catch (IllegalArgumentException e) {
-            // not one of Kafka's error names
-        }
-        return new UnknownServerException(message);
+        ApiException known = KafkaErrors.byName(error.code(), message);
+        return known != null ? known : new UnknownServerException(message);
     }
 
     @Override

@@ -6,6 +6,7 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -16,15 +17,14 @@ import java.util.Set;
 import javax.net.ssl.SSLContext;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.common.config.ConfigException;
-import org.apache.kafka.common.security.ssl.DefaultSslEngineFactory;
 
 /**
  * The plugin's settings, read from the broker's properties (the map Kafka passes to {@code configure}).
  *
  * <p>Immutable once parsed. Every bad value throws Kafka's {@link ConfigException} naming the key and the
  * value, so the broker refuses to start with one clear line. TLS settings are Kafka's own {@code ssl.*}
- * keys under the {@code kraft.acl.} prefix and are handled by Kafka's {@link DefaultSslEngineFactory}
- * (JKS, PKCS12 or PEM key and trust stores, exactly as for a Kafka client).
+ * keys under the {@code kraft.acl.} prefix, parsed by Kafka's public ConfigDef and loaded by {@link TlsContext}
+ * (JKS, PKCS12 or PEM key and trust stores, as for a Kafka client).
  */
 final class PluginConfig {
     static final String PREFIX = "kraft.acl.";
@@ -57,8 +57,9 @@ final class PluginConfig {
         this.readyPollMs = millis(configs, READY_POLL_MS, 200);
         this.superUsers = superUsers(text(configs, SUPER_USERS, ""));
         boolean tls = urls.stream().anyMatch(u -> u.getScheme().equals("https"));
-        Map<String, Object> ssl = sslSettings(configs);
-        this.sslContext = tls ? sslContext(ssl) : null;
+        Map<String, Object> rawSsl = rawSslSettings(configs);
+        Map<String, Object> ssl = sslSettings(rawSsl);
+        this.sslContext = tls ? sslContext(ssl, rawSsl) : null;
         Object check = ssl.get(HOSTNAME_CHECK);
         this.verifyHostname = check == null || !check.toString().isEmpty();
     }
@@ -160,14 +161,19 @@ final class PluginConfig {
         return Set.copyOf(out);
     }
 
-    /** The kraft.acl.ssl.* keys as Kafka's ssl.* client settings, with Kafka's defaults filled in. */
-    private static Map<String, Object> sslSettings(Map<String, ?> configs) {
+    /** The kraft.acl.ssl.* keys as Kafka's ssl.* client keys, with their values as the operator wrote them. */
+    private static Map<String, Object> rawSslSettings(Map<String, ?> configs) {
         Map<String, Object> raw = new HashMap<>();
         for (Map.Entry<String, ?> e : configs.entrySet()) {
             if (e.getKey().startsWith(SSL_PREFIX) && e.getValue() != null) {
                 raw.put(e.getKey().substring(PREFIX.length()), e.getValue());
             }
         }
+        return raw;
+    }
+
+    /** Those settings parsed and validated by Kafka's client SSL ConfigDef, with Kafka's defaults filled in. */
+    private static Map<String, Object> sslSettings(Map<String, Object> raw) {
         try {
             return new HashMap<>(new ConfigDef().withClientSslSupport().parse(raw));
         } catch (ConfigException e) {
@@ -175,13 +181,11 @@ final class PluginConfig {
         }
     }
 
-    private static SSLContext sslContext(Map<String, Object> ssl) {
-        DefaultSslEngineFactory factory = new DefaultSslEngineFactory();
+    private static SSLContext sslContext(Map<String, Object> ssl, Map<String, Object> raw) {
         try {
-            factory.configure(ssl);
-            return factory.sslContext();
-        } catch (RuntimeException e) {
-            throw new ConfigException(SSL_PREFIX + "*", null, "cannot build the TLS context: " + e.getMessage());
+            return TlsContext.build(ssl, raw);
+        } catch (GeneralSecurityException | IOException | RuntimeException e) {
+            throw new ConfigException(SSL_PREFIX + "*", null, "cannot build the TLS context: " + e);
         }
     }
 }
