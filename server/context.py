@@ -1,11 +1,13 @@
-"""What every serve handler reads: the node, the authorizer, the configuration, metrics and the decision log.
+"""What every serve handler reads: the node, the authorizer, the configuration, metrics, the decision log, the
+lane heavy calls take turns on, and the writer's health.
 
 One `ServeState` per process, built before any listener opens; its fields are set once, except
-`tailer`, which the process sets when the initial load has completed.
+`tailer` (set when the initial load has completed) and `stopping` (the process's stop event, set at start).
 """
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -15,6 +17,8 @@ from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.metrics import ServeMetrics
+from kraftacl.server.slices import Lane
+from kraftacl.server.write_health import WriteHealth, WriteRecovery
 
 
 @dataclass
@@ -29,6 +33,11 @@ class ServeState:
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
+    lane: Lane = field(default_factory=Lane)  # heavy calls take turns on the event loop (server.slices)
+    write_health: WriteHealth = field(default_factory=WriteHealth)
+    write_recovery: WriteRecovery | None = None  # reopens the embedded log after a failed write
+    stopping: asyncio.Event | None = None  # set on SIGTERM/SIGINT: long polls end, the process drains
+    start_error: str | None = None  # why the initial load waits (a broker-role serve's log directory is missing)
 
     @property
     def authorizer(self) -> StandardAuthorizer:

@@ -44,6 +44,7 @@ def _start(work: Path, acl_count: int) -> tuple[subprocess.Popen[bytes], int]:
         for start in range(0, len(records), 10_000):
             log.append(records[start : start + 10_000])
     (work / "tokens").write_text(f"User:broker {TOKEN}\n")
+    (work / "tokens").chmod(0o600)
     port = _free_port()
     (work / "server.properties").write_text(
         f"listeners=CLIENT://127.0.0.1:{port}\nmetadata.log.dir={work / 'log'}\nauth.token.file={work / 'tokens'}\n"
