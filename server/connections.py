@@ -23,6 +23,7 @@ class Connection(Protocol):
     def timed_out(self) -> None: ...
     def close_when_idle(self) -> None: ...
     def abort(self) -> None: ...
+    def evict(self) -> None: ...
     def busy(self) -> bool: ...
 
 
@@ -73,6 +74,8 @@ class Connections:
         self.open: set[Connection] = set()
         self.per_listener: dict[str, int] = {}
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> connections refused
+        # connections in the kept places that have not shown a broker principal yet, oldest first
+        self.probation: dict[Connection, str] = {}
         self.memory = RequestMemory(limits.queued_max_request_bytes, limits.others_request_bytes)
         self.closing = False
         self.tick = tick
@@ -80,7 +83,11 @@ class Connections:
 
     def admit(self, listener: Listener) -> tuple[str | None, bool]:
         """(why a new connection is refused or None, whether it must prove a broker principal on its first
-        request: the last max.connections.reserved.brokers places are kept for brokers and super users)."""
+        request: the last max.connections.reserved.brokers places are kept for brokers and super users).
+
+        When every place is taken, the oldest connection in a kept place that has not yet shown who it is
+        makes room (it is answered 503): silent connections cannot hold the places kept for brokers, and a
+        broker shows its principal within milliseconds of connecting."""
         if self.closing:
             return "serve is shutting down", False
         count = self.per_listener.get(listener.name, 0)
@@ -89,9 +96,22 @@ class Connections:
         if listener.early_start:
             return None, False  # exempt from the process-wide limit
         total, limit = len(self.open), self.limits.max_connections
+        if total >= limit and self.probation:
+            victim, name = next(iter(self.probation.items()))
+            self.refuse(name, "evicted")
+            victim.evict()
+            total = len(self.open)
         if total >= limit:
             return f"serve has max.connections ({limit}) open", False
         return None, total >= limit - self.limits.reserved_broker_connections
+
+    def on_probation(self, conn: Connection, listener: str) -> None:
+        """`conn` holds a kept place until its first request shows a broker principal."""
+        self.probation[conn] = listener
+
+    def cleared(self, conn: Connection) -> None:
+        """`conn` showed who it is (or left)."""
+        self.probation.pop(conn, None)
 
     def refuse(self, listener: str, reason: str) -> None:
         """Count a refused connection."""
@@ -107,6 +127,7 @@ class Connections:
 
     def remove(self, conn: Connection, listener: str) -> None:
         """A connection closed."""
+        self.probation.pop(conn, None)
         if conn in self.open:
             self.open.discard(conn)
             self.per_listener[listener] -= 1

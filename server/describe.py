@@ -5,6 +5,8 @@ Both read one immutable index or image, so the answer is one state of the log ho
 (filtering, ordering, encoding) runs in slices of the event loop (`server.slices`) so decisions keep being
 answered, and the answer goes out in pieces as the client reads it (`StreamedResponse`): a 300k-ACL describe never
 holds its 50 MB of JSON at once. Kafka's order is made by sorting runs of 1024 and merging them lazily.
+
+Used on the event loop thread only.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import AsyncIterator, Iterator
 from itertools import islice
-from typing import Any
 
 import msgspec
 
@@ -31,22 +32,29 @@ _DESCRIBE = msgspec.json.Decoder(DescribeIn)
 _ENCODE = msgspec.json.Encoder()
 RUN = 1024  # ACLs sorted per slice; the runs are merged as the answer is written
 STEP = 64  # ACLs added to a piece between two looks at the clock; a piece is what one slice makes
-Keyed = tuple[tuple[Any, ...], str, StandardAcl]
 
 
 async def describe(state: ServeState, request: Request, caller: Caller) -> StreamedResponse:
     """Every ACL the filter matches, in Kafka's order, from one state (the filter is checked before the answer
-    starts, so a bad one is a 400)."""
+    starts, so a bad one is a 400).
+
+    Each match gets one bytes key (`kafka_sort_key` plus its position): runs of keys are sorted a slice at a
+    time and merged as the answer is written. Keys are bytes and the matches two lists, so the 300k items add
+    nothing the garbage collector walks."""
     body = json_body.decode(_DESCRIBE, request.body) if request.body else DescribeIn()
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     index, offset = state.authorizer.state()
-    runs: list[list[Keyed]] = []
+    ids: list[str] = []
+    acls: list[StandardAcl] = []
+    runs: list[list[bytes]] = []
     async with state.lane.slicer() as slicer:
-        run: list[Keyed] = []
+        run: list[bytes] = []
         try:
             async for acl_id, acl in slicer.each(index.by_id.items(), 128):
                 if acl_filter.matches_acl(acl):
-                    run.append((kafka_sort_key(acl), acl_id, acl))
+                    run.append(kafka_sort_key(acl) + len(ids).to_bytes(4, "big"))
+                    ids.append(acl_id)
+                    acls.append(acl)
                     if len(run) >= RUN:
                         run.sort()
                         runs.append(run)
@@ -55,8 +63,9 @@ async def describe(state: ServeState, request: Request, caller: Caller) -> Strea
             raise BadRequest(str(exc), "$.filter") from exc
         run.sort()
         runs.append(run)
-    ordered: Iterator[Keyed] = heapq.merge(*runs) if len(runs) > 1 else iter(runs[0])
-    pairs = ((acl_id, acl) for _, acl_id, acl in ordered)
+    ordered: Iterator[bytes] = heapq.merge(*runs) if len(runs) > 1 else iter(runs[0])
+    positions = (int.from_bytes(key[-4:], "big") for key in ordered)
+    pairs = ((ids[i], acls[i]) for i in positions)
     return StreamedResponse(200, _pieces(state.lane, pairs, _ENCODE.encode(DescribeOut([], offset))))
 
 

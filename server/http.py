@@ -54,6 +54,10 @@ log = logging.getLogger(__name__)
 MAX_HEAD_BYTES = 64 * 1024  # URL plus headers
 FEED_SLICE = 4096  # bytes parsed per step once a connection may have to stop mid-read (see `_feed`)
 LINGER_S = 2.0  # after refusing at the head: how long the client's unread bytes are discarded before closing
+_EVICTED = (
+    "serve has max.connections open; this connection held one of the places kept for broker principals without "
+    "sending a whole request head, and made room for a new connection; retry later"
+)
 _KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length"})
 Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
 
@@ -112,6 +116,8 @@ class HttpProtocol(asyncio.Protocol):
         self.peer_host = java_host_address(peer[0]) if isinstance(peer, tuple) else ""
         refused, self.probation = self.connections.admit(self.listener)
         self.connections.add(self, self.listener.name, self.loop)
+        if self.probation:
+            self.connections.on_probation(self, self.listener.name)
         if refused is not None:
             self.connections.refuse(self.listener.name, "limit" if "max.connections" in refused else "closing")
             self.accepting = False
@@ -157,6 +163,13 @@ class HttpProtocol(asyncio.Protocol):
         """Close now (shutdown's deadline passed)."""
         if self.transport is not None:
             self.transport.close()
+
+    def evict(self) -> None:
+        """Make room for a new connection: this one, in a kept place without having shown who it is, is answered
+        503 and closed (and no longer counted from now on)."""
+        self.connections.remove(self, self.listener.name)
+        self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", _EVICTED))
+        self.abort()  # no lingering: it is no longer counted, so no deadline would close it
 
     def close_when_idle(self) -> None:
         """Shutdown: close now if nothing is in progress, else after the answers in progress."""
@@ -294,10 +307,12 @@ class HttpProtocol(asyncio.Protocol):
             self._refuse(error_body(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "two Authorization headers"))
             raise httptools.HttpParserError("refused at the head")
         outcome = self.admit(request, self.probation)
+        if self.probation:
+            self.probation = False
+            self.connections.cleared(self)
         if isinstance(outcome, Response):
             self._refuse(outcome)
             raise httptools.HttpParserError("refused at the head")
-        self.probation = False
         self.current, (self.body_limit, self.limit_key) = request, outcome
         length = self.headers.get(b"content-length")
         wanted = int(length) if length is not None else 0  # llhttp checked the digits
