@@ -10,6 +10,7 @@ Loopback only, bounded in count and time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -57,7 +58,7 @@ def _start(work: Path, acls: list[tuple[str, StandardAcl]]) -> tuple[subprocess.
     )
     script = Path(sys.executable).parent / "kraft-acl"
     command = [str(script)] if script.exists() else [sys.executable, "-m", "kraftacl"]
-    proc = subprocess.Popen([*command, "serve", "--config", str(work / "server.properties")], stdout=subprocess.PIPE, stderr=None)
+    proc = subprocess.Popen([*command, "serve", "--config", str(work / "server.properties")], stdout=subprocess.PIPE)
     assert proc.stdout is not None
     for line in proc.stdout:
         if b"ready:" in line:
@@ -130,10 +131,8 @@ def _slow(port: int, seconds: float, count: int = 1000) -> dict[str, Any]:
     started, sent = time.monotonic(), 0
     while time.monotonic() - started < seconds:
         for s in socks:
-            try:
+            with contextlib.suppress(OSError):
                 s.send(head[sent % len(head) : sent % len(head) + 1])
-            except OSError:
-                pass
         sent += 1
         time.sleep(1.0)
     refused_by_serve = 0  # answered 503 CONNECTION_LIMIT (or closed) rather than left waiting
