@@ -225,10 +225,23 @@ def _public(r: PropertyReader) -> frozenset[str]:
 
 def _limits(r: PropertyReader) -> NetworkLimits:
     max_connections = r.integer("max.connections", 1000, 1)
-    limits = NetworkLimits(
-        request_max_bytes=r.integer("request.max.bytes", 16 * MIB, 1024),
-        import_max_bytes=r.integer("import.max.bytes", 256 * MIB, 1024),
-        queued_max_request_bytes=r.integer("queued.max.request.bytes", 512 * MIB, 4096, 2**62),
+    queued = r.integer("queued.max.request.bytes", 512 * MIB, 4096, 2**62)
+    share = queued * 3 // 4  # NetworkLimits.others_request_bytes
+    bodies = {}
+    for key, default in (("request.max.bytes", 16 * MIB), ("import.max.bytes", 256 * MIB)):
+        given = r.get(key) not in (None, "")
+        bodies[key] = r.integer(key, min(default, share), 1024)
+        if given and bodies[key] > share:
+            raise r.error(
+                key,
+                str(bodies[key]),
+                f"must be at most three quarters of queued.max.request.bytes ({queued}): a request that large "
+                "could never be read",
+            )
+    return NetworkLimits(
+        request_max_bytes=bodies["request.max.bytes"],
+        import_max_bytes=bodies["import.max.bytes"],
+        queued_max_request_bytes=queued,
         max_connections=max_connections,
         reserved_broker_connections=r.integer(
             "max.connections.reserved.brokers", max_connections // 10, 0, max_connections - 1
@@ -241,15 +254,6 @@ def _limits(r: PropertyReader) -> NetworkLimits:
         self_query_max_actions=r.integer("self.query.max.actions", 1000, 1),
         explain_max_actions=r.integer("explain.max.actions", 100_000, 1),
     )
-    for key, value in (("request.max.bytes", limits.request_max_bytes), ("import.max.bytes", limits.import_max_bytes)):
-        if value > limits.others_request_bytes:
-            raise r.error(
-                key,
-                str(value),
-                f"must be at most three quarters of queued.max.request.bytes ({limits.queued_max_request_bytes}): "
-                "a request that large could never be read",
-            )
-    return limits
 
 
 def _decision_log(r: PropertyReader) -> DecisionLogConfig | None:

@@ -90,20 +90,26 @@ class Connections:
         broker shows its principal within milliseconds of connecting."""
         if self.closing:
             return "serve is shutting down", False
-        count = self.per_listener.get(listener.name, 0)
-        if count >= listener.max_connections:
+        if self._full(listener):
+            victim = next((c for c, name in self.probation.items() if name == listener.name), None)
+            if victim is None and not listener.early_start:
+                victim = next(iter(self.probation), None)
+            if victim is not None:
+                self.refuse(self.probation[victim], "evicted")
+                victim.evict()
+        if self.per_listener.get(listener.name, 0) >= listener.max_connections:
             return f"listener {listener.name} has its max.connections ({listener.max_connections}) open", False
         if listener.early_start:
             return None, False  # exempt from the process-wide limit
         total, limit = len(self.open), self.limits.max_connections
-        if total >= limit and self.probation:
-            victim, name = next(iter(self.probation.items()))
-            self.refuse(name, "evicted")
-            victim.evict()
-            total = len(self.open)
         if total >= limit:
             return f"serve has max.connections ({limit}) open", False
         return None, total >= limit - self.limits.reserved_broker_connections
+
+    def _full(self, listener: Listener) -> bool:
+        if self.per_listener.get(listener.name, 0) >= listener.max_connections:
+            return True
+        return not listener.early_start and len(self.open) >= self.limits.max_connections
 
     def on_probation(self, conn: Connection, listener: str) -> None:
         """`conn` holds a kept place until its first request shows a broker principal."""

@@ -90,7 +90,8 @@ class HttpProtocol(asyncio.Protocol):
         self.headers: dict[bytes, bytes] = {}
         self.repeated_auth = False
         self.head_bytes = 0
-        self.current: Request | None = None
+        self.current: Request | None = None  # admitted at its head, its body being read
+        self.reading = False  # a request has begun (its first byte came) and is not whole yet
         self.body: list[bytes] = []
         self.body_bytes = 0
         self.body_limit = 0
@@ -146,7 +147,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def busy(self) -> bool:
         """A request is being read, waits, or is being answered."""
-        return self.current is not None or self.running or bool(self.pending)
+        return self.reading or self.running or bool(self.pending)
 
     def timed_out(self) -> None:
         """The deadline passed: a request not read whole in time gets 408; an idle connection, a client that does
@@ -154,7 +155,9 @@ class HttpProtocol(asyncio.Protocol):
         self.deadline = math.inf
         if self.transport is None or self.running:
             return
-        if self.current is not None and not self.discarding:
+        if self.write_paused:
+            self.transport.abort()  # it does not read its answers: a close would wait for it forever
+        elif self.reading and not self.discarding:
             self._fail(HTTPStatus.REQUEST_TIMEOUT, "REQUEST_TIMED_OUT", "the request did not arrive whole in time")
         else:
             self.transport.close()
@@ -199,7 +202,7 @@ class HttpProtocol(asyncio.Protocol):
                 await asyncio.wait_for(self._resumed, self.limits.request_timeout_s)
             except TimeoutError:
                 if self.transport is not None:
-                    self.transport.close()
+                    self.transport.abort()  # a close would wait for a client that does not read
                 return False
         return self.transport is not None and not self.transport.is_closing()
 
@@ -246,7 +249,7 @@ class HttpProtocol(asyncio.Protocol):
     def _fail(self, status: int, code: str, message: str) -> None:
         """Answer an HTTP-level error and close (the byte stream can no longer be trusted)."""
         self.accepting = False
-        self.current = None
+        self.current, self.reading = None, False
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(encode_response(error_body(status, code, message), keep_alive=False))
             self.transport.close()
@@ -254,7 +257,7 @@ class HttpProtocol(asyncio.Protocol):
     def _refuse(self, response: Response) -> None:
         """Answer at the head and stop: the client's unread bytes are discarded for a moment (so that it reads the
         answer instead of a reset), then the connection closes."""
-        self.accepting, self.discarding, self.current = False, True, None
+        self.accepting, self.discarding, self.current, self.reading = False, True, None, False
         transport = self.transport
         if transport is None or transport.is_closing():
             return
@@ -267,6 +270,7 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- httptools callbacks ----------------------------------------------------------------------
     def on_message_begin(self) -> None:
+        self.reading = True
         self.url = b""
         self.headers = {}
         self.repeated_auth = False
@@ -378,6 +382,7 @@ class HttpProtocol(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         request = self.current
+        self.reading = False
         if request is None or not self.accepting:
             return
         self.current = None
@@ -463,9 +468,9 @@ class HttpProtocol(asyncio.Protocol):
             return
         if self.closing and not self.pending:
             self.transport.close()
-        elif self.current is None and not self.pending and not self.write_paused:
+        elif not self.reading and not self.pending and not self.write_paused:
             self._arm(self.limits.idle_timeout_s)
-        elif self.current is not None:
+        elif self.reading:
             self._arm(self.limits.request_timeout_s)
 
     def _pump(self) -> None:
