@@ -99,7 +99,8 @@ class HttpProtocol(asyncio.Protocol):
         self.reserved = 0  # request-memory bytes reserved for `current`
         self.awaiting_memory = 0  # bytes this connection waits to reserve (reading stopped meanwhile)
         # requests read and not yet answered, and what blocks reading
-        self.pending: list[tuple[Request, int]] = []  # (request, reserved bytes)
+        # (request, reserved bytes) read and waiting their turn; a Response is a refusal at a later head, sent in turn
+        self.pending: list[tuple[Request | Response, int]] = []
         self.running = False  # an asynchronous handler or a streamed answer is in progress
         self.unparsed = b""
         self.write_paused = False
@@ -141,6 +142,14 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = None
         if self._resumed is not None and not self._resumed.done():
             self._resumed.set_result(None)
+
+    def eof_received(self) -> bool:
+        """The client closed its side: nothing more is read; what it sent whole is answered, then serve closes."""
+        self.accepting, self.reading, self.current = False, False, None
+        if self.running or self.pending:
+            self.closing = True
+            return True  # keep the transport open to write the answers (a TLS transport closes anyway)
+        return False
 
     def _arm(self, seconds: float) -> None:
         self.deadline = self.loop.time() + seconds
@@ -256,8 +265,14 @@ class HttpProtocol(asyncio.Protocol):
 
     def _refuse(self, response: Response) -> None:
         """Answer at the head and stop: the client's unread bytes are discarded for a moment (so that it reads the
-        answer instead of a reset), then the connection closes."""
+        answer instead of a reset), then the connection closes. Earlier requests are answered first, in order."""
         self.accepting, self.discarding, self.current, self.reading = False, True, None, False
+        if self.running or self.pending:
+            self.pending.append((response, 0))
+            return
+        self._refusal(response)
+
+    def _refusal(self, response: Response) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
@@ -477,6 +492,9 @@ class HttpProtocol(asyncio.Protocol):
         """Go on after whatever blocked: answer waiting requests, parse held bytes, read again."""
         while self.pending and not self.running and not self.write_paused and self.transport is not None:
             request, reserved = self.pending.pop(0)
+            if isinstance(request, Response):
+                self._refusal(request)
+                return
             self._handle(request, reserved)
         if self.transport is None or self.discarding or not self.accepting or self._blocked():
             return
