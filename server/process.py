@@ -138,7 +138,7 @@ class Serve:
                 return
             except LogDirectoryMissingError as exc:
                 if not waited:
-                    say(f"not ready: {exc}")
+                    say(f"waiting for the metadata log: {exc}")
                     waited = True
                 self.state.start_error = str(exc)
                 if self._stop_flag.wait(self.config.log.poll_interval_s * 10):

@@ -105,7 +105,7 @@ def test_a_broker_role_serve_without_its_log_directory_is_never_ready(tmp_path: 
     props = base_properties(tmp_path, log_dir, process_roles="broker", allow_everyone_if_no_acl_found="true")
     props["metadata.log.poll.interval.ms"] = "50"
     with ServeProcess(tmp_path, props).start(wait_ready=False) as serve:
-        serve.wait_for("not ready: metadata.log.dir")
+        serve.wait_for("waiting for the metadata log: metadata.log.dir")
         early = serve.listener_url("CONTROLLER")
         status = httpx.get(early + "/v1/status", timeout=10)
         denied = httpx.post(early + "/v1/authorize", json=READ_T, headers={"Authorization": f"Bearer {BROKER_TOKEN}"})
@@ -119,7 +119,7 @@ def test_a_broker_role_serve_without_its_log_directory_is_never_ready(tmp_path: 
         )
         with FileLog(log_dir) as log:  # the controller creates the log
             log.append([record_from_acl(new_uuid(), deny)])
-        serve.wait_for("ready:", timeout=60)
+        serve.wait_for("kraft-acl serve: ready:", timeout=60)
         answer = httpx.post(
             serve.listener_url("CLIENT") + "/v1/authorize",
             json=READ_T,
