@@ -71,7 +71,8 @@ KEYS: dict[str, str] = {
     "import.max.bytes": "largest body of POST /v1/acls/import (default 268435456: about 1.5M ACLs)",
     "request.max.actions": "most actions in one authorize call (default 100000)",
     "self.query.max.actions": "most actions in one call of a caller asking about itself, not a broker (default 1000)",
-    "explain.max.actions": "most actions in one authorize call with explain (default 100000)",
+    "explain.max.actions": "most actions in one authorize call with explain (default 10000: a rule walks every ACL "
+    "that may apply, up to milliseconds per action)",
     "queued.max.request.bytes": "request bodies held at once over all connections (default 536870912); callers "
     "other than brokers and super users may hold three quarters of it",
     "max.connections": "open connections over all listeners (default 1000); early-start listeners are exempt",
@@ -252,7 +253,7 @@ def _limits(r: PropertyReader) -> NetworkLimits:
         request_timeout_s=r.integer("request.timeout.ms", 30_000, 1) / 1000,
         request_max_actions=r.integer("request.max.actions", 100_000, 1),
         self_query_max_actions=r.integer("self.query.max.actions", 1000, 1),
-        explain_max_actions=r.integer("explain.max.actions", 100_000, 1),
+        explain_max_actions=r.integer("explain.max.actions", 10_000, 1),
     )
 
 

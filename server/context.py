@@ -31,6 +31,7 @@ class ServeState:
     decision_log: DecisionLog | None
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
+    rules: ThreadPoolExecutor  # rules of decisions (explain, the decision log) are found here, one call at a time
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
     lane: Lane = field(default_factory=Lane)  # heavy calls take turns on the event loop (server.slices)

@@ -97,7 +97,7 @@ def authorized_operations(state: ServeState, request: Request, caller: Caller) -
     return Response(200, _ENCODE.encode(AuthorizedOperationsOut(field, sorted(names), offset)))
 
 
-def opa(state: ServeState, request: Request, caller: Caller) -> Response:
+def opa(state: ServeState, request: Request, caller: Caller) -> Outcome:
     """POST /v1/data/...: the OPA Kafka authorizer plugin's query, answered {"result": true|false} (brokers
     only, checked at the head).
 
@@ -115,11 +115,20 @@ def opa(state: ServeState, request: Request, caller: Caller) -> Response:
     pattern = enum_of(PATTERNS, action.resourcePattern.patternType, "$.input.action.resourcePattern.patternType", False)
     name = check_bytes(action.resourcePattern.name, "$.input.action.resourcePattern.name")
     if pattern == PatternType.PREFIXED and name == "":
-        allowed = _by_type(state, ctx, op, rtype).result == "ALLOWED"
-    else:
-        act = Action(op, rtype, name, pattern, action.resourceReferenceCount, action.logIfAllowed, action.logIfDenied)
-        allowed = explain.decide(state, ctx, [act], False, trusted=True).results[0] == "ALLOWED"
-    return Response(200, _ENCODE.encode(OpaOut(allowed)))
+        return Response(200, _ENCODE.encode(OpaOut(_by_type(state, ctx, op, rtype).result == "ALLOWED")))
+    act = Action(op, rtype, name, pattern, action.resourceReferenceCount, action.logIfAllowed, action.logIfDenied)
+    if state.decision_log is not None:
+        return _opa_logged(state, ctx, act)
+    index, _ = state.authorizer.state()
+    results, codes, _ = explain.decide_at(state, index, ctx, [act], False, "$.input.action")
+    state.metrics.figures.count_codes(codes)
+    return Response(200, _ENCODE.encode(OpaOut(results[0].name == "ALLOWED")))
+
+
+async def _opa_logged(state: ServeState, ctx: RequestContext, act: Action) -> Response:
+    codes = await explain.decide_logged(state, ctx, act)
+    state.metrics.figures.count_codes(codes)
+    return Response(200, _ENCODE.encode(OpaOut(RESULT_NAME[codes[0]] == "ALLOWED")))
 
 
 def _api_name(header: dict[str, object] | None) -> str:

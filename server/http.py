@@ -102,6 +102,7 @@ class HttpProtocol(asyncio.Protocol):
         # (request, reserved bytes) read and waiting their turn; a Response is a refusal at a later head, sent in turn
         self.pending: list[tuple[Request | Response, int]] = []
         self.running = False  # an asynchronous handler or a streamed answer is in progress
+        self._task: asyncio.Task[None] | None = None  # that answer: cancelled when the client leaves
         self.unparsed = b""
         self.write_paused = False
         self._resumed: asyncio.Future[None] | None = None
@@ -142,6 +143,8 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = None
         if self._resumed is not None and not self._resumed.done():
             self._resumed.set_result(None)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # nobody waits for the answer: its work stops (a long poll ends)
 
     def eof_received(self) -> bool:
         """The client closed its side: nothing more is read; what it sent whole is answered, then serve closes."""
@@ -429,8 +432,8 @@ class HttpProtocol(asyncio.Protocol):
             return
         self.running = True
         self.deadline = math.inf  # a request being answered (a long poll too) is in flight, not idle
-        task = self.loop.create_task(self._answer(outcome, request, reserved))
-        task.add_done_callback(_log_crash)
+        self._task = self.loop.create_task(self._answer(outcome, request, reserved))
+        self._task.add_done_callback(_log_crash)
 
     async def _answer(self, outcome: Outcome, request: Request, reserved: int) -> None:
         try:

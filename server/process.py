@@ -163,6 +163,7 @@ class Serve:
         if self.state.write_recovery is not None:
             self.state.write_recovery.stop()
         self.state.writer.shutdown(wait=True, cancel_futures=True)
+        self.state.rules.shutdown(wait=False, cancel_futures=True)
         if self.state.tailer is not None:
             self.state.tailer.stop()
         if self.state.decision_log is not None:

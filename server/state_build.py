@@ -82,6 +82,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         decision_log,
         ids,
         writer,
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-rules"),
         trusted=config.broker_principals | config.authorizer.super_users,
     )
     reopen = getattr(backend, "reopen", None)
