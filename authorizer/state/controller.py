@@ -271,7 +271,8 @@ class AclController:
             ids = [i for start in range(0, count, STEP) for i in new_uuids(min(STEP, count - start))]
         else:
             ids = [self.new_id() for _ in range(count)]
-        if not any(i in live for i in ids) and len(_unique(ids)) == count:  # the rule (random 122 bits)
+        fresh = not any(any(map(live.__contains__, ids[s : s + STEP])) for s in range(0, count, STEP))
+        if fresh and len(_unique(ids)) == count:  # the rule (random 122 bits); checked a step at a time
             return ids
         taken = set(live)
         for n, acl_id in enumerate(ids):
