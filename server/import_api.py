@@ -27,7 +27,6 @@ from kraftacl.server.errors import BadRequest
 from kraftacl.server.http import Request, Response
 
 log = logging.getLogger(__name__)
-PATH = "/v1/acls/import"
 _IMPORT = msgspec.json.Decoder(ImportIn)
 _ENCODE = msgspec.json.Encoder()
 # Which field a message of Kafka's validateNewAcl is about (authorizer.state.controller.validate_new_acl's words).
