@@ -26,7 +26,7 @@ from kraftacl.bench.http_client import KeepAlive
 from kraftacl.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
 from kraftacl.harness.serve_process import ServeProcess, free_port
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.uuids import new_uuid
 
 TOKEN = "bench-broker-token-0123456789"
 
