@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import uvloop
 
 from kraftacl.api.endpoints import IMPORT_ACLS
+from kraftacl.authorizer.state.loader import OnPublish
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
@@ -103,7 +104,7 @@ def build_state(config: ServeConfig) -> ServeState:
         diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
-    node.loader.change_listeners.append(ids.on_change)
+    node.loader.publishers.append(OnPublish(ids.on_change))
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on

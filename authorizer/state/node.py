@@ -24,11 +24,10 @@ from pathlib import Path
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerError
-from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.state.controller import AclController
 from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.authorizer.state.image import AclsImage, Provenance
-from kraftacl.authorizer.state.loader import AuthorizerPublisher, ImagePublisher, MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader, OnPublish, Update
 from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backend import LogBackend
@@ -60,7 +59,7 @@ class AclNode:
         self.authorizer = StandardAuthorizer(config)
         self.snapshots = SnapshotStore(snapshot_dir, retain_snapshots, backend) if snapshot_dir is not None else None
         self.policy = policy
-        self.loader = MetadataLoader(backend, [AuthorizerPublisher(self.authorizer), ImagePublisher(self._on_publish)])
+        self.loader = MetadataLoader(backend, [AuthorizerPublisher(self.authorizer), OnPublish(self._on_publish)])
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
         self._last_bytes = 0  # loader.applied_bytes at the last publish
@@ -167,10 +166,11 @@ class AclNode:
             self.policy.reset()
         return path
 
-    def _on_publish(self, image: AclsImage, index: AclIndex) -> None:
+    def _on_publish(self, update: Update) -> None:
         """Publisher: account for applied records and write a snapshot when the policy says so."""
         if self.policy is None or self.snapshots is None:
             return
+        image = update.image
         applied = image.provenance.last_offset - self._last_published
         self._last_published = image.provenance.last_offset
         applied_bytes = self.loader.applied_bytes - self._last_bytes

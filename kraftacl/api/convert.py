@@ -17,9 +17,9 @@ _OPERATIONS = dict(AclOperation.__members__)
 _PERMISSIONS = dict(AclPermissionType.__members__)
 
 
-def acl_in(acl: StandardAcl) -> AclIn:
-    """One ACL as create and import send it (enums by Kafka's names)."""
-    return AclIn(
+def acl_fields(acl: StandardAcl) -> tuple[str, str, str, str, str, str, str]:
+    """The seven fields of an ACL as the API writes them (enums by name), in AclIn's and AclOut's order."""
+    return (
         acl.resource_type.name,
         acl.resource_name,
         acl.pattern_type.name,
@@ -28,6 +28,11 @@ def acl_in(acl: StandardAcl) -> AclIn:
         acl.operation.name,
         acl.permission_type.name,
     )
+
+
+def acl_in(acl: StandardAcl) -> AclIn:
+    """One ACL as create and import send it."""
+    return AclIn(*acl_fields(acl))
 
 
 def filter_in(f: AclBindingFilter) -> FilterIn:

@@ -1,5 +1,6 @@
-"""The loader publishes image + index to a list of publishers in order, the authorizer's index swap being one of
-them (docs/ARCHITECTURE.md "Image / delta"): each sees the same published state, and the end of the initial load."""
+"""The loader publishes each update (image + index, the image before, the net changes) to a list of publishers in
+order, the authorizer's index swap being one of them (docs/ARCHITECTURE.md "Image / delta"): each sees the same
+published state, and the end of the initial load."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import pytest
 
 from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerNotReadyError
-from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.authorizer.state.image import AclsImage
-from kraftacl.authorizer.state.loader import AuthorizerPublisher, ImagePublisher, MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader, OnPublish, Update
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backends.memory import MemoryLog
 
@@ -27,11 +26,11 @@ class Recorder:
 
     name: str
     journal: list[tuple[str, str, int]]
-    indexes: list[AclIndex] = field(default_factory=list)
+    updates: list[Update] = field(default_factory=list)
 
-    def publish(self, image: AclsImage, index: AclIndex) -> None:
-        self.journal.append((self.name, "publish", image.provenance.last_offset))
-        self.indexes.append(index)
+    def publish(self, update: Update) -> None:
+        self.journal.append((self.name, "publish", update.image.provenance.last_offset))
+        self.updates.append(update)
 
     def complete_initial_load(self) -> None:
         self.journal.append((self.name, "loaded", -1))
@@ -49,7 +48,7 @@ def test_every_publisher_sees_each_publish_in_list_order() -> None:
         [
             first,
             AuthorizerPublisher(auth),
-            ImagePublisher(lambda image, index: seen.append((image.provenance.last_offset, auth.index is index))),
+            OnPublish(lambda u: seen.append((u.image.provenance.last_offset, auth.index is u.index))),
             last,
         ],
     )
@@ -57,7 +56,10 @@ def test_every_publisher_sees_each_publish_in_list_order() -> None:
     loader.catch_up()
     assert journal == [("first", "publish", 0), ("last", "publish", 0)]
     assert seen == [(0, True)]  # the authorizer, before it in the list, already decides on this index
-    assert first.indexes == last.indexes == [loader.index]
+    assert first.updates == last.updates and [u.index for u in first.updates] == [loader.index]
+    (update,) = first.updates
+    assert update.before.provenance.last_offset == -1 and update.image is loader.image
+    assert update.removed is None and update.added is None  # from nothing: the whole state, built in bulk
     with pytest.raises(AuthorizerNotReadyError):  # published, but the initial load is not complete
         auth.authorize(ctx, [action])
     loader.complete_initial_load()
