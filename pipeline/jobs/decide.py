@@ -69,18 +69,15 @@ APPLYING_COLUMNS = (
 Applying = tuple[str, StandardAcl, int]  # (id, ACL, its grant bit)
 
 
-def _decide(applying: list[Applying], op: AclOperation) -> tuple[str, Applying] | None:
-    """(result, deciding ACL) for one operation where an ACL decides (None: the default would)."""
-    mask = 0
-    for a in applying:
-        mask |= a[2]
+def _decide(applying: list[Applying], mask: int, op: AclOperation) -> tuple[str, Applying] | None:
+    """(result, deciding ACL) for one operation where an ACL decides (None: the default would); `mask` is the
+    union of the applying ACLs' grant bits."""
     # No default here (a row is written only where an ACL decides): the core's rule without its default part.
     code = code_of_mask(mask, None, op, "", DENY_TEST, ALLOW_TEST, False)
     if code != ACL_DENY and code != ACL_ALLOW:
         return None
-    tests = DENY_TEST[op] | ALLOW_TEST[op]
-    met = _in_order([a for a in applying if a[2] & tests])
-    acl = decider(met, code == ACL_DENY, _is_allow)
+    test = DENY_TEST[op] if code == ACL_DENY else ALLOW_TEST[op]
+    acl = decider(_in_order([a for a in applying if a[2] & test]), code == ACL_DENY, _is_allow)
     assert acl is not None  # the mask has the bit of an applying ACL of the deciding kind
     return ("DENIED" if code == ACL_DENY else "ALLOWED"), acl
 
@@ -102,8 +99,11 @@ def decide_group(principal: str, rtype: ResourceType, name: str, applying: list[
     any_host: dict[AclOperation, tuple[str, Applying] | None] = {}
     for host in (ANY_HOST, *hosts):
         acls = common if host == ANY_HOST else common + [a for a in applying if a[1].host == host]
+        mask = 0
+        for a in acls:
+            mask |= a[2]
         for op in supported:
-            decided = _decide(acls, op)
+            decided = _decide(acls, mask, op)
             if host == ANY_HOST:
                 any_host[op] = decided
             elif decided == any_host[op]:
