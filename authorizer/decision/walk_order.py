@@ -60,5 +60,11 @@ def decider(met: Sequence[A], denied: bool, is_allow: Callable[[A], bool]) -> A 
     """The ACL Kafka names for a decision (spec §5.6), of the applying ACLs in the order its walk meets them:
     the first DENY when the result is DENIED, else the last ALLOW (None: the default decided)."""
     if denied:
-        return next((a for a in met if not is_allow(a)), None)
-    return next((a for a in reversed(met) if is_allow(a)), None)
+        for acl in met:
+            if not is_allow(acl):
+                return acl
+        return None
+    for acl in reversed(met):
+        if is_allow(acl):
+            return acl
+    return None
