@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
+from kraftacl.api.endpoints import IMPORT_ACLS
+from kraftacl.authorizer.state.loader import OnPublish
 from kraftacl.authorizer.state.node import AclNode
-from kraftacl.server import import_api
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
@@ -103,7 +104,7 @@ def build_state(config: ServeConfig) -> ServeState:
         diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
-    node.loader.change_listeners.append(ids.on_change)
+    node.loader.publishers.append(OnPublish(ids.on_change))
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
@@ -148,7 +149,7 @@ class Serve:
             config.request_max_bytes,
             config.idle_timeout_s,
             config.request_timeout_s,
-            {import_api.PATH.encode(): (config.import_max_bytes, "import.max.bytes")},
+            {IMPORT_ACLS.path.encode(): (config.import_max_bytes, "import.max.bytes")},
         )
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = {listener.name: bind(listener) for listener in config.listeners}

@@ -18,6 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kraftacl.api.endpoints import CREATE_ACLS
 from kraftacl.bench import plugin_kafka as kafka
 from kraftacl.bench import tenant_acls as shapes
 from kraftacl.bench.timing import cpu_probe_us, probed
@@ -47,7 +48,7 @@ def _serve(root: Path) -> ServeProcess:
 
 def _serve_acls(serve: ServeProcess, acls: list[shapes.Acl]) -> None:
     for start in range(0, len(acls), 10_000):  # Kafka's MAX_RECORDS_PER_USER_OP per batch
-        status, body = serve.call("POST", "/v1/acls/create", ADMIN_TOKEN, {"acls": acls[start : start + 10_000]})
+        status, body = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": acls[start : start + 10_000]})
         if status != 200 or any(r["error_code"] for r in body["results"]):
             raise RuntimeError(f"serve refused the benchmark's ACLs: {str(body)[:300]}")
 
