@@ -113,9 +113,9 @@ final class ChangeFeed implements AutoCloseable {
             WireJson.ErrorBody error = WireJson.error(reply.body());
             return failed("HTTP " + reply.status() + " " + error.code() + " " + error.message());
         }
-        WireJson.Changes changes;
+        DecisionJson.Changes changes;
         try {
-            changes = WireJson.changes(reply.body());
+            changes = DecisionJson.changes(reply.body());
         } catch (IOException e) {
             return failed("an answer the plugin cannot read: " + e.getMessage());
         }
@@ -124,7 +124,7 @@ final class ChangeFeed implements AutoCloseable {
         return 0;
     }
 
-    private void accept(WireJson.Changes c) {
+    private void accept(DecisionJson.Changes c) {
         long now = System.nanoTime();
         boolean reset = instance == null || !c.instance().equals(instance) || c.aclOffset() < known
                 || c.appliedOffset() < applied;

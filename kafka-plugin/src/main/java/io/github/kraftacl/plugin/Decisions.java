@@ -61,7 +61,7 @@ final class Decisions {
             return List.of();
         }
         if (cache == null) {
-            WireJson.Decided d = ask(ctx, principal, actions, false);
+            DecisionJson.Decided d = ask(ctx, principal, actions, false);
             return d == null ? Collections.nCopies(n, DENIED) : d.results();
         }
         FeedView view = feed.view();
@@ -109,7 +109,7 @@ final class Decisions {
                 asked.add(actions.get(missing[j]));
             }
         }
-        WireJson.Decided d = ask(ctx, principal, asked, rules);
+        DecisionJson.Decided d = ask(ctx, principal, asked, rules);
         if (d == null) {
             for (int j = 0; j < misses; j++) {
                 results[missing[j]] = DENIED;
@@ -135,7 +135,7 @@ final class Decisions {
     }
 
     /** serve's decisions of these actions, or null after denying them all (fail closed, logged). */
-    private WireJson.Decided ask(AuthorizableRequestContext ctx, KafkaPrincipal principal, List<Action> actions,
+    private DecisionJson.Decided ask(AuthorizableRequestContext ctx, KafkaPrincipal principal, List<Action> actions,
             boolean rules) {
         int n = actions.size();
         ServeClient.Reply reply;
@@ -147,7 +147,7 @@ final class Decisions {
         }
         if (reply.status() == 200) {
             try {
-                WireJson.Decided d = WireJson.decided(reply.body(), n, rules)
+                DecisionJson.Decided d = DecisionJson.decided(reply.body(), n, rules)
                         .from(client.routes().indexOf(reply.server()));
                 answered();
                 return d;
@@ -173,7 +173,7 @@ final class Decisions {
         }
         if (reply.status() == 200) {
             try {
-                AuthorizationResult result = WireJson.result(reply.body());
+                AuthorizationResult result = DecisionJson.result(reply.body());
                 answered();
                 return result;
             } catch (IOException e) {
@@ -200,7 +200,7 @@ final class Decisions {
     }
 
     /** Every action DENIED, never ALLOWED: logged at once, then at most once per 10 s with the count in between. */
-    private WireJson.Decided failClosed(KafkaPrincipal principal, int n, String why) {
+    private DecisionJson.Decided failClosed(KafkaPrincipal principal, int n, String why) {
         DecisionMetrics m = metrics;
         if (m != null) {
             m.unanswered(n);

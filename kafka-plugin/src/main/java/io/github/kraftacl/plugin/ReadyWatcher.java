@@ -75,9 +75,9 @@ final class ReadyWatcher implements AutoCloseable {
             return reply.server() + " answered GET /v1/status with HTTP " + reply.status() + " " + error.code()
                     + ": " + error.message();
         }
-        WireJson.Status status;
+        DecisionJson.Status status;
         try {
-            status = WireJson.status(reply.body());
+            status = DecisionJson.status(reply.body());
         } catch (IOException e) {
             return reply.server() + " answered GET /v1/status with a body the plugin cannot read: " + e.getMessage();
         }

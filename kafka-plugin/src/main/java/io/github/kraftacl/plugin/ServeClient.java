@@ -119,53 +119,67 @@ final class ServeClient {
                 && problems.answered(reply.server(), path, reply.status(), WireJson.error(reply.body()));
     }
 
+    /**
+     * The first usable answer of the URLs not skipped, in order. A decision never waits for a skipped serve; any other
+     * call (ACL management, status), when no other serve gave a usable answer, also tries the skipped ones (a
+     * controller that just came back, before the probe found it), and one that answers is asked again from then on.
+     */
     private Reply call(String path, byte[] body, int timeoutMs, boolean once, boolean decision)
             throws UnavailableException {
         int n = routes.size();
+        boolean[] skipped = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            skipped[i] = routes.isOpen(i);
+        }
         Reply passedOver = null;
         List<String> failures = new ArrayList<>(0);
-        for (int index = 0; index < n; index++) {
-            if (routes.isOpen(index)) {
-                continue;
-            }
-            URI server = routes.url(index);
-            Reply reply;
-            try {
-                reply = exchangeOrRetry(server, path, body, timeoutMs, once);
-            } catch (IOException e) {
-                problems.failed(server, e);
-                failures.add(server + ": " + describe(e));
-                routes.open(index, describe(e));
-                continue;
-            }
-            if (misconfigured(reply, path)) {
-                routes.open(index, "it refused the plugin's credentials: HTTP " + reply.status());
-                passedOver = passedOver == null ? reply : passedOver;
-                continue;
-            }
-            if (reply.status == 503 || reply.status == 421) {
-                if (decision && started && reply.status == 503) {
-                    routes.open(index, "it answered HTTP 503 " + WireJson.error(reply.body()).code());
+        for (int pass = 0; pass < (decision ? 1 : 2); pass++) {
+            for (int index = 0; index < n; index++) {
+                if (skipped[index] != (pass == 1)) {
+                    continue;
                 }
-                passedOver = passedOver == null ? reply : passedOver;
-                continue;
+                URI server = routes.url(index);
+                Reply reply;
+                try {
+                    reply = exchangeOrRetry(server, path, body, timeoutMs, once);
+                } catch (IOException e) {
+                    problems.failed(server, e);
+                    failures.add(server + ": " + describe(e));
+                    routes.open(index, describe(e));
+                    continue;
+                }
+                if (misconfigured(reply, path)) {
+                    routes.open(index, "it refused the plugin's credentials: HTTP " + reply.status());
+                    passedOver = passedOver == null ? reply : passedOver;
+                    continue;
+                }
+                if (reply.status == 503 || reply.status == 421) {
+                    if (decision && started && reply.status == 503) {
+                        routes.open(index, "it answered HTTP 503 " + WireJson.error(reply.body()).code());
+                    }
+                    passedOver = passedOver == null ? reply : passedOver;
+                    continue;
+                }
+                if (pass == 1) {
+                    routes.close(index);
+                }
+                if (index != answering) {
+                    answering = index;
+                    LOG.info("kraft-acl serve: now asking {}{}", server, failures.isEmpty() ? ""
+                            : " (" + String.join("; ", failures) + ")");
+                }
+                return reply;
             }
-            if (index != answering) {
-                answering = index;
-                LOG.info("kraft-acl serve: now asking {}{}", server, failures.isEmpty() ? ""
-                        : " (" + String.join("; ", failures) + ")");
-            }
-            return reply;
         }
         if (passedOver != null) {
             return passedOver;
         }
         List<String> why = new ArrayList<>(failures);
         for (int i = 0; i < n; i++) {
-            String skipped = routes.why(i);
+            String reason = routes.why(i);
             String url = routes.url(i) + ": ";
-            if (skipped != null && failures.stream().noneMatch(f -> f.startsWith(url))) {
-                why.add(url + "skipped until it answers again (" + skipped + ")");
+            if (reason != null && failures.stream().noneMatch(f -> f.startsWith(url))) {
+                why.add(url + "skipped until it answers again (" + reason + ")");
             }
         }
         throw new UnavailableException("no kraft-acl serve answered: " + String.join("; ", why));

@@ -21,40 +21,21 @@ import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 
 /**
- * The JSON of serve's HTTP API v1 (server/openapi.json): request bodies written and answers read with
- * jackson-core's streaming API, which every Kafka 4 broker has on its classpath.
+ * The JSON of serve's HTTP API v1 (the OpenAPI document serve publishes at /v1/openapi.json): request bodies written,
+ * and the ACL API's answers and error bodies read, with jackson-core's streaming API, which every Kafka 4 broker has
+ * on its classpath ({@link DecisionJson} reads the decision API's answers and the change feed's).
  *
  * <p>Stateless and thread-safe (one shared {@link JsonFactory}). Enum fields travel as Kafka's enum names
  * ({@code TOPIC}, {@code READ}, {@code LITERAL}, {@code ALLOW}); fields at their API default are left out.
  */
 final class WireJson {
-    private static final JsonFactory JSON = new JsonFactory();
+    static final JsonFactory JSON = new JsonFactory();
 
     /** Who asks, from where: the fields every decision request starts with. */
     record Subject(String principal, String clientAddress, String listener, String request) {}
 
     /** One per-entry result of a create or delete: Kafka's error code (0 for none) and message. */
     record Outcome(int errorCode, String message, List<AclBinding> acls) {}
-
-    /**
-     * An authorize answer: the results in order, the log offset that decided them, the rules when asked, and the
-     * index in {@code kraft.acl.urls} of the serve that answered (-1 until {@link #from} sets it).
-     */
-    record Decided(List<AuthorizationResult> results, long offset, List<String> rules, int server) {
-        /** The same answer, from the serve at this index. */
-        Decided from(int index) {
-            return new Decided(results, offset, rules, index);
-        }
-    }
-
-    /**
-     * One answer of the change feed (GET /v1/changes): the serve process's identity, the offset of the newest state
-     * it published that changed ACLs (and when, in its wall-clock microseconds), and the last offset it applied.
-     */
-    record Changes(String instance, long aclOffset, long aclAppliedUs, long appliedOffset) {}
-
-    /** A serve's readiness as GET /v1/status reports it. */
-    record Status(boolean ready, long lastAppliedOffset, long aclCount) {}
 
     /** serve's error body: {"error": {"code", "message"}}; the raw text when the body is not that. */
     record ErrorBody(String code, String message) {}
@@ -118,120 +99,6 @@ final class WireJson {
         });
     }
 
-    /** The "results" of an authorize answer, in order; IOException unless there are exactly {@code expected}. */
-    static List<AuthorizationResult> results(byte[] body, int expected) throws IOException {
-        List<AuthorizationResult> out = new ArrayList<>(expected);
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(seek(p, "results"), JsonToken.START_ARRAY, "results to be an array");
-            while (p.nextToken() == JsonToken.VALUE_STRING) {
-                out.add(result(p.getText()));
-            }
-        }
-        if (out.size() != expected) {
-            throw new IOException("expected " + expected + " results, got " + out.size());
-        }
-        return out;
-    }
-
-    /**
-     * A whole authorize answer; IOException unless it has exactly {@code expected} results, an offset, and (when
-     * {@code rules} are expected) as many rules.
-     */
-    static Decided decided(byte[] body, int expected, boolean rules) throws IOException {
-        List<AuthorizationResult> results = null;
-        List<String> texts = null;
-        long offset = Long.MIN_VALUE;
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "results" -> {
-                        expect(value, JsonToken.START_ARRAY, "results to be an array");
-                        results = new ArrayList<>(expected);
-                        while (p.nextToken() == JsonToken.VALUE_STRING) {
-                            results.add(result(p.getText()));
-                        }
-                    }
-                    case "offset" -> {
-                        expect(value, JsonToken.VALUE_NUMBER_INT, "offset to be a whole number");
-                        offset = p.getLongValue();
-                    }
-                    case "rules" -> texts = rules(p, expected);
-                    default -> p.skipChildren();
-                }
-            }
-        }
-        if (results == null || results.size() != expected) {
-            throw new IOException("expected " + expected + " results, got " + (results == null ? 0 : results.size()));
-        }
-        if (offset == Long.MIN_VALUE) {
-            throw new IOException("the answer has no offset");
-        }
-        if (rules && (texts == null || texts.size() != expected)) {
-            throw new IOException("expected " + expected + " rules, got " + (texts == null ? 0 : texts.size()));
-        }
-        return new Decided(results, offset, rules ? texts : null, -1);
-    }
-
-    /** The "text" of each rule object (the parser is on the array's START_ARRAY, or on null). */
-    private static List<String> rules(JsonParser p, int expected) throws IOException {
-        if (p.currentToken() == JsonToken.VALUE_NULL) {
-            return null;
-        }
-        expect(p.currentToken(), JsonToken.START_ARRAY, "rules to be an array");
-        List<String> out = new ArrayList<>(expected);
-        while (p.nextToken() == JsonToken.START_OBJECT) {
-            String text = null;
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                JsonToken value = p.nextToken();
-                if (field.equals("text") && value == JsonToken.VALUE_STRING) {
-                    text = p.getText();
-                } else {
-                    p.skipChildren();
-                }
-            }
-            if (text == null) {
-                throw new IOException("a rule without its text");
-            }
-            out.add(text);
-        }
-        return out;
-    }
-
-    /** GET /v1/changes. */
-    static Changes changes(byte[] body) throws IOException {
-        String instance = null;
-        long aclOffset = Long.MIN_VALUE;
-        long appliedUs = 0;
-        long applied = Long.MIN_VALUE;
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "instance" -> instance = value == JsonToken.VALUE_STRING ? p.getText() : null;
-                    case "acl_offset" -> aclOffset = longValue(p, value, name);
-                    case "acl_applied_us" -> appliedUs = longValue(p, value, name);
-                    case "applied_offset" -> applied = longValue(p, value, name);
-                    default -> p.skipChildren();
-                }
-            }
-        }
-        if (instance == null || instance.isEmpty() || aclOffset == Long.MIN_VALUE || applied == Long.MIN_VALUE) {
-            throw new IOException("a change-feed answer needs instance, acl_offset and applied_offset");
-        }
-        return new Changes(instance, aclOffset, appliedUs, applied);
-    }
-
-    private static long longValue(JsonParser p, JsonToken value, String name) throws IOException {
-        expect(value, JsonToken.VALUE_NUMBER_INT, name + " to be a whole number");
-        return p.getLongValue();
-    }
-
     /** POST /v1/authorize-by-resource-type. */
     static byte[] byResourceType(Subject subject, AclOperation op, ResourceType type) {
         return write(g -> {
@@ -241,25 +108,6 @@ final class WireJson {
             g.writeStringField("resource_type", type.name());
             g.writeEndObject();
         });
-    }
-
-    /** The "result" of an authorize-by-resource-type answer. */
-    static AuthorizationResult result(byte[] body) throws IOException {
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(seek(p, "result"), JsonToken.VALUE_STRING, "a result");
-            return result(p.getText());
-        }
-    }
-
-    private static AuthorizationResult result(String text) throws IOException {
-        switch (text) {
-            case "ALLOWED":
-                return AuthorizationResult.ALLOWED;
-            case "DENIED":
-                return AuthorizationResult.DENIED;
-            default:
-                throw new IOException("unknown result " + text);
-        }
     }
 
     /** POST /v1/acls/create. */
@@ -391,27 +239,6 @@ final class WireJson {
         return out;
     }
 
-    /** GET /v1/status. */
-    static Status status(byte[] body) throws IOException {
-        boolean ready = false;
-        long offset = -1;
-        long count = -1;
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "ready" -> ready = value == JsonToken.VALUE_TRUE;
-                    case "last_applied_offset" -> offset = p.getLongValue();
-                    case "acl_count" -> count = p.getLongValue();
-                    default -> p.skipChildren();
-                }
-            }
-        }
-        return new Status(ready, offset, count);
-    }
-
     /** GET /v1/acls/count. */
     static int count(byte[] body) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
@@ -457,7 +284,7 @@ final class WireJson {
     }
 
     /** Into a top-level object, up to the value of {@code field}: its first token, or null when it is absent. */
-    private static JsonToken seek(JsonParser p, String field) throws IOException {
+    static JsonToken seek(JsonParser p, String field) throws IOException {
         expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
@@ -470,7 +297,7 @@ final class WireJson {
         return null;
     }
 
-    private static void expect(JsonToken got, JsonToken wanted, String what) throws IOException {
+    static void expect(JsonToken got, JsonToken wanted, String what) throws IOException {
         if (got != wanted) {
             throw new IOException("expected " + what + ", got " + got);
         }
