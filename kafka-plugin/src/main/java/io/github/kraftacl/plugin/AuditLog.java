@@ -5,6 +5,7 @@ import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
 import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,11 +21,38 @@ final class AuditLog {
     static final String LOGGER = "kafka.authorizer.logger";
     private static final Logger AUDIT = LoggerFactory.getLogger(LOGGER);
 
+    /** Which decisions' rules the audit logger's level needs (ask serve for those, remember them with them). */
+    enum Rules {
+        /** Above INFO: nothing is logged. */
+        NONE(null),
+        /** INFO (Kafka's default): denials are logged, allowed decisions are not. */
+        DENIED("denied"),
+        /** DEBUG or TRACE: every decision may be logged. */
+        ALL("all");
+
+        /** The value of the request's {@code rules} field. */
+        final String wire;
+
+        Rules(String wire) {
+            this.wire = wire;
+        }
+
+        /** True when a decision with this result needs its rule at this level. */
+        boolean needs(AuthorizationResult result) {
+            return this == ALL || (this == DENIED && result == AuthorizationResult.DENIED);
+        }
+    }
+
+    static final String UNREPORTED_RULE = "(not reported by kraft-acl serve)";
+
     private AuditLog() {}
 
-    /** True when some decision would be logged (INFO or finer): decisions are then asked of serve with their rule. */
-    static boolean wantsRules() {
-        return AUDIT.isInfoEnabled();
+    /** The rules the logger's level needs now. */
+    static Rules rulesNeeded() {
+        if (AUDIT.isDebugEnabled()) {
+            return Rules.ALL;
+        }
+        return AUDIT.isInfoEnabled() ? Rules.DENIED : Rules.NONE;
     }
 
     /** Log one decided action at its level, as StandardAuthorizer does. */
@@ -57,7 +85,7 @@ final class AuditLog {
                 .append(':').append(p.name())
                 .append(" for request = ").append(RequestNames.of(ctx.requestType()))
                 .append(" with resourceRefCount = ").append(action.resourceReferenceCount())
-                .append(" based on rule ").append(rule)
+                .append(" based on rule ").append(rule == null ? UNREPORTED_RULE : rule)
                 .toString();
     }
 

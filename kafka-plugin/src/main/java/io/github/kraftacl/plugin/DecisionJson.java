@@ -37,8 +37,8 @@ final class DecisionJson {
     record Status(boolean ready, long lastAppliedOffset, long aclCount) {}
 
     /**
-     * A whole authorize answer; IOException unless it has exactly {@code expected} results, an offset, and (when
-     * {@code rules} are expected) as many rules.
+     * A whole authorize answer; IOException unless it has exactly {@code expected} results and an offset, and, when
+     * {@code rules} were asked, as many {@code rule_texts} (a string, or null for an action whose rule was not asked).
      */
     static Decided decided(byte[] body, int expected, boolean rules) throws IOException {
         List<AuthorizationResult> results = null;
@@ -61,7 +61,7 @@ final class DecisionJson {
                         WireJson.expect(value, JsonToken.VALUE_NUMBER_INT, "offset to be a whole number");
                         offset = p.getLongValue();
                     }
-                    case "rules" -> texts = rules(p, expected);
+                    case "rule_texts" -> texts = ruleTexts(p, value, expected);
                     default -> p.skipChildren();
                 }
             }
@@ -73,33 +73,22 @@ final class DecisionJson {
             throw new IOException("the answer has no offset");
         }
         if (rules && (texts == null || texts.size() != expected)) {
-            throw new IOException("expected " + expected + " rules, got " + (texts == null ? 0 : texts.size()));
+            throw new IOException("expected " + expected + " rule_texts, got " + (texts == null ? 0 : texts.size()));
         }
         return new Decided(results, offset, rules ? texts : null, -1);
     }
 
-    /** The "text" of each rule object (the parser is on the array's START_ARRAY, or on null). */
-    private static List<String> rules(JsonParser p, int expected) throws IOException {
-        if (p.currentToken() == JsonToken.VALUE_NULL) {
-            return null;
-        }
-        WireJson.expect(p.currentToken(), JsonToken.START_ARRAY, "rules to be an array");
+    /** The rule_texts array: a string or null per action. */
+    private static List<String> ruleTexts(JsonParser p, JsonToken value, int expected) throws IOException {
+        WireJson.expect(value, JsonToken.START_ARRAY, "rule_texts to be an array");
         List<String> out = new ArrayList<>(expected);
-        while (p.nextToken() == JsonToken.START_OBJECT) {
-            String text = null;
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String field = p.currentName();
-                JsonToken value = p.nextToken();
-                if (field.equals("text") && value == JsonToken.VALUE_STRING) {
-                    text = p.getText();
-                } else {
-                    p.skipChildren();
-                }
+        for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+            if (t == JsonToken.VALUE_NULL) {
+                out.add(null);
+            } else {
+                WireJson.expect(t, JsonToken.VALUE_STRING, "a rule text or null");
+                out.add(p.getText());
             }
-            if (text == null) {
-                throw new IOException("a rule without its text");
-            }
-            out.add(text);
         }
         return out;
     }

@@ -22,8 +22,9 @@ import org.slf4j.LoggerFactory;
  * <p>Thread-safe: Kafka calls it from all its request threads at once. A decision is remembered with the feed view
  * read <em>before</em> serve was asked and the offset serve decided it at, so one that raced an ACL change is stored
  * but never used: the view that reports the change requires a newer offset (offsets are compared, not arrival
- * order). With the cache on, every decision is also written to the broker's {@code kafka.authorizer.logger} as
- * StandardAuthorizer writes it, with the rule serve reported, so the broker's audit log is complete.
+ * order). While the change feed is connected, every decision is also written to the broker's
+ * {@code kafka.authorizer.logger} as StandardAuthorizer writes it, with the rule serve reported (asked only for the
+ * decisions the logger's level prints), so the broker's audit log is complete; serve logs the ones it decides.
  */
 final class Decisions {
     private static final Logger LOG = LoggerFactory.getLogger(Decisions.class);
@@ -61,15 +62,17 @@ final class Decisions {
             return List.of();
         }
         if (cache == null) {
-            DecisionJson.Decided d = ask(ctx, principal, actions, false);
+            DecisionJson.Decided d = ask(ctx, principal, actions, null);
             return d == null ? Collections.nCopies(n, DENIED) : d.results();
         }
         FeedView view = feed.view();
-        boolean rules = AuditLog.wantsRules();
+        // Rules are asked only of a serve whose change feed is connected (one new enough to report them), and only
+        // those the audit logger's level will print: at Kafka's default (INFO), the denials'.
+        AuditLog.Rules need = view.server() >= 0 ? AuditLog.rulesNeeded() : AuditLog.Rules.NONE;
         Object host = DecisionKey.host(ctx.clientAddress());
         boolean usable = view.usable(System.nanoTime());
         AuthorizationResult[] results = new AuthorizationResult[n];
-        String[] ruleOf = rules ? new String[n] : null;
+        String[] ruleOf = new String[n];
         DecisionKey[] keys = new DecisionKey[n];
         int[] missing = new int[n];
         int misses = 0;
@@ -77,20 +80,18 @@ final class Decisions {
             DecisionKey key = DecisionKey.of(principal, host, actions.get(i));
             keys[i] = key;
             Remembered r = usable ? cache.get(key) : null;
-            if (r != null && view.current(r.generation(), r.offset()) && (!rules || r.rule() != null)) {
+            if (r != null && view.current(r.generation(), r.offset()) && (r.rule() != null || !need.needs(r.result()))) {
                 results[i] = r.result();
-                if (rules) {
-                    ruleOf[i] = r.rule();
-                }
+                ruleOf[i] = r.rule();
             } else {
                 missing[misses++] = i;
             }
         }
         cacheMetrics.lookedUp(n - misses, misses);
         if (misses > 0) {
-            fill(ctx, principal, actions, view, rules, keys, missing, misses, results, ruleOf);
+            fill(ctx, principal, actions, view, need, keys, missing, misses, results, ruleOf);
         }
-        if (rules) {
+        if (need != AuditLog.Rules.NONE) {
             for (int i = 0; i < n; i++) {
                 AuditLog.log(principal, ctx, actions.get(i), results[i] == ALLOWED, ruleOf[i]);
             }
@@ -100,7 +101,7 @@ final class Decisions {
 
     /** Ask serve for the actions not remembered; remember its answers when they came from the feed's serve. */
     private void fill(AuthorizableRequestContext ctx, KafkaPrincipal principal, List<Action> actions, FeedView view,
-            boolean rules, DecisionKey[] keys, int[] missing, int misses, AuthorizationResult[] results,
+            AuditLog.Rules need, DecisionKey[] keys, int[] missing, int misses, AuthorizationResult[] results,
             String[] ruleOf) {
         List<Action> asked = actions;
         if (misses < actions.size()) {
@@ -109,13 +110,11 @@ final class Decisions {
                 asked.add(actions.get(missing[j]));
             }
         }
-        DecisionJson.Decided d = ask(ctx, principal, asked, rules);
+        DecisionJson.Decided d = ask(ctx, principal, asked, need.wire);
         if (d == null) {
             for (int j = 0; j < misses; j++) {
                 results[missing[j]] = DENIED;
-                if (rules) {
-                    ruleOf[missing[j]] = FAIL_CLOSED_RULE;
-                }
+                ruleOf[missing[j]] = FAIL_CLOSED_RULE;
             }
             return;
         }
@@ -125,9 +124,7 @@ final class Decisions {
             AuthorizationResult result = d.results().get(j);
             String rule = d.rules() == null ? null : d.rules().get(j);
             results[i] = result;
-            if (rules) {
-                ruleOf[i] = rule;
-            }
+            ruleOf[i] = rule;
             if (remember) {
                 cache.put(keys[i], new Remembered(result, d.offset(), view.generation(), rule));
             }
@@ -136,7 +133,7 @@ final class Decisions {
 
     /** serve's decisions of these actions, or null after denying them all (fail closed, logged). */
     private DecisionJson.Decided ask(AuthorizableRequestContext ctx, KafkaPrincipal principal, List<Action> actions,
-            boolean rules) {
+            String rules) {
         int n = actions.size();
         ServeClient.Reply reply;
         try {
@@ -147,7 +144,7 @@ final class Decisions {
         }
         if (reply.status() == 200) {
             try {
-                DecisionJson.Decided d = DecisionJson.decided(reply.body(), n, rules)
+                DecisionJson.Decided d = DecisionJson.decided(reply.body(), n, rules != null)
                         .from(client.routes().indexOf(reply.server()));
                 answered();
                 return d;

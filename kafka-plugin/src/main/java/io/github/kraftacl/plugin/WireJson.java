@@ -65,16 +65,19 @@ final class WireJson {
 
     /** POST /v1/authorize: every action of one request context (LITERAL patterns only, checked by the caller). */
     static byte[] authorize(Subject subject, List<Action> actions) {
-        return authorize(subject, actions, false);
+        return authorize(subject, actions, null);
     }
 
-    /** POST /v1/authorize; {@code explain}: ask for each action's rule (Kafka's audit-log words) too. */
-    static byte[] authorize(Subject subject, List<Action> actions, boolean explain) {
+    /**
+     * POST /v1/authorize; {@code rules} ("denied" or "all", or null for none): ask for the rule (Kafka's audit-log
+     * words) of the denied actions, or of every action, too.
+     */
+    static byte[] authorize(Subject subject, List<Action> actions, String rules) {
         return write(g -> {
             g.writeStartObject();
             subject(g, subject);
-            if (explain) {
-                g.writeBooleanField("explain", true);
+            if (rules != null) {
+                g.writeStringField("rules", rules);
             }
             g.writeArrayFieldStart("actions");
             for (Action a : actions) {

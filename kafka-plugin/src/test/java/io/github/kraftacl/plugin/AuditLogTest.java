@@ -86,15 +86,23 @@ class AuditLogTest {
     }
 
     @Test
-    void withTheAuditLoggerAboveInfoNoRuleIsAskedAndNothingLogged() throws Exception {
+    void onlyTheRulesTheLoggersLevelPrintsAreAsked() throws Exception {
         CapturedLogs.level("WARN");
-        plugin.authorize(ctx("alice"), List.of(read("no")));
-        assertTrue(!serve.on("/v1/authorize").get(0).body().contains("explain"));
+        plugin.authorize(ctx("alice"), List.of(read("no"), read("ok")));
+        assertTrue(!serve.on("/v1/authorize").get(0).body().contains("\"rules\""), "above INFO: no rule asked");
         CapturedLogs.level("INFO");
-        plugin.authorize(ctx("alice"), List.of(read("no")));
-        assertEquals(2, decider.asked.get(), "remembered without its rule: asked again once the rule is needed");
-        assertTrue(serve.on("/v1/authorize").get(1).body().contains("\"explain\":true"));
-        assertEquals(1, audit("INFO").size());
+        plugin.authorize(ctx("alice"), List.of(read("no"), read("ok")));
+        assertEquals(2, decider.asked.get(), "a denial remembered without its rule is asked again at INFO");
+        String second = serve.on("/v1/authorize").get(1).body();
+        assertTrue(second.contains("\"rules\":\"denied\"") && !second.contains("\"ok\""), "only the denial: " + second);
+        plugin.authorize(ctx("alice"), List.of(read("no"), read("ok")));
+        assertEquals(2, decider.asked.get(), "at INFO an allowed decision needs no rule");
+        assertEquals(2, audit("INFO").size());
+        CapturedLogs.level("DEBUG");
+        plugin.authorize(ctx("alice"), List.of(read("no"), read("ok")));
+        assertEquals(3, decider.asked.get());
+        assertTrue(serve.on("/v1/authorize").get(2).body().contains("\"rules\":\"all\""));
+        assertTrue(audit("DEBUG").get(0).endsWith("based on rule " + FakeDecider.rule("ok")), audit("DEBUG").get(0));
     }
 
     @Test

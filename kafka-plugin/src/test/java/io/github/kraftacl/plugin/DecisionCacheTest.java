@@ -177,6 +177,8 @@ class DecisionCacheTest {
         alice("a");
         assertEquals(2, decider.asked.get());
         assertEquals(0, plugin.cache().size());
+        assertTrue(serve.on("/v1/authorize").stream().noneMatch(r -> r.body().contains("\"rules\"")),
+                "a serve without the feed (an older one) is not asked for rules it does not know");
     }
 
     @Test

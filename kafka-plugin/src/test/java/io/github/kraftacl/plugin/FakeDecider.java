@@ -11,8 +11,8 @@ import java.util.regex.Pattern;
 
 /**
  * The decisions of a {@link FakeServe}: ALLOWED for the resource names in {@link #allowed}, DENIED otherwise, at
- * {@link #offset}, with a rule per action when the request asks {@code explain}; only the probe's and the
- * plugin's decision requests of non-probe principals are counted in {@link #asked}.
+ * {@link #offset}, with the rule texts the request asks for ({@code rules}: denied or all); only the decision
+ * requests of non-probe principals are counted in {@link #asked}.
  */
 final class FakeDecider implements Function<FakeServe.Received, FakeServe.Answer> {
     private static final Pattern NAME = Pattern.compile("\"resource_name\":\"([^\"]*)\"");
@@ -38,15 +38,16 @@ final class FakeDecider implements Function<FakeServe.Received, FakeServe.Answer
         long at = offset.get();
         List<String> results = new ArrayList<>();
         List<String> rules = new ArrayList<>();
+        boolean all = r.body().contains("\"rules\":\"all\"");
+        boolean denied = r.body().contains("\"rules\":\"denied\"");
         Matcher m = NAME.matcher(r.body());
         while (m.find()) {
             boolean ok = allowed.contains(m.group(1));
             results.add(ok ? "\"ALLOWED\"" : "\"DENIED\"");
-            rules.add(ok ? "{\"kind\":\"MatchingAcl\",\"text\":\"" + rule(m.group(1)) + "\",\"acl_id\":\"x\"}"
-                    : "{\"kind\":\"DefaultDeny\",\"text\":\"DefaultDeny\"}");
+            rules.add(ok ? (all ? "\"" + rule(m.group(1)) + "\"" : "null") : "\"DefaultDeny\"");
         }
         String body = "{\"results\":[" + String.join(",", results) + "],\"offset\":" + at
-                + (r.body().contains("\"explain\":true") ? ",\"rules\":[" + String.join(",", rules) + "]" : "") + "}";
+                + (all || denied ? ",\"rule_texts\":[" + String.join(",", rules) + "]" : "") + "}";
         return new FakeServe.Answer(200, body, delayMs);
     }
 
