@@ -63,7 +63,13 @@ final class Decisions {
         }
         if (cache == null) {
             DecisionJson.Decided d = ask(ctx, principal, actions, null);
-            return d == null ? Collections.nCopies(n, DENIED) : d.results();
+            if (d == null) {
+                for (Action a : actions) {
+                    AuditLog.log(principal, ctx, a, false, FAIL_CLOSED_RULE);
+                }
+                return Collections.nCopies(n, DENIED);
+            }
+            return d.results();
         }
         FeedView view = feed.view();
         // Rules are asked only of a serve whose change feed is connected (one new enough to report them), and only
@@ -111,10 +117,13 @@ final class Decisions {
             }
         }
         DecisionJson.Decided d = ask(ctx, principal, asked, need.wire);
-        if (d == null) {
+        if (d == null) { // denied by the broker alone: audited here whatever serve could say
             for (int j = 0; j < misses; j++) {
                 results[missing[j]] = DENIED;
                 ruleOf[missing[j]] = FAIL_CLOSED_RULE;
+                if (need == AuditLog.Rules.NONE) {
+                    AuditLog.log(principal, ctx, actions.get(missing[j]), false, FAIL_CLOSED_RULE);
+                }
             }
             return;
         }

@@ -116,6 +116,8 @@ class ServeRoutesTest {
         String warn = CapturedLogs.lines(Decisions.class.getName(), "WARN").get(0).message();
         assertTrue(warn.contains("fail closed"), warn);
         assertEquals(1, CapturedLogs.lines(Decisions.class.getName(), "WARN").size(), "rate-limited");
+        assertEquals(3, CapturedLogs.lines(AuditLog.LOGGER, "INFO").stream().filter(l -> l.message().endsWith(
+                "based on rule " + Decisions.FAIL_CLOSED_RULE)).count(), "each denial is in the audit log");
         localDecider.delayMs = 0;
         waitFor(() -> !plugin.routes().isOpen(0), "the probe finds serve answering");
         assertEquals(ALLOWED, bob());
