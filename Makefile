@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 .PHONY: setup run demo test lint typecheck unit kafka-jars plugin spark-jars clean
 
 # codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
-$(STAMP): pyproject.toml setup.py metadata_log/codec_rows.py authorizer/bulk_rows.py
+$(STAMP): pyproject.toml setup.py metadata_log/codec/rows.py authorizer/index/bulk_rows.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,spark]'
@@ -72,4 +72,4 @@ test: setup lint typecheck
 
 clean:
 	rm -rf kafka-plugin/target
-	rm -rf $(VENV) .spark .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/_codec_rows_native* authorizer/_bulk_rows_native* *.so
+	rm -rf $(VENV) .spark .mypy_cache .pytest_cache .ruff_cache build *.egg-info metadata_log/codec/_rows_native* authorizer/index/_bulk_rows_native* *.so

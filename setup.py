@@ -1,4 +1,4 @@
-"""Build hook: compile the hot loops (`metadata_log/codec_rows.py`, `authorizer/bulk_rows.py`) with mypyc.
+"""Build hook: compile the hot loops (`metadata_log/codec/rows.py`, `authorizer/index/bulk_rows.py`) with mypyc.
 
 Everything else about the package is in pyproject.toml. Each compiled module is a copy of its
 source stamped with that file's SHA-256, so that a build older than the source is never used (see
@@ -14,9 +14,11 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 # source -> its generated, stamped copy (gitignored; excluded from ruff and mypy in pyproject.toml)
+# (kraftacl/metadata_log is a symlink to metadata_log/: the paths name the modules kraftacl.metadata_log.*, which mypyc
+# derives from the folders' __init__.py files)
 COMPILED = {
-    Path("metadata_log/codec_rows.py"): Path("metadata_log/_codec_rows_native.py"),
-    Path("authorizer/bulk_rows.py"): Path("authorizer/_bulk_rows_native.py"),
+    Path("kraftacl/metadata_log/codec/rows.py"): Path("kraftacl/metadata_log/codec/_rows_native.py"),
+    Path("kraftacl/authorizer/index/bulk_rows.py"): Path("kraftacl/authorizer/index/_bulk_rows_native.py"),
 }
 
 

@@ -1,63 +1,9 @@
-"""`kraft-acl`'s entry point: the shell's typer app plus the `serve` command.
+"""`kraft-acl`'s entry point (the console script and `python -m kraftacl`): the CLI's root app, every command
+registered (`kraftacl.cli.app`).
 
 Stateless; every invocation is its own process.
 """
 
-from __future__ import annotations
+from kraftacl.cli.app import main
 
-import logging
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
-from shell.cli import app
-from shell.errors import EXIT_FAILED, fail
-from shell.root import PROG
-
-
-def serve_command(
-    config: Annotated[
-        Path,
-        typer.Option(
-            "--config",
-            metavar="FILE",
-            help="Kafka-style properties file: listeners, early.start.listeners, super.users, metadata.log.dir, "
-            "auth.token.file, broker.principals, ... (README: serve configuration)",
-        ),
-    ],
-) -> None:
-    """Run the authorizer process Kafka brokers, scripts and the CLI ask: KIP-801 start-up (early-start
-    listeners answer super users first, the others open once the ACLs are loaded), then tail the log and
-    answer the HTTP API on every listener until SIGTERM or SIGINT.
-
-    \b
-    Example:
-      kraft-acl serve --config examples/serve/server.properties
-    """
-    from authorizer.errors import ConfigError
-    from server.config import load
-    from server.log_backend import ServeError
-    from server.process import serve, setup_logging
-
-    try:
-        settings = load(config)
-    except ConfigError as exc:
-        fail(str(exc))
-    setup_logging(settings)
-    for warning in settings.warnings:
-        logging.getLogger("kraft_acl.serve").warning(warning)
-    try:
-        serve(settings)
-    except ConfigError as exc:
-        fail(str(exc))
-    except ServeError as exc:
-        fail(str(exc), EXIT_FAILED)
-
-
-app.command("serve")(serve_command)
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app(prog_name=PROG)
+__all__ = ["main"]

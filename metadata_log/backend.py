@@ -10,7 +10,7 @@ import abc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from metadata_log.records import MetadataRecord, RecordBatch
+from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 
 
 @dataclass(frozen=True, slots=True)

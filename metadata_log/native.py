@@ -3,12 +3,12 @@
 Stateless; safe from any thread. This module imports nothing of the project, so any layer may use
 it (the decision core included: see the import contracts in pyproject.toml).
 
-`setup.py` compiles a copy of each hot module (`metadata_log/codec_rows.py` -> the extension
-`metadata_log._codec_rows_native`, `authorizer/bulk_rows.py` -> `authorizer._bulk_rows_native`),
+`setup.py` compiles a copy of each hot module (`metadata_log/codec/rows.py` -> the extension
+`metadata_log.codec._rows_native`, `authorizer/index/bulk_rows.py` -> `authorizer.index._bulk_rows_native`),
 stamped with the SHA-256 of the source it was made from. A build whose stamp does not match the
 source as it is now (edited since the install) is ignored with a warning, so the code that runs is
 always the code in the repository; `make setup` rebuilds. `KRAFT_ACL_PURE_PYTHON=1` forces the
-sources. Where each choice is made: `metadata_log.codec_fast.DECODER`, `authorizer.native_rows.BULK_ROWS`.
+sources. Where each choice is made: `metadata_log.codec.fast.DECODER`, `authorizer.index.native_rows.BULK_ROWS`.
 """
 
 from __future__ import annotations

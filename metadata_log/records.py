@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +56,10 @@ class RecordBatch:
     def next_offset(self) -> int:
         """The offset right after this batch (exclusive end)."""
         return self.base_offset + len(self.records)
+
+
+def iso_time(timestamp_ms: int) -> str:
+    """A batch timestamp as ISO-8601 UTC ("-" when unknown)."""
+    if timestamp_ms < 0:
+        return "-"
+    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).isoformat(timespec="milliseconds")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from metadata_log.backend import LogBackend
-from metadata_log.errors import DivergenceError, OffsetOutOfRangeError, ReplayError
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.errors import DivergenceError, OffsetOutOfRangeError, ReplayError
+from kraftacl.metadata_log.records import RecordBatch
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Kafka's `Uuid` rules: the 22-character text form, strict parsing, and `randomUuid` generation.
 
-Pure functions (new_uuid reads os.urandom): safe to call from any thread. `metadata_log.codec`
+Pure functions (new_uuid reads os.urandom): safe to call from any thread. `metadata_log.codec.avro`
 re-exports them; import them from either.
 
 Kafka prints a Uuid as the URL-safe base64 of its 16 bytes without padding: 128 bits in 22
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from operator import itemgetter
 
-from metadata_log.errors import InvalidUuidError
+from kraftacl.metadata_log.errors import InvalidUuidError
 
 ZERO_UUID = bytes(16)
 METADATA_TOPIC_ID = bytes(15) + b"\x01"  # Kafka's Uuid.METADATA_TOPIC_ID = new Uuid(0L, 1L)

@@ -1,5 +1,5 @@
-"""`python -m pipeline JOB ...`: the driver program (see pipeline.driver)."""
+"""`python -m kraftacl.pipeline JOB ...`: the driver program (see kraftacl.pipeline.driver)."""
 
-from pipeline.driver import main
+from kraftacl.pipeline.driver import main
 
 main()

@@ -1,4 +1,4 @@
-"""Timed pipeline runs for `kraft-acl bench --suite pipeline`: `python -m pipeline.bench fold|permissions ...`
+"""Timed pipeline runs for `kraft-acl bench --suite pipeline`: `python -m kraftacl.pipeline.bench fold|permissions ...`
 prints one JSON object (the job's seconds after the session is up, and what it produced).
 
 One run per process, so each master (local[1], local[2]) gets a fresh JVM.
@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from authorizer.config import AuthorizerConfig
-from pipeline.fold import fold, state_at
-from pipeline.inputs import read_principals, read_resources
-from pipeline.permissions import report
-from pipeline.session import build_session
-from pipeline.source import LogSource, load_events
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.pipeline.inputs import read_principals, read_resources
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.jobs.permissions import report
+from kraftacl.pipeline.session import build_session
+from kraftacl.pipeline.sources.log import LogSource, load_events
 
 
 def fold_run(log_dir: Path, master: str, out: Path) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from metadata_log.backends.kafka_message import DEFAULT_TOPIC
-from pipeline.errors import PipelineError
-from pipeline.inputs import check_principal, parse_settings, parse_time
-from pipeline.source import LogSource
+from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.inputs import check_principal, parse_settings, parse_time
+from kraftacl.pipeline.sources.log import LogSource
 
 STATE_AT = "the state at offset N: every record below N applied (N between two batches; default: the high-water mark)"
 

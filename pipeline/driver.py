@@ -1,4 +1,4 @@
-"""The jobs' driver program: `python -m pipeline JOB ...` (what `kraft-acl audit JOB` runs, in local mode by
+"""The jobs' driver program: `python -m kraftacl.pipeline JOB ...` (what `kraft-acl audit JOB` runs, in local mode by
 default) or `spark-submit [--master URL] pipeline/driver.py JOB ...` on a cluster.
 
 One job per process: it builds the session, runs, prints, stops the session. Bad input or a log that
@@ -17,13 +17,13 @@ from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from authorizer.errors import AuthorizerError
-from metadata_log.errors import LogError
-from pipeline.cli_args import Args, parser
-from pipeline.errors import PipelineError
-from pipeline.jobs import JOBS
-from pipeline.session import build_session
-from snapshots.errors import SnapshotError
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.pipeline.cli_args import Args, parser
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.run_jobs import JOBS
+from kraftacl.pipeline.session import build_session
+from kraftacl.snapshots.errors import SnapshotError
 
 EXIT_INPUT = 2
 EXIT_FAILED = 1

@@ -12,8 +12,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from authorizer.operations import SUPPORTED_OPERATIONS
-from pipeline.errors import PipelineError
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.pipeline.errors import PipelineError
 
 
 def parse_time(option: str, text: str) -> int:

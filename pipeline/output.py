@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from pipeline.errors import PipelineError
+from kraftacl.pipeline.errors import PipelineError
 
 
 def is_remote(out: str) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pipeline.errors import PipelineError
+from kraftacl.pipeline.errors import PipelineError
 
 JARS_ENV = "KRAFT_ACL_SPARK_JARS"
 DEFAULT_JARS = Path(__file__).resolve().parent.parent / ".spark" / "jars"

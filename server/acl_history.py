@@ -11,17 +11,17 @@ import asyncio
 
 import msgspec
 
-from authorizer.acl_history import AclHistory, acl_history
-from authorizer.model import AclOperation
-from metadata_log.errors import LogError
-from server.admin import require_cluster, require_ready
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import acl_out
-from server.errors import LogUnavailable
-from server.http import Request, Response
-from server.log_backend import open_backend
-from server.wire import AclEventOut, HistoryIn, HistoryOut
+from kraftacl.api.wire import AclEventOut, HistoryIn, HistoryOut
+from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
+from kraftacl.authorizer.model.acls import AclOperation
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.server.admin import require_cluster, require_ready
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import acl_out
+from kraftacl.server.errors import LogUnavailable
+from kraftacl.server.http import Request, Response
+from kraftacl.server.log_backend import open_backend
 
 _HISTORY = msgspec.json.Decoder(HistoryIn)
 _ENCODE = msgspec.json.Encoder()

@@ -14,17 +14,7 @@ from typing import TypeVar
 
 import msgspec
 
-from authorizer.controller import CreateResult, DeleteResult
-from authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
-from authorizer.model import CLUSTER_NAME, AclOperation, AuthorizationResult, ResourceType, StandardAcl, kafka_order
-from authorizer.standard import Action, RequestContext
-from metadata_log.errors import LogError
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import acl_of, acl_out, filter_of
-from server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
-from server.http import Request, Response
-from server.wire import (
+from kraftacl.api.wire import (
     CountOut,
     CreateIn,
     CreateOut,
@@ -37,6 +27,23 @@ from server.wire import (
     ImageOut,
     StatusOut,
 )
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
+from kraftacl.authorizer.model.acls import (
+    CLUSTER_NAME,
+    AclOperation,
+    AuthorizationResult,
+    ResourceType,
+    StandardAcl,
+    kafka_order,
+)
+from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import acl_of, acl_out, filter_of
+from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
+from kraftacl.server.http import Request, Response
 
 _DESCRIBE = msgspec.json.Decoder(DescribeIn)
 _CREATE = msgspec.json.Decoder(CreateIn)
@@ -125,7 +132,7 @@ async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
     try:
         return await asyncio.get_running_loop().run_in_executor(state.writer, work)
     except LogError as exc:
-        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka, imported only with Kafka
+        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka_topic.log, imported only with Kafka
             raise NotController(f"another controller took over the metadata log: {exc}") from exc
         raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
 

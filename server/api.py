@@ -12,14 +12,14 @@ from http import HTTPStatus
 
 import msgspec
 
-from server import acl_history, admin, decide, import_api
-from server.auth import ANONYMOUS, Authenticator, Caller
-from server.context import ServeState
-from server.errors import ApiFailure, Unauthenticated
-from server.http import Request, Response
-from server.metrics import CONTENT_TYPE
-from server.openapi import openapi_document
-from server.wire import ErrorBody, ErrorOut
+from kraftacl.api.openapi import openapi_document
+from kraftacl.api.wire import ErrorBody, ErrorOut
+from kraftacl.server import acl_history, admin, decide, import_api
+from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.errors import ApiFailure, Unauthenticated
+from kraftacl.server.http import Request, Response
+from kraftacl.server.metrics import CONTENT_TYPE
 
 _ENCODE = msgspec.json.Encoder()
 Handler = Callable[[ServeState, Request, Caller], "Response | Awaitable[Response]"]

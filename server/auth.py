@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from authorizer.errors import ConfigError
+from kraftacl.authorizer.errors import ConfigError
 
 ANONYMOUS = "User:ANONYMOUS"
 

@@ -2,7 +2,7 @@
 
 `ServeConfig` and its parts are immutable values. Every bad value raises `ServeConfigError` with one
 line naming the file, the key and the value; unknown keys are returned as warnings, never fatal.
-Keys and their meaning are listed in `KEYS` (the README's table is generated from the same words).
+Keys and their meaning are listed in `KEYS` (docs/serve.md's table is generated from the same words).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authorizer.config import (
+from kraftacl.authorizer.decision.config import (
     ALLOW_EVERYONE,
     EARLY_START_LISTENERS,
     SUPER_USERS,
@@ -22,7 +22,7 @@ from authorizer.config import (
     load_properties,
     parse_super_users,
 )
-from authorizer.errors import ConfigError
+from kraftacl.authorizer.errors import ConfigError
 
 
 class ServeConfigError(ConfigError):
@@ -38,7 +38,7 @@ KAFKA_CLIENT_PREFIX = "metadata.log.kafka."
 LOG_LEVELS = {"trace": 5, "debug": 10, "info": 20, "warn": 30, "error": 40}
 LISTENER_SSL_PREFIX = "listener.name."
 
-# key -> what it means (README "serve configuration" documents these words)
+# key -> what it means (docs/serve.md "Configuration" documents these words)
 KEYS: dict[str, str] = {
     "listeners": "named endpoints NAME://host:port, comma-separated (required)",
     "listener.security.protocol.map": "NAME:PLAINTEXT|SSL per listener (default: SSL for a listener named SSL)",

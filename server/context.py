@@ -9,12 +9,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from authorizer.node import AclNode
-from authorizer.standard import StandardAuthorizer
-from authorizer.tailer import Tailer
-from server.config import ServeConfig
-from server.decision_log import AclIds, DecisionLog
-from server.metrics import ServeMetrics
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.tailer import Tailer
+from kraftacl.server.config import ServeConfig
+from kraftacl.server.decision_log import AclIds, DecisionLog
+from kraftacl.server.metrics import ServeMetrics
 
 
 @dataclass

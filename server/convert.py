@@ -1,4 +1,4 @@
-"""Between the API's JSON shapes (`server.wire`) and the authorizer's values: enum names with Kafka's parsing
+"""Between the API's JSON shapes (`api.wire`) and the authorizer's values: enum names with Kafka's parsing
 rules, Kafka's string limits, and the field at fault in every error.
 
 Pure functions over immutable values; the lookup tables are built once at import.
@@ -9,11 +9,11 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TypeVar
 
-from authorizer.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.standard import Action
-from server.errors import BadRequest
-from server.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
+from kraftacl.api.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
+from kraftacl.authorizer.decision.standard import Action
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
+from kraftacl.server.errors import BadRequest
 
 E = TypeVar("E", bound=IntEnum)
 

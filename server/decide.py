@@ -11,18 +11,7 @@ import time
 
 import msgspec
 
-from authorizer.audit import AUDIT_LOGGER, TRACE, audit_level
-from authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from authorizer.hosts import java_host_address
-from authorizer.model import AclOperation, AuthorizationResult, PatternType, ResourceType
-from authorizer.operations import SUPPORTED_OPERATIONS
-from authorizer.standard import RESULT_OF, Action, RequestContext
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
-from server.errors import BadRequest, Forbidden, NotReady
-from server.http import Request, Response
-from server.wire import (
+from kraftacl.api.wire import (
     MAX_STRING_BYTES,
     ActionIn,
     AuthorizedOperationsIn,
@@ -35,6 +24,17 @@ from server.wire import (
     ResultOut,
     RuleOut,
 )
+from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
+from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
+from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
+from kraftacl.server.errors import BadRequest, Forbidden, NotReady
+from kraftacl.server.http import Request, Response
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _BY_TYPE = msgspec.json.Decoder(ByResourceTypeIn)

@@ -18,10 +18,10 @@ from pathlib import Path
 import immutables
 import msgspec
 
-from authorizer.audit import Rule
-from authorizer.image import AclsImage
-from authorizer.model import AuthorizationResult, StandardAcl
-from authorizer.standard import Action, RequestContext
+from kraftacl.authorizer.decision.audit import Rule
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import AuthorizationResult, StandardAcl
+from kraftacl.authorizer.state.image import AclsImage
 
 
 class DecisionLine(msgspec.Struct, frozen=True):

@@ -14,23 +14,23 @@ import sys
 
 import msgspec
 
-from authorizer.controller import ImportResult, InvalidImportError
-from authorizer.gc_pause import paused_gc
-from authorizer.model import AclOperation, StandardAcl
-from server.admin import on_writer, require_cluster, require_ready, require_writable
-from server.auth import Caller
-from server.context import ServeState
-from server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
-from server.errors import BadRequest
-from server.http import Request, Response
-from server.import_wire import ImportIn, ImportOut
-from server.wire import AclIn
+from kraftacl.api.import_wire import ImportIn, ImportOut
+from kraftacl.api.wire import AclIn
+from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
+from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
+from kraftacl.authorizer.state.gc_pause import paused_gc
+from kraftacl.server.admin import on_writer, require_cluster, require_ready, require_writable
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
+from kraftacl.server.errors import BadRequest
+from kraftacl.server.http import Request, Response
 
 log = logging.getLogger(__name__)
 PATH = "/v1/acls/import"
 _IMPORT = msgspec.json.Decoder(ImportIn)
 _ENCODE = msgspec.json.Encoder()
-# Which field a message of Kafka's validateNewAcl is about (authorizer.controller.validate_new_acl's words).
+# Which field a message of Kafka's validateNewAcl is about (authorizer.state.controller.validate_new_acl's words).
 _FIELD_OF_MESSAGE = (
     ("resourceType", "resource_type"),
     ("patternType", "pattern_type"),

@@ -6,9 +6,9 @@ Stateless; every call opens a new backend that the caller closes.
 
 from __future__ import annotations
 
-from metadata_log.backend import LogBackend
-from metadata_log.errors import LogError
-from server.config import ServeConfig
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.server.config import ServeConfig
 
 
 class ServeError(Exception):
@@ -22,11 +22,11 @@ def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
     writer = config.controller if write is None else write
     try:
         if lc.log_dir is not None:
-            from metadata_log.backends.file import FileLog
+            from kraftacl.metadata_log.backends.file.log import FileLog
 
             lc.log_dir.mkdir(parents=True, exist_ok=True)
             return FileLog(lc.log_dir, read_only=not writer)
-        from metadata_log.backends.kafka import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+        from kraftacl.metadata_log.backends.kafka_topic.log import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
 
         assert lc.bootstrap_servers is not None
         kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from authorizer.standard import RULE_KIND_OF
+from kraftacl.authorizer.decision.standard import RULE_KIND_OF
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST.encode()
 # authorize round trips inside the process: 2 µs to 1 s

@@ -22,17 +22,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
-from authorizer.node import AclNode
-from server import import_api
-from server.api import Api
-from server.auth import Authenticator, load_tokens, principal_of_cert
-from server.config import Listener, ServeConfig
-from server.context import ServeState
-from server.decision_log import AclIds, DecisionLog
-from server.http import Connections, HttpProtocol, Limits
-from server.log_backend import ServeError, open_backend
-from server.metrics import ServeMetrics
-from snapshots.policy import SnapshotPolicy
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.server import import_api
+from kraftacl.server.api import Api
+from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
+from kraftacl.server.config import Listener, ServeConfig
+from kraftacl.server.context import ServeState
+from kraftacl.server.decision_log import AclIds, DecisionLog
+from kraftacl.server.http import Connections, HttpProtocol, Limits
+from kraftacl.server.log_backend import ServeError, open_backend
+from kraftacl.server.metrics import ServeMetrics
+from kraftacl.snapshots.policy import SnapshotPolicy
 
 log = logging.getLogger("kraft_acl.serve")
 

@@ -1,4 +1,4 @@
 """Snapshot files of the ACL state at a log offset: naming, writer, validating reader, store and policy.
 
-This package imports only `metadata_log` (ARCHITECTURE.md import rules).
+This package imports only `metadata_log` (docs/ARCHITECTURE.md import rules).
 """

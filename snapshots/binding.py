@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from metadata_log.backend import LogBackend
-from metadata_log.errors import OffsetOutOfRangeError
-from snapshots.format import SnapshotHeader
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.errors import OffsetOutOfRangeError
+from kraftacl.snapshots.format import SnapshotHeader
 
 
 class Problem(StrEnum):

@@ -24,12 +24,12 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-from metadata_log import avro_strict
-from metadata_log.codec import BatchSchema
-from metadata_log.codec_rows import MAX_STRING_BYTES
-from metadata_log.records import AccessControlEntryRecord
-from metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
-from schemas import load_schema
+from kraftacl.metadata_log.codec import avro_strict
+from kraftacl.metadata_log.codec.avro import BatchSchema
+from kraftacl.metadata_log.codec.rows import MAX_STRING_BYTES
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
+from kraftacl.schemas import load_schema
 
 CHUNK_SCHEMA = BatchSchema.from_schema(load_schema("AclSnapshotChunk"))
 _INT_FIELDS = ("resourceTypes", "patternTypes", "operations", "permissionTypes")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metadata_log.errors import os_reason
+from kraftacl.metadata_log.errors import os_reason
 
 
 class SnapshotError(Exception):

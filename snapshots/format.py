@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from metadata_log import strict_json
-from metadata_log.backends.dir_files import SNAPSHOT_MAGIC
-from metadata_log.codec import BatchSchema, Codec
-from metadata_log.errors import DecodeError
-from metadata_log.records import AccessControlEntryRecord
-from metadata_log.uuids import UUID_TEXT
-from snapshots.columns import CHUNK_SCHEMA, AclColumns, columns_of, decode_chunk, encode_columns
-from snapshots.errors import CorruptSnapshotError
+from kraftacl.metadata_log import strict_json
+from kraftacl.metadata_log.backends.file.dir_files import SNAPSHOT_MAGIC
+from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.errors import DecodeError
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.metadata_log.uuids import UUID_TEXT
+from kraftacl.snapshots.columns import CHUNK_SCHEMA, AclColumns, columns_of, decode_chunk, encode_columns
+from kraftacl.snapshots.errors import CorruptSnapshotError
 
 MAGIC = SNAPSHOT_MAGIC
 END_MAGIC = b"KACLEND!"

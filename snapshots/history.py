@@ -1,7 +1,7 @@
 """Whether a log directory is one consistent history: its segments, frames, identity, durable end and snapshots.
 
 `check_history` builds an immutable-by-convention report from one read-only pass (no lock, nothing
-changed), so it runs next to a live writer. The segment side is `metadata_log.backends.file_check`;
+changed), so it runs next to a live writer. The segment side is `metadata_log.backends.file.check`;
 this adds every snapshot file checked against that log (`snapshots.binding`), and `to_json`.
 """
 
@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from metadata_log.backends.dir_files import is_kafka_file, is_own_snapshot
-from metadata_log.backends.file_check import DirScan, Finding, scan_directory
-from snapshots.errors import SnapshotNameError
-from snapshots.naming import SUFFIX, parse_name
-from snapshots.store import SnapshotStore
+from kraftacl.metadata_log.backends.file.check import DirScan, Finding, scan_directory
+from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file, is_own_snapshot
+from kraftacl.snapshots.errors import SnapshotNameError
+from kraftacl.snapshots.naming import SUFFIX, parse_name
+from kraftacl.snapshots.store import SnapshotStore
 
 USABLE = "usable"
 

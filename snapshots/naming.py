@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from snapshots.errors import SnapshotNameError
+from kraftacl.snapshots.errors import SnapshotNameError
 
 SUFFIX = ".checkpoint"
 PART_SUFFIX = ".checkpoint.part"

@@ -18,13 +18,13 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from metadata_log.backend import LogBackend
-from metadata_log.backends.dir_files import is_own_part, is_own_snapshot
-from metadata_log.records import AccessControlEntryRecord
-from snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
-from snapshots.columns import AclColumns
-from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotIOError, SnapshotNameError
-from snapshots.format import (
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.backends.file.dir_files import is_own_part, is_own_snapshot
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
+from kraftacl.snapshots.columns import AclColumns
+from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotIOError, SnapshotNameError
+from kraftacl.snapshots.format import (
     SnapshotHeader,
     SnapshotReader,
     fsync_dir,
@@ -32,7 +32,7 @@ from snapshots.format import (
     record_chunks,
     write_snapshot_chunks,
 )
-from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
+from kraftacl.snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
 
 log = logging.getLogger(__name__)
 

@@ -40,8 +40,8 @@ def spark() -> Iterator[SparkSession]:
     if shutil.which("java") is None:
         _unavailable("no java on PATH (PySpark 4 needs Java 17+)")
     try:
-        from pipeline.errors import PipelineError
-        from pipeline.session import build_session
+        from kraftacl.pipeline.errors import PipelineError
+        from kraftacl.pipeline.session import build_session
     except ImportError as exc:
         _unavailable(f"pyspark is not installed ({exc}); run `make setup`")
     try:

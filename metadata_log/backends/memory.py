@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Self
 
-from metadata_log.backend import AppendResult, LogBackend
-from metadata_log.errors import LogClosedError, OffsetOutOfRangeError
-from metadata_log.records import (
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.errors import LogClosedError, OffsetOutOfRangeError
+from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
     RecordBatch,

@@ -7,7 +7,7 @@ the LITERAL `*` ACL covers every name (also `*a`), a request principal `User:*` 
 principal.
 
 Every decision function loops over every ACL; nothing here uses the implementation's index, masks
-or operation tables. Only the value types of `authorizer.model` are shared. `ref_scan_order`
+or operation tables. Only the value types of `authorizer.model.acls` are shared. `ref_scan_order`
 re-enacts Kafka's two-pass index walk (§6) for one purpose only: naming the deciding ACL.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 
 ALLOWED = "ALLOWED"
 DENIED = "DENIED"

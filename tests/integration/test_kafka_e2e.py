@@ -28,10 +28,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from authorizer.config import AuthorizerConfig
-from authorizer.filters import AclBindingFilter
-from authorizer.image import AclsImage
-from authorizer.model import (
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -39,12 +38,13 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.node import AclNode, StartupError
-from authorizer.records import record_from_acl
-from authorizer.standard import Action, RequestContext
-from authorizer.tailer import Tailer, TailStatus
-from metadata_log.backends.file_format import parse_frame_at
-from metadata_log.backends.kafka import (
+from kraftacl.authorizer.model.filters import AclBindingFilter
+from kraftacl.authorizer.state.image import AclsImage
+from kraftacl.authorizer.state.node import AclNode, StartupError
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.authorizer.state.tailer import Tailer, TailStatus
+from kraftacl.metadata_log.backends.file.format import parse_frame_at
+from kraftacl.metadata_log.backends.kafka_topic.log import (
     DEFAULT_TOPIC,
     KafkaLog,
     KafkaLogConfig,
@@ -53,9 +53,14 @@ from metadata_log.backends.kafka import (
     LogUnavailableError,
     UnsafeTopicError,
 )
-from metadata_log.codec import new_uuid
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
-from metadata_log.replayer import Replayer
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.records import (
+    AccessControlEntryRecord,
+    MetadataRecord,
+    RecordBatch,
+    RemoveAccessControlEntryRecord,
+)
+from kraftacl.metadata_log.replayer import Replayer
 from tests.integration import test_kafka_log_contract as contract
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import REPO_ROOT, KafkaBroker
@@ -469,9 +474,9 @@ NODE_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from authorizer.config import AuthorizerConfig
-    from authorizer.node import AclNode
-    from metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+    from kraftacl.authorizer.decision.config import AuthorizerConfig
+    from kraftacl.authorizer.state.node import AclNode
+    from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 
     args = json.loads(sys.argv[1])
     cfg = KafkaLogConfig(args["bootstrap"], topic=args["topic"], timeout_s=20.0, client=args["client"])

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from metadata_log.backend import LogBackend
-from metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.kafka_broker import KafkaBroker
 from tests.metadata_log.contract import LogBackendContract, MakeBackend
 

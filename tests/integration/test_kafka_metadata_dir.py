@@ -26,15 +26,15 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from authorizer.metadata_source import SourceFormat, authorizer_for, read_state
-from authorizer.model import AclOperation as Op
-from authorizer.model import ResourceType as Rt
-from authorizer.model import StandardAcl
-from authorizer.standard import RequestContext
-from metadata_log.backends.kafka_admin import binding_codes
-from metadata_log.kafka_format.files import PARTITION_DIR, locate
-from metadata_log.kafka_format.reader import log_batches, read_snapshot
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.decision.standard import RequestContext
+from kraftacl.authorizer.history.metadata_source import SourceFormat, authorizer_for, read_state
+from kraftacl.authorizer.model.acls import AclOperation as Op
+from kraftacl.authorizer.model.acls import ResourceType as Rt
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.metadata_log.kafka_cluster import binding_codes
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, locate
+from kraftacl.metadata_log.kafka_files.reader import log_batches, read_snapshot
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.kafka_broker import KafkaBroker
 
 pytestmark = pytest.mark.kafka
@@ -133,7 +133,7 @@ def test_the_acls_read_from_log_and_snapshot_equal_describe_acls(cluster: dict[s
 
 
 def _acls(records: Any) -> list[StandardAcl]:
-    from authorizer.records import acl_from_record
+    from kraftacl.authorizer.state.records import acl_from_record
 
     return [acl_from_record(r) for r in records]
 
@@ -258,8 +258,8 @@ def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
     cluster: dict[str, Any], spark: Any, kraft_acl: list[str], tmp_path: Path
 ) -> None:
     """fold equals read_state at the offsets around every ACL batch; `audit changes` equals `kraft-acl diff`."""
-    from pipeline.fold import fold, state_at
-    from pipeline.source import LogSource, load_events
+    from kraftacl.pipeline.jobs.fold import fold, state_at
+    from kraftacl.pipeline.sources.log import LogSource, load_events
 
     copy = tmp_path / "meta"
     shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT
 from tests.kafka_broker import KafkaBroker
-from tests.shell.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT
 
 pytestmark = pytest.mark.kafka
 

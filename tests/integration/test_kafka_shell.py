@@ -9,10 +9,10 @@ import subprocess
 import time
 import uuid
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.records import record_from_acl
-from metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
-from metadata_log.records import RemoveAccessControlEntryRecord
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
+from kraftacl.metadata_log.records import RemoveAccessControlEntryRecord
 from tests.kafka_broker import KafkaBroker
 
 A, B, C = "EREREREREREREREREREREQ", "IiIiIiIiIiIiIiIiIiIiIg", "MzMzMzMzMzMzMzMzMzMzMw"

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.node import AclNode
-from authorizer.records import acl_from_record
-from metadata_log.backends.kafka import KafkaLog, KafkaLogConfig
-from pipeline.changes import changes
-from pipeline.fold import fold
-from pipeline.source import LogSource, load_events
-from snapshots.format import SnapshotReader
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold
+from kraftacl.pipeline.sources.log import LogSource, load_events
+from kraftacl.snapshots.format import SnapshotReader
 from tests.kafka_broker import KafkaBroker
 from tests.pipeline.logs import random_log
 

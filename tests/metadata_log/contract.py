@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from metadata_log.backend import LogBackend
-from metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
+from kraftacl.metadata_log.records import RecordBatch
 from tests.metadata_log.factories import batch_size_at, record_at, records_for
 
 MakeBackend = Callable[[], LogBackend]

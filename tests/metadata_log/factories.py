@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
-from metadata_log.codec import uuid_to_text
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.codec.avro import uuid_to_text
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 
 def _digest(value: int, salt: bytes = b"") -> bytes:

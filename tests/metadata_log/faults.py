@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file_meta import DurableEnd, read_meta
+from kraftacl.metadata_log.backends.file.meta import DurableEnd, read_meta
 
 
 def rewind_durable_end(directory: Path, end: int) -> None:

@@ -1,7 +1,7 @@
 """Test helper: write Apache Kafka KRaft files (record batch v2, metadata frames, control records) byte by byte
 from spec §14, to build logs the broker would not write on demand (transactions, damage, gaps).
 
-The layouts are checked against Kafka's own bytes in test_kafka_format.py: the golden snapshot and the
+The layouts are checked against Kafka's own bytes in test_kafka_files.py: the golden snapshot and the
 spec's verified record are rebuilt here and must come out identical.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from metadata_log.uuids import text_to_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import text_to_uuid
 
 T0 = 1_700_000_000_000
 Record = tuple[bytes | None, bytes]  # (key, value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.metadata_log.factories import batch_size_at, records_for
 
 

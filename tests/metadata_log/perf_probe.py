@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import encode_frame, encode_segment_header
-from metadata_log.codec import CURRENT_SCHEMA, DEFAULT_CODEC, encode
+from kraftacl.metadata_log.backends.file.format import encode_frame, encode_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, DEFAULT_CODEC, encode
 from tests.metadata_log.factories import acl_batch
 
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata_log import avro_strict
-from metadata_log.codec import CURRENT_SCHEMA, Codec
-from metadata_log.errors import DecodeError
-from snapshots.columns import CHUNK_SCHEMA
+from kraftacl.metadata_log.codec import avro_strict
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, Codec
+from kraftacl.metadata_log.errors import DecodeError
+from kraftacl.snapshots.columns import CHUNK_SCHEMA
 
 RICH = fastavro.parse_schema(
     {

@@ -13,12 +13,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import schemas
-from metadata_log import codec, codec_fast, uuids
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import CURRENT_SCHEMA, DEFAULT_CODEC, BatchSchema, Codec
-from metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl import schemas
+from kraftacl.metadata_log import uuids
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec import avro as codec
+from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, DEFAULT_CODEC, BatchSchema, Codec
+from kraftacl.metadata_log.errors import DecodeError, EncodeError, InvalidUuidError
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log.factories import records_for
 
 V2_DIR = Path(__file__).parent / "data" / "v2"

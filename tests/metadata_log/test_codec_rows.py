@@ -15,21 +15,29 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import schemas
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.records import ACL_ROWS, acl_from_record, batch_rows
-from metadata_log import codec, codec_fast, codec_rows, native
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import BatchSchema, Codec
-from metadata_log.codec_rows import RowTables
-from metadata_log.errors import DecodeError
-from metadata_log.lazy_records import LazyRecords
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RecordBatch, RemoveAccessControlEntryRecord
+from kraftacl import schemas
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import ACL_ROWS, acl_from_record, batch_rows
+from kraftacl.metadata_log import native
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec import avro as codec
+from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec import rows as codec_rows
+from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec.lazy_records import LazyRecords
+from kraftacl.metadata_log.codec.rows import RowTables
+from kraftacl.metadata_log.errors import DecodeError
+from kraftacl.metadata_log.records import (
+    AccessControlEntryRecord,
+    MetadataRecord,
+    RecordBatch,
+    RemoveAccessControlEntryRecord,
+)
 from tests.metadata_log.factories import id_at, records_for
 
 ACE = AccessControlEntryRecord
 DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
-_compiled, _ = native.load_native(codec_rows, "metadata_log._codec_rows_native")
+_compiled, _ = native.load_native(codec_rows, "kraftacl.metadata_log.codec._rows_native")
 DECODERS = [pytest.param(codec_rows.decode_v1_rows, id="source")] + (
     [pytest.param(_compiled.decode_v1_rows, id="native")] if _compiled is not None else []
 )

@@ -14,19 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends import file_dir
-from metadata_log.backends.dir_files import foreign_entries
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import (
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file.dir_files import foreign_entries
+from kraftacl.metadata_log.backends.file.format import (
     encode_frame,
     encode_segment_header,
     iter_frames,
     read_segment_header,
     read_segment_header_full,
 )
-from metadata_log.backends.file_meta import META_FILE, read_meta
-from metadata_log.codec import CURRENT_SCHEMA, DEFAULT_CODEC
-from metadata_log.errors import (
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.file.meta import META_FILE, read_meta
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, DEFAULT_CODEC
+from kraftacl.metadata_log.errors import (
     CorruptLogError,
     DivergenceError,
     ForeignFilesError,
@@ -428,9 +428,9 @@ def test_a_roll_torn_after_its_header_is_removed_and_the_log_goes_on(tmp_path: P
 def test_a_string_over_32767_utf8_bytes_is_refused_when_written_and_when_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from metadata_log import codec
-    from metadata_log.errors import DecodeError, EncodeError
-    from metadata_log.records import AccessControlEntryRecord
+    from kraftacl.metadata_log.codec import avro as codec
+    from kraftacl.metadata_log.errors import DecodeError, EncodeError
+    from kraftacl.metadata_log.records import AccessControlEntryRecord
 
     record = records_for(0, 1)[0]
     assert isinstance(record, AccessControlEntryRecord)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends import file_dir
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import Frame, encode_frame, iter_frames, read_segment_header
-from metadata_log.errors import CorruptLogError, DecodeError, LogError, LogLockedError, ReadOnlyLogError
+from kraftacl.metadata_log.backends.file import directory as file_dir
+from kraftacl.metadata_log.backends.file.format import Frame, encode_frame, iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.errors import CorruptLogError, DecodeError, LogError, LogLockedError, ReadOnlyLogError
 from tests.metadata_log.contract import LogBackendContract, MakeBackend, check_batches, fill
 from tests.metadata_log.factories import records_for
 from tests.metadata_log.faults import rewind_durable_end

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file import FileLog
-from metadata_log.errors import LogError, LogIOError
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.errors import LogError, LogIOError
 from tests.metadata_log.contract import check_batches
 from tests.metadata_log.factories import records_for
 from tests.metadata_log.faults import small_tmpfs

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.file_format import iter_frames, read_segment_header
-from metadata_log.records import RecordBatch
+from kraftacl.metadata_log.backends.file.format import iter_frames, read_segment_header
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.records import RecordBatch
 from tests.metadata_log.factories import batch_size_at, records_for
 
 SEED = 801_2024

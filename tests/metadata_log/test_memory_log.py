@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.backends.memory import MemoryLog
 from tests.metadata_log.contract import LogBackendContract, MakeBackend
 from tests.metadata_log.factories import records_for
 

@@ -1,10 +1,10 @@
 """`metadata_log.native`: which compiled hot loops are in use, and the rules that keep them honest.
 
-Two modules are compiled by mypyc (setup.py): the v1 row decoder (`metadata_log.codec_rows`) and
-the bulk row loops of the index build and the initial replay (`authorizer.bulk_rows`). CI
+Two modules are compiled by mypyc (setup.py): the v1 row decoder (`metadata_log.codec.rows`) and
+the bulk row loops of the index build and the initial replay (`authorizer.index.bulk_rows`). CI
 (CI=true) must run both compiled; a developer machine without a C compiler runs the sources, and
 these tests say so loudly instead of passing. Whether compiled and source agree is tested in
-test_codec_rows.py and tests/authorizer/test_bulk_rows.py, which run against both.
+test_codec_rows.py and tests/authorizer/index/test_bulk_rows.py, which run against both.
 """
 
 from __future__ import annotations
@@ -18,15 +18,19 @@ from types import ModuleType
 
 import pytest
 
-from authorizer import bulk_rows, index_build, native_rows
-from authorizer import image as image_module
-from metadata_log import codec_fast, codec_rows, lazy_records, native
+from kraftacl.authorizer.index import build as index_build
+from kraftacl.authorizer.index import bulk_rows, native_rows
+from kraftacl.authorizer.state import image as image_module
+from kraftacl.metadata_log import native
+from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec import lazy_records
+from kraftacl.metadata_log.codec import rows as codec_rows
 
 IN_CI = os.environ.get("CI") == "true"
 # (source module, its compiled copy's name, the module choosing between them, its "why" attribute)
 COMPILED = [
-    pytest.param(codec_rows, "metadata_log._codec_rows_native", codec_fast, "DECODER", id="codec_rows"),
-    pytest.param(bulk_rows, "authorizer._bulk_rows_native", native_rows, "BULK_ROWS", id="bulk_rows"),
+    pytest.param(codec_rows, "kraftacl.metadata_log.codec._rows_native", codec_fast, "DECODER", id="codec_rows"),
+    pytest.param(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native", native_rows, "BULK_ROWS", id="bulk_rows"),
 ]
 each_compiled = pytest.mark.parametrize(("source", "native_name", "chooser", "why_name"), COMPILED)
 
@@ -43,11 +47,11 @@ def test_ci_runs_the_compiled_copy(source: ModuleType, native_name: str, chooser
 
 
 def test_the_callers_use_the_loops_in_use() -> None:
-    module, _ = native.load_native(codec_rows, "metadata_log._codec_rows_native")
+    module, _ = native.load_native(codec_rows, "kraftacl.metadata_log.codec._rows_native")
     decoder = (module or codec_rows).decode_v1_rows
     assert codec_fast.decode_v1_rows is decoder
     assert lazy_records.codec_fast is codec_fast
-    module, _ = native.load_native(bulk_rows, "authorizer._bulk_rows_native")
+    module, _ = native.load_native(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native")
     assert index_build.group_acls is native_rows.group_acls is (module or bulk_rows).group_acls
     assert image_module.apply_new_rows is native_rows.apply_new_rows is (module or bulk_rows).apply_new_rows
 
@@ -81,10 +85,16 @@ def test_pure_python_on_request_and_when_not_built(
 
 def test_a_new_process_picks_the_sources_when_told() -> None:
     code = (
-        "from metadata_log import codec_fast; from authorizer import native_rows; "
+        "from kraftacl.metadata_log.codec import fast as codec_fast; "
+        "from kraftacl.authorizer.index import native_rows; "
         "print(codec_fast.DECODER, codec_fast.decode_v1_rows.__module__, "
         "native_rows.BULK_ROWS, native_rows.group_acls.__module__)"
     )
     env = {**os.environ, "KRAFT_ACL_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["disabled", "metadata_log.codec_rows", "disabled", "authorizer.bulk_rows"]
+    assert out.stdout.split() == [
+        "disabled",
+        "kraftacl.metadata_log.codec.rows",
+        "disabled",
+        "kraftacl.authorizer.index.bulk_rows",
+    ]

@@ -11,9 +11,9 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metadata_log.codec import new_uuid
-from metadata_log.kafka_format.files import PARTITION_DIR
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 from tests.pipeline.logs import _acl
 

@@ -11,10 +11,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 NAMES = ["orders", "orders-eu", "orders-us", "ord", "payments", "pay", "audit.log", "clicks", "a", "*"]
 PRINCIPALS = [f"User:u{i}" for i in range(6)] + ["User:*", "Group:ops"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from authorizer.config import AuthorizerConfig
-from authorizer.node import AclNode
-from metadata_log.backends.file import FileLog
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.metadata_log.backends.file.log import FileLog
 
 
 def replayed_node(directory: Path, offset: int, config: AuthorizerConfig | None = None) -> AclNode:

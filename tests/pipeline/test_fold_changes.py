@@ -14,20 +14,21 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.errors import ImageError
-from authorizer.records import acl_from_record
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from pipeline import fold as fold_module
-from pipeline.changes import changes
-from pipeline.errors import PipelineError
-from pipeline.events import ACL_FIELDS
-from pipeline.fold import fold, state_at
-from pipeline.session import local_driver_memory
-from pipeline.source import LogEvents, LogSource, load_events
-from snapshots.format import SnapshotReader
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.state.records import acl_from_record
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.jobs import fold as fold_module
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.session import local_driver_memory
+from kraftacl.pipeline.sources.events import ACL_FIELDS
+from kraftacl.pipeline.sources.log import LogSource, load_events
+from kraftacl.pipeline.sources.log_events import LogEvents
+from kraftacl.snapshots.format import SnapshotReader
+from kraftacl.snapshots.store import SnapshotStore
 from tests.pipeline.logs import GeneratedLog, random_log
 from tests.pipeline.replay import replayed_node
 

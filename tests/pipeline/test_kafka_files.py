@@ -13,19 +13,20 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.errors import AuthorizerError
-from authorizer.metadata_source import read_state
-from authorizer.records import acl_from_record
-from metadata_log.errors import LogError
-from metadata_log.kafka_format.files import PARTITION_DIR
-from metadata_log.records import AccessControlEntryRecord
-from pipeline.changes import changes
-from pipeline.errors import PipelineError
-from pipeline.events import ACL_FIELDS
-from pipeline.fold import fold, state_at
-from pipeline.source import LogEvents, LogSource, load_events
-from snapshots.format import SnapshotReader
-from tests.authorizer.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
+from kraftacl.authorizer.errors import AuthorizerError
+from kraftacl.authorizer.history.metadata_source import read_state
+from kraftacl.authorizer.state.records import acl_from_record
+from kraftacl.metadata_log.errors import LogError
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.jobs.changes import changes
+from kraftacl.pipeline.jobs.fold import fold, state_at
+from kraftacl.pipeline.sources.events import ACL_FIELDS
+from kraftacl.pipeline.sources.log import LogSource, load_events
+from kraftacl.pipeline.sources.log_events import LogEvents
+from kraftacl.snapshots.format import SnapshotReader
+from tests.authorizer.history.test_kafka_state import BOUNDARIES, EXPECTED, LOG, A, B
 from tests.metadata_log import kafka_files as kf
 from tests.pipeline.kafka_logs import KafkaGenerated, random_kafka_log
 

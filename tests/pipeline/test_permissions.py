@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from authorizer.config import AuthorizerConfig
-from authorizer.model import ResourceType
-from authorizer.operations import SUPPORTED_OPERATIONS
-from authorizer.standard import Action, RequestContext
-from pipeline.fold import state_at
-from pipeline.permissions import default_principals, default_resources, report
-from pipeline.source import LogSource, load_events
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.pipeline.jobs.fold import state_at
+from kraftacl.pipeline.jobs.permissions import default_principals, default_resources, report
+from kraftacl.pipeline.sources.log import LogSource, load_events
 from tests.pipeline.logs import NAMES, PRINCIPALS, GeneratedLog, random_log
 from tests.pipeline.replay import replayed_node
 

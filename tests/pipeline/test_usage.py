@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from authorizer.model import PatternType, ResourceType
-from authorizer.operations import SUPPORTED_OPERATIONS
-from authorizer.standard import Action, RequestContext
-from pipeline.errors import PipelineError
-from pipeline.fold import state_at
-from pipeline.names import with_names
-from pipeline.source import LogSource, load_events
-from pipeline.usage import decision_files, read_decisions, usage
+from kraftacl.authorizer.decision.standard import Action, RequestContext
+from kraftacl.authorizer.model.acls import PatternType, ResourceType
+from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.pipeline.errors import PipelineError
+from kraftacl.pipeline.jobs.fold import state_at
+from kraftacl.pipeline.jobs.names import with_names
+from kraftacl.pipeline.jobs.usage import decision_files, read_decisions, usage
+from kraftacl.pipeline.sources.log import LogSource, load_events
 from tests.pipeline.logs import NAMES, PRINCIPALS, random_log
 from tests.pipeline.replay import replayed_node
 

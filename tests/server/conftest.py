@@ -24,11 +24,11 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 @pytest.fixture(scope="session")
 def large_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An embedded log of 1M records (adds, and removes of earlier adds) in batches of 10,000, written once."""
-    from metadata_log.backends.file import FileLog
-    from shell.bench.log_suite import _records
+    from kraftacl.harness.acl_data import record_batches
+    from kraftacl.metadata_log.backends.file.log import FileLog
 
     directory = tmp_path_factory.mktemp("large-log") / "log"
-    batches = _records(1_000_000, 0.2)
+    batches = record_batches(1_000_000, 0.2)
     with FileLog(directory) as log:
         for i in range(0, len(batches), 10):
             log.append([record for batch in batches[i : i + 10] for record in batch])

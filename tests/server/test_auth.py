@@ -10,7 +10,7 @@ import httpx
 import pytest
 import trustme
 
-from metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
 
 ACL = {

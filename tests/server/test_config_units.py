@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from server.auth import Authenticator, TokenFileError, load_tokens, principal_of_cert
-from server.config import ServeConfigError, parse
+from kraftacl.server.auth import Authenticator, TokenFileError, load_tokens, principal_of_cert
+from kraftacl.server.config import ServeConfigError, parse
 
 
 def _parse(tmp_path: Path, **props: str) -> object:

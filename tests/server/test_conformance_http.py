@@ -15,11 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from authorizer.records import record_from_acl
-from authorizer.whatif import load_acls
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.inputs.whatif import load_acls
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
 
 SCENARIOS = sorted(p for p in (Path(__file__).parent.parent / "conformance").iterdir() if p.is_dir())

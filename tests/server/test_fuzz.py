@@ -17,7 +17,7 @@ from schemathesis.generation import GenerationMode
 
 from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
-SCHEMA = schemathesis.openapi.from_path(Path(__file__).parent.parent.parent / "server" / "openapi.json")
+SCHEMA = schemathesis.openapi.from_path(Path(__file__).parent.parent.parent / "kraftacl" / "api" / "openapi.json")
 OPERATIONS = [result.ok() for result in SCHEMA.get_all_operations()]
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from authorizer.acls_json import acls_json_text
-from authorizer.whatif import load_acls
+from kraftacl.authorizer.inputs.acls_json import acls_json_text
+from kraftacl.authorizer.inputs.whatif import load_acls
+from tests.cli.test_log_cmds import assert_one_line_error
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
-from tests.shell.test_log_cmds import assert_one_line_error
 
 ACLS: list[dict[str, str]] = [
     {

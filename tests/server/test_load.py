@@ -10,7 +10,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from authorizer.model import (
+from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
+from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
     AuthorizationResult,
@@ -18,7 +19,6 @@ from authorizer.model import (
     ResourceType,
     StandardAcl,
 )
-from authorizer.standard import Action, RequestContext, StandardAuthorizer
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
 
 CLIENTS = 16

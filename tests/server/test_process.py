@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from metadata_log.backends.file import FileLog
+from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties, free_port
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.records import record_from_acl
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import uuid_to_text
-from metadata_log.records import RemoveAccessControlEntryRecord
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import uuid_to_text
+from kraftacl.metadata_log.records import RemoveAccessControlEntryRecord
 
 T0 = 1_700_000_000_000
 # The ids as the shell lists them, and the ACLs as Kafka's StandardAcl text, written out for exact comparisons.

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.config import AuthorizerConfig
-from authorizer.errors import ImageError
-from authorizer.image import Provenance, image_from_columns
-from shell.bench.shell_suite import PROBE_ID, write_snapshot
-from shell.metashell.columns_view import SCANS_BEFORE_BUILDING, ColumnsView
-from shell.metashell.snapshot_source import SnapshotSource
-from snapshots.columns import AclColumns
-from snapshots.format import SnapshotReader
+from kraftacl.authorizer.decision.config import AuthorizerConfig
+from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.state.image import Provenance, image_from_columns
+from kraftacl.harness.acl_data import PROBE_ID, write_snapshot
+from kraftacl.shell.sources.columns_view import SCANS_BEFORE_BUILDING, ColumnsView
+from kraftacl.shell.sources.snapshot import SnapshotSource
+from kraftacl.snapshots.columns import AclColumns
+from kraftacl.snapshots.format import SnapshotReader
 
 
 def test_ids_and_single_acls_come_from_the_columns(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.records import acl_from_record
-from metadata_log.kafka_format.files import PARTITION_DIR
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.authorizer.state.records import acl_from_record
+from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from tests.metadata_log import kafka_files as kf
 from tests.shell.terminal import Terminal
 

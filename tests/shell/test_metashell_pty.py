@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from authorizer.model import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from authorizer.records import record_from_acl
-from metadata_log.backends.file import FileLog
-from shell.bench.shell_suite import write_snapshot
+from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.harness.acl_data import write_snapshot
+from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.shell.metashell_log import ACL_B, ACL_C, B, C, D, E, F, build_log
 from tests.shell.terminal import Terminal
 

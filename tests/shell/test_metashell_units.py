@@ -12,16 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metadata_log.backends.file import FileLog
-from metadata_log.records import AccessControlEntryRecord
-from shell.metashell.commands import TABLE
-from shell.metashell.interactive import complete_path
-from shell.metashell.open_source import SourceOptions, open_source
-from shell.metashell.parse import ParseError, parse
-from shell.metashell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
-from shell.metashell.render import column_layout, columns
-from shell.metashell.session import Shell
-from shell.metashell.source import AclSource
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.shell.commands import TABLE
+from kraftacl.shell.interactive import complete_path
+from kraftacl.shell.parse import ParseError, parse
+from kraftacl.shell.paths import GlobComponent, absolute, acl_id_of, decode_name, encode_name, strip_dots
+from kraftacl.shell.render import column_layout, columns
+from kraftacl.shell.session import Shell
+from kraftacl.shell.sources.base import AclSource
+from kraftacl.shell.sources.open_source import SourceOptions, open_source
 from tests.shell.metashell_log import build_log
 
 
@@ -132,7 +132,7 @@ def test_path_completion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         shell.cwd = "/acl"
         assert complete("") == ["by-principal/", "by-resource/", "id/"]  # relative to the working directory
         assert complete("../im") == ["../image/"]
-        monkeypatch.setattr("shell.metashell.interactive.MAX_LISTED", 2)  # too many: only their common prefix
+        monkeypatch.setattr("kraftacl.shell.interactive.MAX_LISTED", 2)  # too many: only their common prefix
         assert complete("/acl/by-principal/U") == ["/acl/by-principal/User:"]
         assert complete("/acl/by-principal/User:") == []  # nothing in common beyond what is typed
         assert complete("/acl/by-r") == ["/acl/by-resource/"]  # one candidate is still completed

@@ -13,16 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from authorizer.node import AclNode
-from metadata_log.backends.file import FileLog
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.errors import LogLostDataError
-from snapshots import columns
-from snapshots.binding import BackendView, Problem, unusable
-from snapshots.errors import CorruptSnapshotError, SnapshotNameError
-from snapshots.format import SnapshotHeader, SnapshotReader, read_snapshot_header
-from snapshots.naming import SnapshotId, parse_name
-from snapshots.store import SnapshotStore
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.errors import LogLostDataError
+from kraftacl.snapshots import columns
+from kraftacl.snapshots.binding import BackendView, Problem, unusable
+from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotNameError
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader, read_snapshot_header
+from kraftacl.snapshots.naming import SnapshotId, parse_name
+from kraftacl.snapshots.store import SnapshotStore
 from tests.metadata_log.contract import fill
 from tests.snapshots.test_snapshots import records
 
@@ -216,7 +216,7 @@ def test_a_snapshot_name_out_of_range_is_not_a_snapshot_name(name: str) -> None:
 
 
 def test_a_long_string_in_a_chunk_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from metadata_log.records import AccessControlEntryRecord
+    from kraftacl.metadata_log.records import AccessControlEntryRecord
 
     big = records(1)[0]
     long_name = AccessControlEntryRecord(big.id, 2, "é" * 16_384, 3, "User:a", "*", 3, 3)  # 32768 UTF-8 bytes

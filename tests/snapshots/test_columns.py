@@ -23,19 +23,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import schemas
-from authorizer.node import AclNode
-from authorizer.records import acl_from_record
-from metadata_log.backends.memory import MemoryLog
-from metadata_log.codec import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
-from metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from snapshots import columns as columns_module
-from snapshots import format as snapshot_format
-from snapshots.columns import CHUNK_SCHEMA, AclColumns, decode_chunk, encode_chunk
-from snapshots.errors import CorruptSnapshotError
-from snapshots.format import SnapshotHeader, SnapshotReader, write_snapshot_file
-from snapshots.naming import SnapshotId
-from snapshots.store import SnapshotStore
+from kraftacl import schemas
+from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import acl_from_record
+from kraftacl.metadata_log.backends.memory import MemoryLog
+from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, BatchSchema, Codec, new_uuid, uuid_to_text
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
+from kraftacl.snapshots import columns as columns_module
+from kraftacl.snapshots import format as snapshot_format
+from kraftacl.snapshots.columns import CHUNK_SCHEMA, AclColumns, decode_chunk, encode_chunk
+from kraftacl.snapshots.errors import CorruptSnapshotError
+from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader, write_snapshot_file
+from kraftacl.snapshots.naming import SnapshotId
+from kraftacl.snapshots.store import SnapshotStore
 from tests.snapshots.test_snapshots import acl_id
 
 INT32 = (-(2**31), 2**31 - 1)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.codec import uuid_to_text
-from metadata_log.records import AccessControlEntryRecord
-from snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
-from snapshots.format import CHUNK_RECORDS, SnapshotHeader, SnapshotReader
-from snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
-from snapshots.store import SnapshotStore
+from kraftacl.metadata_log.codec.avro import uuid_to_text
+from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotNameError
+from kraftacl.snapshots.format import CHUNK_RECORDS, SnapshotHeader, SnapshotReader
+from kraftacl.snapshots.naming import DELETED_SUFFIX, PART_SUFFIX, SUFFIX, SnapshotId, parse_name
+from kraftacl.snapshots.store import SnapshotStore
 
 
 def acl_id(n: int) -> str:
@@ -265,7 +265,7 @@ def test_latest_valid_skips_a_damaged_newest(tmp_path: Path, caplog: pytest.LogC
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="snapshots.store"):
+    with caplog.at_level(logging.WARNING, logger="kraftacl.snapshots.store"):
         found = store.latest_valid()
     assert found is not None
     reader, count = found

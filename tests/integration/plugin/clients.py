@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from shell.bench.serve_process import ServeProcess
+from kraftacl.harness.serve_process import ServeProcess
 from tests.kafka_broker import KafkaBroker
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"

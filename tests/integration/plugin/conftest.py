@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from shell.bench.plugin_jar import AUTHORIZER_CLASS, PluginBuildError, ensure_built
-from shell.bench.serve_process import ServeProcess, ServeProcessError, free_port
+from kraftacl.harness.plugin_jar import AUTHORIZER_CLASS, PluginBuildError, ensure_built
+from kraftacl.harness.serve_process import ServeProcess, ServeProcessError, free_port
 from tests.integration.conftest import _unavailable, start_or_fail
 from tests.integration.plugin.clients import ADMIN_TOKEN
 from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from shell.bench.plugin_jar import TEST_CLASSES
+from kraftacl.harness.plugin_jar import TEST_CLASSES
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
     by_principal,

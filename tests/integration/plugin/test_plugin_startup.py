@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from metadata_log.backends.file import FileLog
-from metadata_log.codec import new_uuid
-from metadata_log.records import AccessControlEntryRecord
-from shell.bench.serve_process import ServeProcess
+from kraftacl.harness.serve_process import ServeProcess
+from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.records import AccessControlEntryRecord
 from tests.integration.conftest import start_or_fail
 from tests.integration.plugin.clients import ADMIN_TOKEN, create_topics, produce, visible_topics
 from tests.integration.plugin.conftest import plugin_jar, plugin_props, serve_props

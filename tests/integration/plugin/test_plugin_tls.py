@@ -14,8 +14,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from shell.bench.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
-from shell.bench.serve_process import ServeProcess, free_port
+from kraftacl.harness.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
+from kraftacl.harness.serve_process import ServeProcess, free_port
 from tests.integration.plugin.clients import ADMIN_TOKEN, acl, grant
 from tests.integration.plugin.conftest import plugin_jar, start_serve
 

@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-from shell.bench.plugin_jar import REPO_ROOT, authorizer_class
-from shell.bench.serve_process import ServeProcess
+from kraftacl.harness.plugin_jar import REPO_ROOT, authorizer_class
+from kraftacl.harness.serve_process import ServeProcess
 from tests.integration.conftest import start_or_fail
 from tests.integration.plugin.clients import (
     acl,

@@ -1,0 +1,188 @@
+"""The metadata loader: replays the log onto the ACL image and publishes image + index at batch boundaries.
+
+One thread drives a loader (start-up, then tailing); readers only see published, immutable state.
+KIP-801 initialization: `initial_load` replays up to the high-water mark read at start, then
+completes the authorizer's initial load, even when the log is empty.
+
+Every catch-up first checks that the log still holds what was applied (the batch below
+`next_offset`, by end offset, epoch and timestamp): a log that is now shorter or holds another
+batch there raises DivergenceError and nothing after it is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+from kraftacl.authorizer.decision.standard import StandardAuthorizer
+from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
+from kraftacl.authorizer.state.memory import release_free_memory
+from kraftacl.authorizer.state.records import batch_rows
+from kraftacl.metadata_log.backend import AppendResult, LogBackend
+from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch
+from kraftacl.metadata_log.replayer import AppliedBatch, Replayer
+from kraftacl.snapshots.columns import AclColumns
+
+log = logging.getLogger(__name__)
+Publisher = Callable[[AclsImage], None]
+# (image before, image after, removed ids, added (id, ACL) pairs; None for both when the whole state was replaced)
+ChangeListener = Callable[[AclsImage, AclsImage, "list[str] | None", "list[tuple[str, StandardAcl]] | None"], None]
+# A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
+# against the rebuild's hundreds; below it the trim would cost more than the rebuild).
+TRIM_AFTER_ACLS = 10_000
+
+
+class MetadataLoader:
+    """Owns the current AclsImage; every publish is one batch boundary of the log."""
+
+    def __init__(
+        self,
+        backend: LogBackend,
+        authorizer: StandardAuthorizer | None = None,
+        publishers: Iterable[Publisher] = (),
+        publish_every_records: int = 50_000,
+    ) -> None:
+        self.backend = backend
+        self.authorizer = authorizer
+        self.publishers = list(publishers)
+        self.publish_every_records = publish_every_records
+        self.replayer = Replayer(backend)
+        self.image = AclsImage.empty()
+        self.index = authorizer.index if authorizer is not None else AclIndex.empty()
+        self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
+        self.change_listeners: list[ChangeListener] = []  # told the net changes of every publish
+        self._lock = threading.Lock()
+        self._from_log = False  # the provenance came from a whole log batch (else a snapshot, or nothing)
+        self._cut = False  # the last batch applied was cut at a `to_offset` inside it: nothing to check against
+
+    @property
+    def next_offset(self) -> int:
+        """The first log offset not yet applied."""
+        return self.image.provenance.next_offset
+
+    def load_snapshot(
+        self,
+        records: Iterable[AccessControlEntryRecord],
+        provenance: Provenance,
+        source: str = "snapshot",
+        columns: Iterable[AclColumns] | None = None,
+    ) -> None:
+        """Replace the whole state with a snapshot's records, all or nothing, and publish once.
+
+        `columns`, when given, is the same snapshot as columnar chunks: the fast path of a cold start.
+        """
+        with self._lock:
+            if len(self.image) == 0:  # cold start: build the image directly, one pass
+                acls = image_from_snapshot(records) if columns is None else image_from_columns(columns)
+                before, image = self.image, AclsImage(acls, provenance)
+                self._swap(image, AclIndex.build(image.acls.items(), by_id=image.acls))
+                self._notify(before, image, None, None)
+            else:
+                delta = AclsDelta(self.image)
+                for number, record in enumerate(records):
+                    delta.replay_snapshot(record, number)
+                delta.finish_snapshot()
+                self._publish(delta, provenance, full=True)
+            self._from_log = self._cut = False
+            log.info("loaded %s: %d ACLs up to offset %d", source, len(self.image), provenance.last_offset)
+
+    def catch_up(self, to_offset: int | None = None, publish_every_records: int | None = -1) -> int:
+        """Apply every committed batch from `next_offset` up to the high-water mark (or `to_offset`).
+
+        Batches are grouped into one delta and published every `publish_every_records` records
+        (default: the loader's setting; None: only at the end) and at the end, always between two
+        batches. Returns the number of records applied.
+        """
+        every = self.publish_every_records if publish_every_records == -1 else publish_every_records
+        with self._lock:
+            applied = pending = 0
+            delta = AclsDelta(self.image)
+            last: RecordBatch | None = None
+            for batch in self.replayer.batches(self.next_offset, to_offset, self._applied()):
+                delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
+                self.applied_bytes += batch.size_bytes
+                last = batch
+                pending += len(batch.records)
+                if every is not None and pending >= every:
+                    self._publish(delta, _provenance(batch))
+                    applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
+            if last is not None and (pending or not delta.is_empty()):
+                self._publish(delta, _provenance(last))
+                applied += pending
+            if last is not None:
+                self._from_log, self._cut = True, self.replayer.ended_inside_batch
+            return applied
+
+    def publish_appended(
+        self, appended: AppendResult, timestamp_ms: int, ids: list[str], acls: list[StandardAcl]
+    ) -> None:
+        """Apply a batch of adds this process has just appended from the ACLs it wrote, without reading and
+        decoding it back (a bulk import's catch-up). Only when the batch directly follows the applied
+        state (the writer's lock keeps it so); otherwise, or for an empty batch, catch up from the log.
+        The batch's bytes are not counted in `applied_bytes` (its records are, by the publish)."""
+        with self._lock:
+            if ids and appended.base_offset == self.next_offset:
+                delta = AclsDelta(self.image)
+                delta.replay_rows(ids, list[StandardAcl | None](acls), appended.base_offset)
+                self._publish(delta, Provenance(appended.last_offset, appended.epoch, timestamp_ms))
+                self._from_log, self._cut = False, False  # the divergence check compares offset and epoch
+                return
+        self.catch_up()
+
+    def _applied(self) -> AppliedBatch | None:
+        """The batch the log must still hold below `next_offset` (None when nothing, or a cut batch, was applied)."""
+        p = self.image.provenance
+        if p.last_offset < 0 or self._cut:
+            return None
+        return AppliedBatch(p.last_offset, p.epoch, p.timestamp_ms if self._from_log else None)
+
+    def initial_load(self) -> int:
+        """Replay to the high-water mark seen now (publishing once), then complete the authorizer's initial load."""
+        applied = self.catch_up(self.backend.high_watermark(), publish_every_records=None)
+        if self.authorizer is not None:
+            self.authorizer.complete_initial_load()
+        return applied
+
+    def _publish(self, delta: AclsDelta, provenance: Provenance, full: bool = False) -> None:
+        """Build the next index off to the side (it validates content), then swap image and index in."""
+        # A change touching a large part of the state is cheaper to index in bulk than incrementally.
+        bulk = full or delta.size() > max(len(self.index), 1) // 4
+        before = self.image
+        if bulk:
+            image = delta.apply(provenance)
+            index = AclIndex.build(image.acls.items(), by_id=image.acls)
+            removed: list[str] | None = None
+            added: list[tuple[str, StandardAcl]] | None = None
+        else:
+            removed, added = delta.net_changes()
+            image = delta.apply(provenance)
+            index = self.index.apply(removed, added, by_id_after=image.acls)
+        self._swap(image, index)
+        self._notify(before, image, removed, added)
+        if bulk and len(index) >= TRIM_AFTER_ACLS and self.authorizer is not None and self.authorizer.ready:
+            release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
+
+    def _notify(
+        self,
+        before: AclsImage,
+        after: AclsImage,
+        removed: list[str] | None,
+        added: list[tuple[str, StandardAcl]] | None,
+    ) -> None:
+        for listener in self.change_listeners:
+            listener(before, after, removed, added)
+
+    def _swap(self, image: AclsImage, index: AclIndex) -> None:
+        """Publish: the authorizer's index first, then the image, then the other publishers, in order."""
+        if self.authorizer is not None:
+            self.authorizer.publish(index, image.provenance.last_offset)
+        self.image, self.index = image, index
+        for publisher in self.publishers:
+            publisher(image)
+
+
+def _provenance(batch: RecordBatch) -> Provenance:
+    return Provenance(batch.last_offset, batch.epoch, batch.timestamp_ms)

@@ -1,0 +1,132 @@
+"""Keeps a node caught up with its log after start-up, and keeps it serving when the log is unreachable.
+
+A `Tailer` owns one background thread that calls `MetadataLoader.catch_up` every `interval_s`.
+Readers of the authorizer are never blocked: a failed catch-up leaves the last published state in
+place (KIP-801: always some batch boundary of the log). The tailer never dies quietly: every
+exception is caught, logged (once per streak, with what it is) and reported in `status()` with
+since when it has failed; it is retried with a growing delay (up to `max_backoff_s`), since it may
+be transient (EMFILE, EIO, a broker outage). A divergence (the log no longer holds what the node
+applied) is not retried: the tailer stops advancing for good and says so in `status().diverged`.
+`status()` may be read from any thread (an immutable value swapped by one reference).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.metadata_log.errors import DivergenceError, LogError
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class TailStatus:
+    """What the tailer last saw: applied offset, the log's high-water mark, and the last error if any.
+
+    `since` is the wall-clock time (time.time()) the current run of failures began, `failures` its
+    length; `diverged` is set for good once the log stopped holding what was applied.
+    """
+
+    next_offset: int
+    high_watermark: int | None
+    last_error: str | None
+    last_success_monotonic: float
+    since: float | None = None
+    failures: int = 0
+    diverged: str | None = None
+
+    @property
+    def lag(self) -> int | None:
+        """Records the node is behind the log (None while the log is unreachable)."""
+        return None if self.high_watermark is None else max(0, self.high_watermark - self.next_offset)
+
+    @property
+    def following(self) -> bool:
+        """True while the node follows its log: the last poll succeeded and it never diverged (readiness)."""
+        return self.last_error is None and self.diverged is None
+
+
+class Tailer:
+    """Background catch-up loop; `status()` reports lag and errors, `stop()` ends it."""
+
+    def __init__(self, loader: MetadataLoader, interval_s: float = 0.2, max_backoff_s: float = MAX_BACKOFF_S) -> None:
+        self.loader = loader
+        self.interval_s = interval_s
+        self.max_backoff_s = max(max_backoff_s, interval_s)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._status = TailStatus(loader.next_offset, None, None, time.monotonic())
+
+    def start(self) -> Tailer:
+        """Start the loop thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="kraft-acl-tailer", daemon=True)
+            self._thread.start()
+        return self
+
+    def poll_once(self) -> TailStatus:
+        """One catch-up attempt; errors are recorded, never raised (the node keeps serving)."""
+        if self._status.diverged is not None:
+            return self._status  # applies nothing after a divergence
+        try:
+            self.loader.catch_up()
+            hwm = self.loader.backend.high_watermark()
+            if self._status.failures:
+                log.info("metadata log followed again after %d failed attempts", self._status.failures)
+            self._status = TailStatus(self.loader.next_offset, hwm, None, time.monotonic())
+        except DivergenceError as exc:
+            offset = self.loader.next_offset
+            log.error("metadata log diverged: %s; this node stops following it at offset %d", exc, offset)
+            self._status = self._failed(exc, diverged=str(exc))
+        except Exception as exc:  # every failure is reported, none ends the loop
+            failed = self._failed(exc)
+            if failed.last_error != self._status.last_error:  # once per streak, and when the error changes
+                kind = "" if isinstance(exc, LogError) else f" ({type(exc).__name__})"
+                log.warning(
+                    "metadata log unreachable%s, serving the state at offset %d, retrying: %s",
+                    kind,
+                    self.loader.next_offset,
+                    failed.last_error,
+                    exc_info=not isinstance(exc, LogError),
+                )
+            self._status = failed
+        return self._status
+
+    def _failed(self, exc: Exception, diverged: str | None = None) -> TailStatus:
+        s = self._status
+        since = s.since if s.since is not None else time.time()
+        hwm = self._best_effort_hwm() if diverged is not None else None
+        message = str(exc) or type(exc).__name__
+        offset, failures = self.loader.next_offset, s.failures + 1
+        return TailStatus(offset, hwm, message, s.last_success_monotonic, since, failures, diverged)
+
+    def _best_effort_hwm(self) -> int | None:
+        try:
+            return self.loader.backend.high_watermark()
+        except Exception:  # the log may be what failed
+            return None
+
+    def delay_s(self) -> float:
+        """How long the loop waits before the next poll: `interval_s`, doubling per failure up to `max_backoff_s`."""
+        failures = self._status.failures
+        return min(self.interval_s * (2 ** min(failures, 20)), self.max_backoff_s) if failures else self.interval_s
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.poll_once()
+            self._stop.wait(self.delay_s())
+
+    def status(self) -> TailStatus:
+        """The latest status (lag, error, since when, divergence, last success)."""
+        return self._status
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loop and wait for the thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -1,0 +1,138 @@
+"""`kraft-acl log check` and `kraft-acl log recover`: is a log directory one consistent history, and continuing
+one that lost acknowledged batches.
+
+Stateless; `check` opens nothing for writing, `recover` holds the writer lock while it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kraftacl.authorizer.state.recovery import RecoveryOutcome, RecoveryRefused, recover
+from kraftacl.cli.errors import EXIT_FAILED, fail
+from kraftacl.cli.log_state import check_log_dir, library_errors
+from kraftacl.cli.output import Output, OutputOpt, output_option
+from kraftacl.snapshots.history import USABLE, HistoryReport, check_history
+
+LogDir = Annotated[
+    Path, typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (segments, snapshots)")
+]
+LockTimeout = Annotated[
+    float, typer.Option("--lock-timeout", metavar="SECONDS", help="how long to wait for another writer's lock")
+]
+SHOWN_SEGMENTS = 6  # the first and last three; every segment with a problem is shown too
+
+
+def check_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
+    """Whether the segments, their batches, the log identity, the durable end and the snapshots form one
+    consistent history, and exactly where not (exit 1). Read-only: works next to a running writer.
+
+    \b
+    Example:
+      kraft-acl log check --log-dir data/meta
+    """
+    check_log_dir(log_dir)
+    with library_errors():
+        report = check_history(log_dir)
+    if output.is_json:
+        typer.echo(json.dumps(report.to_json()))
+    else:
+        typer.echo("\n".join(_check_lines(report)))
+    if not report.consistent:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _check_lines(report: HistoryReport) -> list[str]:
+    s = report.scan
+    identity = f"{s.log_id}{' (legacy: predates log identities)' if s.legacy else ''}" if s.log_id else "none"
+    durable = "none" if s.durable_end is None else str(s.durable_end)
+    lines = [
+        f"Log directory: {s.directory}",
+        f"Log id: {identity}",
+        f"Offsets: log start {s.log_start_offset}, end {s.high_watermark}, durable end {durable}",
+        f"Segments: {len(s.segments)}",
+    ]
+    for i, seg in enumerate(s.segments):
+        edge = i < SHOWN_SEGMENTS // 2 or i >= len(s.segments) - SHOWN_SEGMENTS // 2
+        if edge or seg.problem is not None:
+            span = f"offsets {seg.base_offset}..{seg.next_offset - 1}" if seg.next_offset > seg.base_offset else "empty"
+            lines.append(f"  {seg.file}  {span}, {seg.batches} batches, format {seg.format}")
+        elif i == SHOWN_SEGMENTS // 2:
+            lines.append(f"  ... {len(s.segments) - SHOWN_SEGMENTS} more")
+    usable = sum(r.status == USABLE for r in report.snapshots)
+    lines.append(f"Snapshots: {len(report.snapshots)} ({usable} usable)")
+    for row in report.snapshots:
+        state = f"usable, {row.records} records" if row.status == USABLE else f"{row.status.upper()}: {row.reason}"
+        lines.append(f"  {row.file}  {state}")
+    for title, findings in (("Problems", report.problems), ("Warnings", s.warnings)):
+        if findings:
+            lines.append(f"{title}: {len(findings)}")
+            lines.extend(f"  {f.where}: {f.what}" for f in findings)
+    if report.consistent:
+        held = f"offsets {s.log_start_offset}..{s.high_watermark - 1}" if s.high_watermark > s.log_start_offset else ""
+        lines.append(f"OK: one consistent history{', ' if held else ''}{held or ' (no batch yet)'}")
+    else:
+        lines.append(f"NOT one consistent history: {len(report.problems)} problem(s); see docs/cli.md 'log check'")
+    return lines
+
+
+def recover_command(
+    log_dir: LogDir,
+    accept_loss: Annotated[
+        bool,
+        typer.Option("--accept-loss", help="continue even when no snapshot holds the lost batches' changes"),
+    ] = False,
+    lock_timeout: LockTimeout = 5.0,
+    output: Annotated[Output, output_option("table (what was done, in words) or json")] = Output.table,
+) -> None:
+    """Continue a log that lost acknowledged batches at the offset it had reached, from its newest known
+    state; segments are moved to recovered-<offset>/, never deleted, and no offset is reused.
+
+    \b
+    Example:
+      kraft-acl log recover --log-dir data/meta
+    """
+    check_log_dir(log_dir)
+    try:
+        with library_errors():
+            outcome = recover(log_dir, accept_loss, lock_timeout)
+    except RecoveryRefused as exc:
+        fail(str(exc))
+    if output.is_json:
+        typer.echo(json.dumps(_outcome_json(outcome)))
+        return
+    typer.echo("\n".join(_recover_lines(log_dir, outcome)))
+
+
+def _outcome_json(o: RecoveryOutcome) -> dict[str, object]:
+    return {
+        "log_end": o.log_end,
+        "durable_end": o.durable_end,
+        "snapshot_end": o.snapshot_end,
+        "new_start": o.new_start,
+        "state_from": o.state_from,
+        "lost_effect": None if o.lost_effect is None else list(o.lost_effect),
+        "snapshot_written": None if o.snapshot_written is None else str(o.snapshot_written),
+        "archive": None if o.archive is None else str(o.archive),
+        "moved": o.moved,
+    }
+
+
+def _recover_lines(log_dir: Path, o: RecoveryOutcome) -> list[str]:
+    if o.new_start is None:
+        return [f"Nothing to recover: the log in {log_dir} ends at offset {o.log_end} and lost no acknowledged batch"]
+    lines = [f"The log ended at offset {o.log_end}; it had acknowledged batches up to offset {o.new_start}."]
+    if o.lost_effect is not None:
+        lines.append(f"The changes of batches [{o.lost_effect[0]}, {o.lost_effect[1]}) are lost (--accept-loss).")
+    if o.snapshot_written is not None:
+        lines.append(f"Wrote {o.snapshot_written.name}: the state from {o.state_from}.")
+    else:
+        lines.append(f"The state at offset {o.new_start} is in {o.state_from}.")
+    if o.archive is not None:
+        lines.append(f"Moved {len(o.moved)} segment(s) to {o.archive}.")
+    lines.append(f"The log now starts at offset {o.new_start}: the next batch gets offset {o.new_start}.")
+    return lines
