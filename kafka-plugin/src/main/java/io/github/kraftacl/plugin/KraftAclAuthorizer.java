@@ -54,6 +54,9 @@ public final class KraftAclAuthorizer extends AbstractKraftAclAuthorizer impleme
                 + "restarted or changed), forgetting every remembered decision", now -> m.resets());
         gauge(metrics, "cache-usable", "1 while remembered decisions may be used (change feed current), else 0",
                 now -> feed() != null && feed().view().usable(System.nanoTime()) ? 1 : 0);
+        gauge(metrics, "cache-acl-offset", "The offset of the newest ACL change the change feed reported (-1 before "
+                + "any, or while the feed is broken)", now -> feed() == null || feed().view().server() < 0 ? -1L
+                : feed().view().minOffset());
         Sensor lag = metrics.addSensor("kraft-acl-cache-invalidation-lag");
         lag.add(metrics.metricName("cache-invalidation-lag-ms-avg", "Average time from serve applying an ACL change "
                 + "to this broker dropping the decisions made before it", new LinkedHashMap<>()), new Avg());
