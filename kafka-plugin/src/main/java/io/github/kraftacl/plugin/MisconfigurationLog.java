@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * per serve and cause, with the count in between.
  *
  * <p>Thread-safe. Waiting does not cure these, so they are never only INFO: without this a broker with a wrong
- * token waits for serve forever with nothing but a status line every 10 s.
+ * token waits for serve forever with nothing but a status line every 10 s. The rate limit is per JVM: a combined
+ * broker and controller has two authorizer instances, and says it once.
  */
 final class MisconfigurationLog {
     private static final Logger LOG = LoggerFactory.getLogger(MisconfigurationLog.class);
@@ -26,7 +27,7 @@ final class MisconfigurationLog {
     }
 
     private final String tokenFile; // null without a token
-    private final Map<String, Seen> seen = new ConcurrentHashMap<>();
+    private static final Map<String, Seen> SEEN = new ConcurrentHashMap<>();
 
     MisconfigurationLog(String tokenFile) {
         this.tokenFile = tokenFile;
@@ -69,7 +70,7 @@ final class MisconfigurationLog {
     }
 
     private void report(URI server, String cause, String message) {
-        Seen s = seen.computeIfAbsent(server + " " + cause, k -> new Seen());
+        Seen s = SEEN.computeIfAbsent(server + " " + cause, k -> new Seen());
         long now = System.currentTimeMillis();
         long count;
         synchronized (s) {
