@@ -268,7 +268,7 @@ class StandardAuthorizer:
             return DEFAULT_DENY if result is DENIED else DEFAULT_ALLOW
         candidates = tindex.candidates(action.resource_name)
         applying = [acl for acl in candidates if _applies(acl, ctx, action.operation)]
-        met = walk_order(tindex, action.resource_name, applying)
+        met = applying if len(applying) < 2 else walk_order(tindex, action.resource_name, applying)  # one: no order
         if result is DENIED:
             denies = [a for a in met if a.permission_type != AclPermissionType.ALLOW]
             return Rule("MatchingAcl", denies[0]) if denies else DEFAULT_DENY
