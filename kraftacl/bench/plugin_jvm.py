@@ -1,7 +1,8 @@
 """The plugin timed in a JVM outside a broker (PluginBench, in kafka-plugin's test classes) against a real serve: the
 round trip of a decision that is not remembered, a repeated decision answered from memory beside Kafka's
-StandardAuthorizer holding the same ACLs (`authorize_hit_us`), and the time from serve applying an ACL change to
-every one of several plugin instances dropping the decisions made before it (`invalidation_ms`).
+StandardAuthorizer holding the same ACLs (`authorize_hit_us`), the time from serve applying an ACL change to
+every one of several plugin instances dropping the decisions made before it (`invalidation_ms`), and how long after
+serve freezes a plugin stops using what it remembers (`staleness_ms`).
 
 Each figure is one child JVM; a run's CPU probe is read around it. Not thread-safe.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,15 +23,20 @@ from kraftacl.harness.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
 from kraftacl.harness.serve_process import ServeProcess
 
 
-def plugin_java(root: Path, serve: ServeProcess, mode: str, args: list[str], cache: bool = True) -> dict[str, Any]:
-    """One PluginBench run (the plugin configured for serve's early-start listener); its last JSON line."""
+def _command(root: Path, serve: ServeProcess, mode: str, args: list[str], cache: bool) -> list[str]:
+    """The PluginBench command line, the plugin configured for serve's early-start listener (defaults otherwise)."""
     props = root / f"plugin-{mode}.properties"
     props.write_text(
         f"kraft.acl.urls={serve.url('CONTROLLER')}\nkraft.acl.token.file={root / 'plugin.token'}\n"
         f"kraft.acl.cache.enabled={'true' if cache else 'false'}\n"
     )
     main = ["io.github.kraftacl.plugin.PluginBench", str(props), mode]
-    cmd = ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*", *main, *args]
+    return ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*", *main, *args]
+
+
+def plugin_java(root: Path, serve: ServeProcess, mode: str, args: list[str], cache: bool = True) -> dict[str, Any]:
+    """One PluginBench run; its last JSON line."""
+    cmd = _command(root, serve, mode, args, cache)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1800)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
@@ -74,3 +82,45 @@ def invalidation_figures(
     changes = 50 if quick else 300
     args = [f"User:{user}", "DESCRIBE", "TOPIC", f"{user}.topic-", "1", str(changes), str(plugins), admin_token]
     return _run(partial(plugin_java, root, serve, "invalidation", args))
+
+
+def staleness_figures(root: Path, serve: ServeProcess, user: str, rounds: int = 12) -> dict[str, Any]:
+    """The staleness bound as it happens: serve frozen (SIGSTOP) at a random point of the feed's heartbeat, `rounds`
+    times; how long after the freeze the plugin stopped using remembered decisions (at most heartbeat + grace,
+    500 + 500 ms by default, plus the loop's reading)."""
+    cmd = _command(root, serve, "staleness", [f"User:{user}", "DESCRIBE", "TOPIC", f"{user}.topic-", "1"], True)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    lines = iter(proc.stdout)
+
+    def next_state(usable: bool) -> int:
+        for line in lines:
+            state = json.loads(line)
+            if state["usable"] is usable:
+                return int(state["wall_us"])
+        raise RuntimeError(f"PluginBench staleness ended before the view turned {'usable' if usable else 'unusable'}")
+
+    lags: list[float] = []
+    try:
+        next_state(True)
+        for _ in range(rounds):
+            time.sleep(random.uniform(0.05, 1.05))
+            stopped = time.time_ns() // 1000
+            serve.pause()
+            try:
+                lags.append((next_state(False) - stopped) / 1000)
+            finally:
+                serve.resume()
+            next_state(True)
+    finally:
+        proc.stdin.close()
+        proc.wait(60)
+    lags.sort()
+    return {
+        "rounds": rounds,
+        "bound_ms": 1000,
+        "p50_ms": round(lags[len(lags) // 2], 1),
+        "min_ms": round(lags[0], 1),
+        "max_ms": round(lags[-1], 1),
+        "load_1m": round(os.getloadavg()[0], 2),
+    }

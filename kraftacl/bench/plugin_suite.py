@@ -160,6 +160,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             smalls = _side_by_side(brokers, 2, small)
             out["small_requests"] = {**smalls, "ratio_records_per_s": _ratio(smalls, "records_per_s")}
             out["invalidation_ms"] = plugin_jvm.invalidation_figures(root, serve, USER, ADMIN_TOKEN, quick)
+            out["staleness_ms"] = plugin_jvm.staleness_figures(root, serve, USER, 4 if quick else 12)
             total = 100_000 // scale
             fill = shapes.filler(total - len(tenant) - len(extra))
             _serve_acls(serve, fill)

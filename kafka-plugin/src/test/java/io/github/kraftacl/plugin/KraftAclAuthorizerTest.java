@@ -226,6 +226,14 @@ class KraftAclAuthorizerTest {
         assertKeyRefused(PluginConfig.REQUEST_TIMEOUT_MS, Map.of(PluginConfig.URLS, serve.url(),
                 PluginConfig.REQUEST_TIMEOUT_MS, "0"));
         assertKeyRefused("super.users", Map.of(PluginConfig.URLS, serve.url(), "super.users", "User:a;bob"));
+        assertKeyRefused(PluginConfig.CACHE_ENABLED, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_ENABLED, "maybe"));
+        assertKeyRefused(PluginConfig.CACHE_MAX_BYTES, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_MAX_BYTES, "100"));
+        assertKeyRefused(PluginConfig.CACHE_MAX_ENTRIES, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_MAX_ENTRIES, "0"));
+        assertKeyRefused(PluginConfig.HEARTBEAT_MS, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.HEARTBEAT_MS, "60001"));
     }
 
     private static void assertKeyRefused(String key, Map<String, Object> props) {
