@@ -37,32 +37,16 @@ import org.apache.kafka.server.authorizer.AclCreateResult;
 import org.apache.kafka.server.authorizer.AclDeleteResult;
 import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The plugin against a fake serve: the JSON it sends, how it reads answers, and what it does when serve fails. */
-class KraftAclAuthorizerTest {
+class KraftAclAuthorizerTest extends FakeServeTest {
     private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
     private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
 
-    @TempDir
-    Path dir;
-    private FakeServe serve;
-    private KraftAclAuthorizer plugin;
-
-    @BeforeEach
-    void setUp() throws Exception {
-        serve = new FakeServe();
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (plugin != null) {
-            plugin.close();
-        }
-        serve.close();
+    @Override
+    String logLevel() {
+        return "OFF";
     }
 
     private KraftAclAuthorizer plugin(String urls, String... more) throws Exception {
