@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from kraftacl.bench import plugin_kafka as kafka
@@ -36,12 +37,12 @@ def small_requests(
     """`producers` producer processes for `seconds` (after a 3 s warm-up each): rates and CPU per Produce request."""
     conf = broker.conf(user)
     context = multiprocessing.get_context("spawn")
-    with context.Pool(producers) as pool:
+    with ProcessPoolExecutor(producers, mp_context=context) as pool:  # a producer that dies fails the run, no hang
         idle = kafka.idle_rates(broker.pid, serve_pid)  # heartbeats, the tailer: subtracted below
-        pending = pool.starmap_async(kafka.produce_for, [(conf, topic, 3.0, seconds)] * producers)
+        pending = [pool.submit(kafka.produce_for, conf, topic, 3.0, seconds) for _ in range(producers)]
         time.sleep(3.0 + 1.0)  # the warm-up, and the processes' start
         cpu, requests, started = kafka.cpu_now(broker.pid, serve_pid), produce_requests(broker), time.perf_counter()
-        delivered = sum(pending.get(timeout=seconds + 300))
+        delivered = sum(f.result(timeout=seconds + 300) for f in pending)
         elapsed = time.perf_counter() - started
         after = kafka.cpu_now(broker.pid, serve_pid)
         used = [a - b - rate * elapsed for b, a, rate in zip(cpu, after, idle, strict=True)]
