@@ -17,7 +17,7 @@ from kraftacl.api import endpoints as ep
 from kraftacl.api.endpoints import Endpoint
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
-from kraftacl.server import acl_history, admin, decide, import_api
+from kraftacl.server import acl_history, admin, changes, decide, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, Unauthenticated
@@ -61,6 +61,7 @@ ROUTES: dict[tuple[str, str], Route] = dict(
         _on(ep.ACL_IMAGE, admin.image),
         _on(ep.ACL_HISTORY, acl_history.history),
         _on(ep.STATUS, admin.status, "status"),
+        _on(ep.CHANGES, changes.changes),
         (("GET", ep.METRICS_PATH), Route(lambda state, request, caller: _metrics(state), "metrics", "metrics")),
         (("GET", ep.OPENAPI_PATH), Route(lambda state, request, caller: _openapi(), "openapi", "always")),
     ]

@@ -120,6 +120,15 @@ STATUS: Endpoint[None, wire.StatusOut] = Endpoint(
     "Readiness and replay progress (503 until the initial load completes, and while the log is not followed)",
     wire.StatusOut,
 )
+CHANGES: Endpoint[None, wire.ChangesOut] = Endpoint(
+    "GET",
+    "/v1/changes",
+    "changes",
+    "The change feed (a long poll; broker principals only; since 1.2.0): answers at once when the newest state "
+    "serve published that changed ACLs is past `after`, else after `wait_ms` with the same body (a heartbeat)",
+    wire.ChangesOut,
+    query=wire.ChangesQuery,
+)
 OPA: Endpoint[wire.OpaIn, wire.OpaOut] = Endpoint(
     "POST",
     OPA_PREFIX + "kafka/authz/allow",
@@ -142,5 +151,6 @@ ENDPOINTS: tuple[Endpoint[Any, Any], ...] = (
     ACL_IMAGE,
     ACL_HISTORY,
     STATUS,
+    CHANGES,
     OPA,
 )

@@ -23,7 +23,7 @@ from typing import IO, Any
 import httpx
 import msgspec
 
-from kraftacl.api.endpoints import Endpoint
+from kraftacl.api.endpoints import METRICS_PATH, Endpoint
 
 #: What serve prints (server/process.py `say`): "listening on NAME URL" and "ready: ..." once the initial load is done.
 LISTENING = "kraft-acl serve: listening on "
@@ -178,6 +178,24 @@ class ServeProcess:
             self.kill()
             late = f"serve did not stop within {timeout}s after signal {sig}"
             raise ServeProcessError(f"{late}:\n{self.output()}") from None
+
+    def pause(self) -> None:
+        """SIGSTOP: the process hangs, its sockets stay open (a frozen or unreachable serve)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause`."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def metrics_text(self, token: str, listener: str = "") -> str:
+        """GET /metrics (Prometheus' text format)."""
+        name = listener or self.properties["listeners"].split("://", 1)[0].strip()
+        with self.client(name, token, timeout=60.0) as http:
+            answer = http.get(METRICS_PATH)
+        answer.raise_for_status()
+        return answer.text
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
