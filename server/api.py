@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 import msgspec
 
+from kraftacl.api import endpoints as ep
+from kraftacl.api.endpoints import Endpoint
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
 from kraftacl.authorizer.model.acls import AclOperation
-from kraftacl.server import acl_history, admin, decide, describe, import_api
+from kraftacl.server import acl_history, admin, changes, decide, describe, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, Forbidden, Unauthenticated
@@ -26,7 +29,6 @@ from kraftacl.server.metrics import CONTENT_TYPE
 
 _ENCODE = msgspec.json.Encoder()
 Check = Callable[[ServeState, Caller], None]
-OPA_PREFIX = "/v1/data/"
 SMALL_BODY = 1024 * 1024  # endpoints that take one small object (a filter, one resource, an OPA input)
 
 
@@ -54,41 +56,66 @@ def _admin(operation: AclOperation, request_name: str, write: bool = False) -> C
     return check
 
 
-def _broker_only(state: ServeState, caller: Caller) -> None:
-    if caller.principal not in state.trusted:
-        raise Forbidden(f"{caller.principal} is not in broker.principals, so it may not use the OPA API")
+def _trusted_only(what: str) -> Check:
+    """Broker principals and super users only, checked at the head."""
+
+    def check(state: ServeState, caller: Caller) -> None:
+        if caller.principal not in state.trusted:
+            raise Forbidden(f"{caller.principal} is not in broker.principals, so it may not {what}")
+
+    return check
 
 
-ROUTES: dict[tuple[str, str], Route] = {
-    ("POST", "/v1/authorize"): Route(decide.authorize, "authorize"),
-    ("POST", "/v1/authorize-by-resource-type"): Route(
-        decide.by_resource_type, "authorize_by_resource_type", body="small"
-    ),
-    ("POST", "/v1/authorized-operations"): Route(decide.authorized_operations, "authorized_operations", body="small"),
-    ("POST", "/v1/acls/describe"): Route(
-        describe.describe, "describe_acls", body="small", check=_admin(AclOperation.DESCRIBE, "DescribeAcls")
-    ),
-    ("POST", "/v1/acls/create"): Route(
-        admin.create, "create_acls", check=_admin(AclOperation.ALTER, "CreateAcls", write=True)
-    ),
-    ("POST", "/v1/acls/delete"): Route(
-        admin.delete, "delete_acls", check=_admin(AclOperation.ALTER, "DeleteAcls", write=True)
-    ),
-    ("POST", import_api.PATH): Route(
-        import_api.import_acls, "import_acls", body="import", check=_admin(AclOperation.ALTER, "ImportAcls", write=True)
-    ),
-    ("GET", "/v1/acls/count"): Route(admin.count, "acl_count", body="none"),
-    ("GET", "/v1/acls/image"): Route(
-        describe.image, "acl_image", body="none", check=_admin(AclOperation.DESCRIBE, "DescribeAclImage")
-    ),
-    ("POST", "/v1/acls/history"): Route(
-        acl_history.history, "acl_history", body="small", check=_admin(AclOperation.DESCRIBE, "DescribeAclHistory")
-    ),
-    ("GET", "/v1/status"): Route(admin.status, "status", "status", body="none"),
-    ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics", body="none"),
-    ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always", body="none"),
-}
-_OPA_ROUTE = Route(decide.opa, "opa", body="small", check=_broker_only)
+RouteEntry = tuple[tuple[str, str], Route]
+
+
+def _on(
+    endpoint: Endpoint[Any, Any],
+    handler: Callable[..., Outcome],
+    public_as: str | None = None,
+    body: str = "request",
+    check: Check | None = None,
+) -> RouteEntry:
+    return (endpoint.method, endpoint.path), Route(handler, endpoint.name, public_as, body, check)
+
+
+# Which handler answers which endpoint of the contract (`api.endpoints`), plus the two that are no JSON API; the
+# body limit of each (`Api.body_limits`) and the authorization decided at its head.
+ROUTES: dict[tuple[str, str], Route] = dict(
+    [
+        _on(ep.AUTHORIZE, decide.authorize),
+        _on(ep.BY_RESOURCE_TYPE, decide.by_resource_type, body="small"),
+        _on(ep.AUTHORIZED_OPERATIONS, decide.authorized_operations, body="small"),
+        _on(ep.DESCRIBE_ACLS, describe.describe, body="small", check=_admin(AclOperation.DESCRIBE, "DescribeAcls")),
+        _on(ep.CREATE_ACLS, admin.create, check=_admin(AclOperation.ALTER, "CreateAcls", write=True)),
+        _on(ep.DELETE_ACLS, admin.delete, check=_admin(AclOperation.ALTER, "DeleteAcls", write=True)),
+        _on(
+            ep.IMPORT_ACLS,
+            import_api.import_acls,
+            body="import",
+            check=_admin(AclOperation.ALTER, "ImportAcls", write=True),
+        ),
+        _on(ep.ACL_COUNT, admin.count, body="none"),
+        _on(ep.ACL_IMAGE, describe.image, body="none", check=_admin(AclOperation.DESCRIBE, "DescribeAclImage")),
+        _on(
+            ep.ACL_HISTORY,
+            acl_history.history,
+            body="small",
+            check=_admin(AclOperation.DESCRIBE, "DescribeAclHistory"),
+        ),
+        _on(ep.STATUS, admin.status, "status", body="none"),
+        _on(ep.CHANGES, changes.changes, body="none", check=_trusted_only("follow the change feed")),
+        (
+            ("GET", ep.METRICS_PATH),
+            Route(lambda state, request, caller: _metrics(state), "metrics", "metrics", body="none"),
+        ),
+        (
+            ("GET", ep.OPENAPI_PATH),
+            Route(lambda state, request, caller: _openapi(), "openapi", "always", body="none"),
+        ),
+    ]
+)
+_OPA_ROUTE = Route(decide.opa, ep.OPA.name, body="small", check=_trusted_only("use the OPA API"))
 _PATHS = {path for _, path in ROUTES}
 
 
@@ -145,7 +172,7 @@ class Api:
         """At the head: the route and the caller, or the refusal (404, 405, 401, 403, 421, 503); the body limit."""
         route = ROUTES.get((request.method, request.path))
         if route is None:
-            if request.method == "POST" and request.path.startswith(OPA_PREFIX):
+            if request.method == "POST" and request.path.startswith(ep.OPA_PREFIX):
                 route = _OPA_ROUTE
             else:
                 return self._count("unknown", self._no_route(request))
@@ -203,7 +230,7 @@ class Api:
         raise Unauthenticated("authenticate with a bearer token (Authorization: Bearer ...) or a client certificate")
 
     def _no_route(self, request: Request) -> Response:
-        if request.path in _PATHS or request.path.startswith(OPA_PREFIX):
+        if request.path in _PATHS or request.path.startswith(ep.OPA_PREFIX):
             allowed = sorted(m for m, p in ROUTES if p == request.path) or ["POST"]
             body = ErrorOut(ErrorBody("METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}"))
             return Response(

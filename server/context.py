@@ -1,5 +1,5 @@
 """What every serve handler reads: the node, the authorizer, the configuration, metrics, the decision log, the
-lane heavy calls take turns on, and the writer's health.
+change feed, the lane heavy calls take turns on, and the writer's health.
 
 One `ServeState` per process, built before any listener opens; its fields are set once, except
 `tailer` (set when the initial load has completed) and `stopping` (the process's stop event, set at start).
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
+from kraftacl.server.change_feed import ChangeFeed
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.metrics import ServeMetrics
@@ -39,6 +40,7 @@ class ServeState:
     write_recovery: WriteRecovery | None = None  # reopens the embedded log after a failed write
     stopping: asyncio.Event | None = None  # set on SIGTERM/SIGINT: long polls end, the process drains
     start_error: str | None = None  # why the initial load waits (a broker-role serve's log directory is missing)
+    changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
 
     @property
     def authorizer(self) -> StandardAuthorizer:

@@ -2,7 +2,8 @@
 authorized operations (KIP-430), and the OPA-compatible decision API.
 
 The broker's hot path (a small body, no explain, no decision log) is answered synchronously on the event loop:
-one msgspec decode, one compiled `decide_many`, the audit lines Kafka's logger wants. Everything heavier (a body
+one msgspec decode, one compiled `decide_many`, the audit lines Kafka's logger wants, and the rule texts the
+caller asks for (`rules`). Everything heavier (a body
 above `json_body.SLICED_ABOVE`, explain, the decision log) goes to `server.explain`, which works in slices.
 Handlers read the authorizer's state once (`state()`), so every answer comes from one batch boundary of the log,
 and report that state's offset.
@@ -30,7 +31,14 @@ from kraftacl.server import explain, json_body
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, check_bytes, enum_of
-from kraftacl.server.decision_inputs import RESULT_NAME, check_limits, check_subject, context, decide_codes
+from kraftacl.server.decision_inputs import (
+    RESULT_NAME,
+    check_limits,
+    check_subject,
+    context,
+    decide_codes,
+    rule_texts,
+)
 from kraftacl.server.errors import BadRequest, NotReady
 from kraftacl.server.http_wire import Outcome, Request, Response
 
@@ -52,7 +60,11 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     index, offset = state.authorizer.state()
     codes = decide_codes(state, index, ctx, body.actions)
-    return Response(200, _ENCODE.encode(AuthorizeOut([RESULT_NAME[code] for code in codes], offset)))
+    results = [RESULT_NAME[code] for code in codes]
+    if body.rules is None:
+        return Response(200, _ENCODE.encode(AuthorizeOut(results, offset)))
+    texts = rule_texts(state, index, ctx, body.actions, codes, body.rules == "all")
+    return Response(200, _ENCODE.encode(AuthorizeOut(results, offset, rule_texts=texts)))
 
 
 def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response:

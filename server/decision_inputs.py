@@ -1,6 +1,6 @@
 """From an API request to the authorizer's inputs: who may ask about whom and how many actions at once, the
-request context in Kafka's form, the actions as the compiled decision loop's codes, and Kafka's audit lines for
-decisions made as codes.
+request context in Kafka's form, the actions as the compiled decision loop's codes, and Kafka's audit lines and
+the rule texts a caller asks for, for decisions made as codes.
 
 Pure functions over the serve state they are given; used on the event loop thread.
 """
@@ -12,9 +12,10 @@ import time
 
 from kraftacl.api.wire import MAX_STRING_BYTES, ActionIn, AuthorizeIn
 from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, audit_level
-from kraftacl.authorizer.decision.standard import RESULT_OF, RequestContext
+from kraftacl.authorizer.decision.standard import BY_ACL_ALLOW, BY_ACL_DENY, RESULT_OF, RULE_KIND_OF, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError
 from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.model.acls import AuthorizationResult
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
@@ -25,6 +26,8 @@ OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the
 TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
 RESULT_NAME = tuple(result.name for result in RESULT_OF)
 DENIED_CODES = tuple(code for code, result in enumerate(RESULT_OF) if result.name == "DENIED")
+ALLOWED = AuthorizationResult.ALLOWED
+BY_ACL = frozenset((BY_ACL_DENY, BY_ACL_ALLOW))
 
 
 def check_subject(state: ServeState, caller: Caller, principal: str) -> bool:
@@ -96,6 +99,23 @@ def audit(
         result = RESULT_OF[codes[i]]
         if AUDIT_LOGGER.isEnabledFor(audit_level(result.name == "ALLOWED", a.log_if_allowed, a.log_if_denied)):
             authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{base + i}]"), result)
+
+
+def rule_texts(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], every: bool
+) -> list[str | None]:
+    """The audit rule of each denied action (of every action when `every`), None for the others; the matching ACL is
+    looked up only for the actions an ACL decided (a default or a super user is a constant)."""
+    authz = state.authorizer
+    texts: list[str | None] = []
+    for i, (a, code) in enumerate(zip(actions, codes, strict=True)):
+        if not every and RESULT_OF[code] is ALLOWED:
+            texts.append(None)
+        elif code in BY_ACL:
+            texts.append(authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code))
+        else:
+            texts.append(RULE_KIND_OF[code])
+    return texts
 
 
 def parse_actions(actions: list[ActionIn], base: int = 0) -> tuple[list[int], list[int], list[str]]:

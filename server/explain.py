@@ -1,6 +1,6 @@
 """The heavier authorize calls: a large batch (a body above `json_body.SLICED_ABOVE`), `explain` (each action's
-rule and the deciding ACL's id), and decisions written to the decision log, each against one state read at the
-start, so that a broker's decision never waits behind them:
+rule and the deciding ACL's id), decisions written to the decision log, and a large batch asking for rule texts
+(`rules`), each against one state read at the start, so that a broker's decision never waits behind them:
 
 * a large batch without rules is decoded and decided as codes in slices of the event loop (`server.slices`);
 * rules are found on the rules thread (`ServeState.rules`, one thread): finding the rule of one action walks every
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 
 import msgspec
 
@@ -46,7 +46,7 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
     async with state.lane.slicer() as slicer:
         body = await json_body.decode_sliced(request.body, _AUTHORIZE, "actions", _ACTIONS, slicer)
     trusted = check_limits(state, caller, body)
-    if body.explain or state.decision_log is not None:
+    if body.explain or state.decision_log is not None or body.rules is not None:
         return await _with_rules(state, body, trusted)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     index, offset = state.authorizer.state()
@@ -62,7 +62,8 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
 
 
 def answer(state: ServeState, body: AuthorizeIn, trusted: bool) -> Awaitable[Response]:
-    """A call whose decisions need their rules (explain, or the decision log): decided on the rules thread."""
+    """A call whose decisions need their rules (explain, or the decision log; the rule texts asked with them):
+    decided on the rules thread."""
     return _with_rules(state, body, trusted)
 
 
@@ -80,12 +81,13 @@ def decide_logged(state: ServeState, ctx: RequestContext, action: Action) -> Awa
 
 
 def decide_at(
-    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[Action], explain: bool, field: str
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[Action], with_rules: bool, field: str
 ) -> tuple[list[AuthorizationResult], list[int], list[Rule] | None]:
-    """Kafka's authorize of `actions` against `index` (audited), with each rule when explained or logged."""
+    """Kafka's authorize of `actions` against `index` (audited), with each rule when asked (explain, rule texts)
+    or logged."""
     authz = state.authorizer
     try:
-        return authz.authorize_at(index, ctx, actions, explain or state.decision_log is not None)
+        return authz.authorize_at(index, ctx, actions, with_rules or state.decision_log is not None)
     except AuthorizerNotReadyError as exc:
         state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
@@ -129,13 +131,14 @@ def _rules_work(
     results: list[AuthorizationResult] = []
     codes: list[int] = []
     rules: list[Rule] = []
+    with_rules = body.explain or body.rules is not None
     started = time.perf_counter()
     for start in range(0, len(body.actions), RULES_STEP):
         if stop.is_set():
             raise asyncio.CancelledError
         chunk = body.actions[start : start + RULES_STEP]
         actions = [action_of(a, f"$.actions[{start + i}]") for i, a in enumerate(chunk)]
-        chunk_results, chunk_codes, chunk_rules = decide_at(state, index, ctx, actions, body.explain, "$.actions")
+        chunk_results, chunk_codes, chunk_rules = decide_at(state, index, ctx, actions, with_rules, "$.actions")
         results += chunk_results
         codes += chunk_codes
         if chunk_rules is not None:
@@ -144,12 +147,27 @@ def _rules_work(
                 state.decision_log.write(ctx, actions, chunk_results, chunk_rules, offset, trusted)
     seconds = time.perf_counter() - started
     head = _ENCODE.encode(AuthorizeOut([r.name for r in results], offset))
-    if not body.explain:
+    if not with_rules:
         return head, codes, seconds
-    ids = state.acl_ids
-    pieces = [head[:-1], b',"rules":[']
-    for start in range(0, len(rules), ENCODE_STEP):
-        batch = [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules[start : start + ENCODE_STEP]]
-        pieces += [b"," if start else b"", _ENCODE.encode(batch)[1:-1]]
-    pieces.append(b"]}")
+    pieces = [head[:-1]]
+    if body.explain:
+        ids = state.acl_ids
+        pieces += _array(b"rules", [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules])
+    if body.rules is not None:
+        every = body.rules == "all"
+        texts = [
+            str(r) if every or res is not AuthorizationResult.ALLOWED else None
+            for r, res in zip(rules, results, strict=True)
+        ]
+        pieces += _array(b"rule_texts", texts)
+    pieces.append(b"}")
     return b"".join(pieces), codes, seconds
+
+
+def _array(key: bytes, items: Sequence[object]) -> list[bytes]:
+    """`,"key":[...]` encoded ENCODE_STEP items per msgspec call (no C call long enough to keep the GIL)."""
+    pieces = [b',"' + key + b'":[']
+    for start in range(0, len(items), ENCODE_STEP):
+        pieces += [b"," if start else b"", _ENCODE.encode(items[start : start + ENCODE_STEP])[1:-1]]
+    pieces.append(b"]")
+    return pieces

@@ -81,6 +81,7 @@ class Serve:
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
+        self.state.changes.bind(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         self.state.stopping = self.stop
@@ -154,6 +155,7 @@ class Serve:
             server.close()
         for sock in self.sockets.values():
             sock.close()  # a listener that never listened (stopped during the load) too
+        self.state.changes.close()  # the change feed's waiting polls answer now, not after their wait_ms
         self.connections.close_idle()
         deadline = asyncio.get_running_loop().time() + self.config.shutdown_timeout_s
         while self.connections.busy() and asyncio.get_running_loop().time() < deadline:

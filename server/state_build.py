@@ -1,5 +1,5 @@
 """Building serve's shared state from its configuration: the node on its log, the metrics wired to it, the
-decision log, the writer thread and the recovery of a failed write.
+decision log, the change feed, the writer thread and the recovery of a failed write.
 
 Called once at start-up on the main thread, after every listener's port is held; nothing is loaded yet.
 """
@@ -12,7 +12,7 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.loader import OnPublish, Update
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.connections import Connections
@@ -71,8 +71,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         decision_log=lambda: holder[0].decision_log,
     )
     ids = AclIds(lambda: node.loader.image)
-    node.loader.change_listeners.append(ids.on_change)
-    node.loader.change_listeners.append(_freeze_after_bulk)
+    node.loader.publishers += [OnPublish(ids.on_change), OnPublish(_freeze_after_bulk)]
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
@@ -96,6 +95,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
             node.loader.catch_up()  # the log's durable end holds what this node applied
 
         state.write_recovery = WriteRecovery(state.write_health, attempt, writer)
+    node.loader.publishers.append(OnPublish(state.changes.on_change))
     holder.append(state)
     return state
 
@@ -103,13 +103,11 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
 FREEZE_AFTER = 10_000  # ACLs a publish added, above which the collector stops walking what it built
 
 
-def _freeze_after_bulk(
-    before: object, after: object, removed: list[str] | None, added: list[tuple[str, StandardAcl]] | None
-) -> None:
+def _freeze_after_bulk(update: Update) -> None:
     """After a large publish (a rebuild, an import), move every object made so far to the collector's permanent
     generation, as the node does after its initial load: a full collection would otherwise walk the new index's
     millions of objects (100 ms and more, the event loop waiting) every time it runs."""
-    if added is None or len(added) >= FREEZE_AFTER:
+    if update.added is None or len(update.added) >= FREEZE_AFTER:
         gc.freeze()
 
 

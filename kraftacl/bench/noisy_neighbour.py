@@ -15,20 +15,26 @@ import json
 import multiprocessing
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from kraftacl.api.convert import acl_in
+from kraftacl.api.endpoints import AUTHORIZE, DESCRIBE_ACLS, IMPORT_ACLS
+from kraftacl.api.import_wire import ImportIn
+from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.bench.datasets import mixed_requests, mixed_set
 from kraftacl.bench.http_client import KeepAlive
 from kraftacl.bench.timing import cpu_probe_us, progress
+from kraftacl.harness.serve_process import ServeProcess, free_port
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.uuids import new_uuid
 
 BROKER, TOOL, ADMIN = "bench-broker-token-0123456789", "bench-tool-token-0123456789", "bench-admin-token-0123456789"
 PACE_S = float(os.environ.get("KRAFT_ACL_BENCH_PACE_S", "0.001"))
@@ -36,13 +42,8 @@ QUIET_S = 5.0
 CASES = ("quiet", "describe_300k", "explain_100k", "slow_connections_1000", "import_200k")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(work: Path, acls: list[tuple[str, StandardAcl]]) -> tuple[subprocess.Popen[bytes], int]:
+def _start(work: Path, acls: list[tuple[str, StandardAcl]]) -> tuple[ServeProcess, int]:
+    """Write the log and config, start serve (broker and controller), wait until it is ready; (process, port)."""
     with FileLog(work / "log") as log:
         records = [record_from_acl(new_uuid(), acl) for _, acl in acls]
         for start in range(0, len(records), 10_000):
@@ -50,30 +51,23 @@ def _start(work: Path, acls: list[tuple[str, StandardAcl]]) -> tuple[subprocess.
     tokens = work / "tokens"
     tokens.write_text(f"User:broker {BROKER}\nUser:tool {TOOL}\nUser:admin {ADMIN}\n")
     tokens.chmod(0o600)
-    port = _free_port()
-    (work / "server.properties").write_text(
-        f"listeners=CLIENT://127.0.0.1:{port}\nmetadata.log.dir={work / 'log'}\nauth.token.file={tokens}\n"
-        "broker.principals=User:broker;User:tool\nsuper.users=User:admin\nprocess.roles=broker,controller\n"
-        "log.level=WARN\n"
-    )
-    script = Path(sys.executable).parent / "kraft-acl"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "kraftacl"]
-    proc = subprocess.Popen(
-        [*command, "serve", "--config", str(work / "server.properties")],
-        stdout=subprocess.PIPE,
-        stderr=None if os.environ.get("KRAFT_ACL_BENCH_SERVE_STDERR") else subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if b"ready:" in line:
-            return proc, port
-    raise RuntimeError(f"serve exited with {proc.wait()} before it was ready")
+    port = free_port()
+    properties = {
+        "listeners": f"CLIENT://127.0.0.1:{port}",
+        "metadata.log.dir": str(work / "log"),
+        "auth.token.file": str(tokens),
+        "broker.principals": "User:broker;User:tool",
+        "super.users": "User:admin",
+        "process.roles": "broker,controller",
+        "log.level": "WARN",
+    }
+    return ServeProcess(work / "serve", properties).start(timeout=600), port
 
 
 def _broker(port: int, bodies: list[bytes], go: Any, stop: Any, out: Any) -> None:
     """The broker: paced one-action calls until `stop`; latencies (ns) from each call's due time."""
     samples: list[int] = []
-    with KeepAlive("127.0.0.1", port, "/v1/authorize", BROKER) as client:
+    with KeepAlive("127.0.0.1", port, AUTHORIZE.path, BROKER) as client:
         for body in bodies[:200]:
             client.post(body)
         out.put("warm")
@@ -97,7 +91,7 @@ def _describe(port: int, seconds: float) -> dict[str, Any]:
     calls, size, started = 0, 0, time.monotonic()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {ADMIN}"}) as http:
         while time.monotonic() - started < seconds or calls == 0:
-            with http.stream("POST", "/v1/acls/describe", json={}, timeout=600) as answer:
+            with http.stream(DESCRIBE_ACLS.method, DESCRIBE_ACLS.path, json={}, timeout=600) as answer:
                 size += sum(len(piece) for piece in answer.iter_bytes())
             calls += 1
     return {"calls": calls, "bytes": size, "seconds": round(time.monotonic() - started, 2)}
@@ -116,7 +110,7 @@ def _explain(port: int, seconds: float, actions: list[dict[str, str]]) -> dict[s
             chunk = actions[start : start + per_call]
             body = json.dumps({"principal": "User:u1", "client_address": "10.0.0.1", "explain": True, "actions": chunk})
             try:
-                answer = http.post("/v1/authorize", content=body, timeout=left)
+                answer = http.post(AUTHORIZE.path, content=body, timeout=left)
             except httpx.TimeoutException:
                 break
             assert answer.status_code == 200, answer.text[:300]
@@ -140,7 +134,7 @@ def _slow(port: int, seconds: float, count: int = 1000) -> dict[str, Any]:
             socks.append(s)
         except OSError:
             refused += 1
-    head = b"POST /v1/authorize HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+    head = f"POST {AUTHORIZE.path} HTTP/1.1\r\nHost: x\r\nX-Slow: ".encode() + b"a" * 100
     started, sent = time.monotonic(), 0
     while time.monotonic() - started < seconds:
         for s in socks:
@@ -165,13 +159,13 @@ def _slow(port: int, seconds: float, count: int = 1000) -> dict[str, Any]:
     }
 
 
-def _import(port: int, acls: list[dict[str, str]]) -> dict[str, Any]:
+def _import(port: int, acls: list[AclIn]) -> dict[str, Any]:
     import httpx
 
-    body = json.dumps({"acls": acls})
+    body = msgspec.json.encode(ImportIn(acls))
     started = time.monotonic()
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {ADMIN}"}) as http:
-        answer = http.post("/v1/acls/import", content=body, timeout=600)
+        answer = http.post(IMPORT_ACLS.path, content=body, timeout=600)
     assert answer.status_code == 200, answer.text[:300]
     return {"added": answer.json()["added"], "body_bytes": len(body), "seconds": round(time.monotonic() - started, 2)}
 
@@ -223,18 +217,6 @@ def _case(case: str, port: int, bodies: list[bytes], seconds: float, payload: An
     }
 
 
-def _acl_json(acl: StandardAcl) -> dict[str, str]:
-    return {
-        "resource_type": acl.resource_type.name,
-        "resource_name": acl.resource_name,
-        "pattern_type": acl.pattern_type.name,
-        "principal": acl.principal,
-        "host": acl.host,
-        "operation": acl.operation.name,
-        "permission_type": acl.permission_type.name,
-    }
-
-
 def run(quick: bool = False, cases: tuple[str, ...] = CASES) -> dict[str, Any]:
     """Every case against one serve of 300k ACLs (30k with `quick`), in order; the import last (it adds ACLs)."""
     base, extra, explained = (30_000, 20_000, 10_000) if quick else (300_000, 200_000, 100_000)
@@ -256,7 +238,7 @@ def run(quick: bool = False, cases: tuple[str, ...] = CASES) -> dict[str, Any]:
         {"operation": r[2].name, "resource_type": r[3].name, "resource_name": r[4]}
         for r in (requests * (explained // len(requests) + 1))[:explained]
     ]
-    imports = [_acl_json(acl) for _, acl in data.acls[base:]]
+    imports = [acl_in(acl) for _, acl in data.acls[base:]]
     result: dict[str, Any] = {"acls": base, "cpu_probe_us": round(probe, 2), "pace_ms": PACE_S * 1000}
     with tempfile.TemporaryDirectory(prefix="kraft-acl-bench-noisy-") as tmp:
         proc, port = _start(Path(tmp), data.acls[:base])
@@ -266,8 +248,7 @@ def run(quick: bool = False, cases: tuple[str, ...] = CASES) -> dict[str, Any]:
                 payload = explain_actions if case == "explain_100k" else imports if case == "import_200k" else None
                 result[case] = _case(case, port, bodies, QUIET_S if case == "quiet" else seconds, payload)
         finally:
-            proc.terminate()
-            proc.wait(60)
+            proc.stop(timeout=60)
     return result
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 ALLOW_ALICE = {
     "resource_type": "TOPIC",
@@ -46,7 +46,7 @@ def _lines(serve: ServeProcess, words: str, timeout: float = 10.0) -> list[str]:
 
 def test_denials_on_the_fast_path_are_logged_at_info_with_the_request_name(tmp_path: Path) -> None:
     with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve:
-        with serve.client() as admin:
+        with serve.client(token=ADMIN_TOKEN) as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ALLOW_ALICE]}).status_code == 200
         answer = _ask(
             serve, BROKER_TOKEN, [_read("open"), _read("closed"), _read("quiet", log_if_denied=False)], "Fetch"
@@ -64,7 +64,7 @@ def test_denials_on_the_fast_path_are_logged_at_info_with_the_request_name(tmp_p
 
 def test_allowed_decisions_are_logged_at_debug(tmp_path: Path) -> None:
     with ServeProcess(tmp_path, base_properties(tmp_path, log_level="DEBUG")).start() as serve:
-        with serve.client() as admin:
+        with serve.client(token=ADMIN_TOKEN) as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ALLOW_ALICE]}).status_code == 200
         _ask(serve, BROKER_TOKEN, [_read("open")], "Produce")
         allowed = _lines(serve, "Principal = User:alice is Allowed operation = READ from host = 10.0.0.7")
@@ -89,7 +89,7 @@ def test_the_decision_log_rotates_within_one_large_call_and_self_queries_have_th
         metrics: dict[str, float] = {}
         deadline = time.monotonic() + 10
         while metrics.get("written", 0) < 1005 and time.monotonic() < deadline:
-            text = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+            text = httpx.get(serve.url("CLIENT") + "/metrics").text
             metrics = {
                 line.split('fate="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
                 for line in text.splitlines()

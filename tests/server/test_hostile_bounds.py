@@ -34,7 +34,7 @@ def test_request_memory_is_bounded_and_brokers_keep_their_share(tmp_path: Path) 
     # 3/4 of 256 KiB for alice (196,608 bytes): three 60,000-byte bodies fit, a fourth waits
     props = base_properties(tmp_path, queued_max_request_bytes="262144", request_max_bytes="65536")
     with ServeProcess(tmp_path, props).start() as serve:
-        url = serve.listener_url("CLIENT")
+        url = serve.url("CLIENT")
         body = _padded(60_000)
         uploads = [Raw(url) for _ in range(4)]
         try:
@@ -66,7 +66,7 @@ def test_a_client_that_does_not_read_its_answers_stops_being_read(tmp_path: Path
         assert serve.proc is not None
         before = rss_kb(serve.proc.pid)
         count = 3000  # 3,000 answers of the OpenAPI document: about 160 MB if serve kept writing them
-        with Raw(serve.listener_url("CLIENT")) as raw:
+        with Raw(serve.url("CLIENT")) as raw:
             raw.sock.setblocking(False)
             pending = head("GET", "/v1/openapi.json") * count
             sent, stalled_at = 0, None
@@ -96,7 +96,7 @@ def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listen
     )
     props["listener.name.controller.max.connections"] = "2"
     with ServeProcess(tmp_path, props).start() as serve:
-        url = serve.listener_url("CLIENT")
+        url = serve.url("CLIENT")
         held = [Raw(url) for _ in range(8)]  # the places anyone may take
         try:
             time.sleep(0.2)
@@ -114,11 +114,11 @@ def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listen
             assert newcomer.answer().status == 200
             evicted = silent[0].until_closed()
             assert [a.status for a in evicted] == [503], evicted
-            early = httpx.get(serve.listener_url("CONTROLLER") + "/v1/status", timeout=10)  # exempt
+            early = httpx.get(serve.url("CONTROLLER") + "/v1/status", timeout=10)  # exempt
             assert early.status_code == 200
-            with Raw(serve.listener_url("CONTROLLER")) as a, Raw(serve.listener_url("CONTROLLER")) as b:
+            with Raw(serve.url("CONTROLLER")) as a, Raw(serve.url("CONTROLLER")) as b:
                 time.sleep(0.2)
-                with Raw(serve.listener_url("CONTROLLER")) as third:  # its own limit: 2
+                with Raw(serve.url("CONTROLLER")) as third:  # its own limit: 2
                     assert [x.status for x in third.until_closed()] == [503]
                 a.send(head("GET", "/v1/status"))
                 assert a.answer().status == 200
@@ -128,7 +128,7 @@ def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listen
         finally:
             for raw in held:
                 raw.close()
-        metrics = httpx.get(serve.listener_url("CONTROLLER") + "/metrics", timeout=10).text
+        metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
         assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="reserved"} 1.0' in metrics
         assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="evicted"} 1.0' in metrics
 
@@ -136,7 +136,7 @@ def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listen
 def test_a_new_connection_must_bring_its_first_request_within_the_request_timeout(tmp_path: Path) -> None:
     props = base_properties(tmp_path, request_timeout_ms="800")  # connections.max.idle.ms stays 10 minutes
     with ServeProcess(tmp_path, props).start() as serve:
-        url = serve.listener_url("CLIENT")
+        url = serve.url("CLIENT")
         started = time.monotonic()
         with Raw(url) as silent:
             assert silent.until_closed() == []
@@ -163,8 +163,8 @@ def test_memory_goes_back_down_after_an_unauthenticated_flood(tmp_path: Path) ->
     nothing buffered (before, serve read every body whole before answering 401)."""
     with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve:
         assert serve.proc is not None
-        host, port = address(serve.listener_url("CLIENT"))
-        with httpx.Client(base_url=serve.listener_url("CLIENT"), timeout=10) as warm:
+        host, port = address(serve.url("CLIENT"))
+        with httpx.Client(base_url=serve.url("CLIENT"), timeout=10) as warm:
             for _ in range(50):
                 warm.get("/v1/status")
         before = rss_kb(serve.proc.pid)

@@ -96,7 +96,7 @@ def test_invalid_utf8_is_a_400_naming_the_field(
     data = _with_bad_byte(body)
     assert b"\xff" in data
     token = BROKER_TOKEN if path.startswith(("/v1/authorize", "/v1/data")) else ADMIN_TOKEN
-    with Raw(target.listener_url("CLIENT")) as raw:
+    with Raw(target.url("CLIENT")) as raw:
         raw.send(post(path, data, token))
         answer = raw.answer()
     assert answer.status == 400, answer.body
@@ -172,7 +172,7 @@ def test_random_bytes_and_broken_framing_never_get_a_5xx(
         data = body + b"\r\n\r\n" + post(path, body, token)
     else:
         data = post(path, body, token) + post("/v1/acls/count", b"", token)
-    statuses = _exchange(target.listener_url("CLIENT"), data)
+    statuses = _exchange(target.url("CLIENT"), data)
     assert all(status < 500 for status in statuses), (statuses, data[:300])
     assert target.proc is not None and target.proc.poll() is None, target.output()
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import kraft_acl_command
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+from kraftacl.harness.serve_process import kraft_acl_command
+from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def _fill(disk: Path, leave: int) -> Path:
 
 def test_enospc_is_reported_and_the_controller_recovers_by_itself(small_disk: Path, tmp_path: Path) -> None:
     props = base_properties(tmp_path / "serve", small_disk / "log", metadata_log_snapshot_max_records="1000000")
-    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client() as admin:
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         filler = _fill(small_disk, 150_000)
         written, refused = [], None
         for n in range(100):
@@ -97,13 +97,16 @@ def test_enospc_is_reported_and_the_controller_recovers_by_itself(small_disk: Pa
         count = admin.get("/v1/acls/count").json()["count"]
         assert count == len(written) + 1  # the refused writes changed nothing
         assert "kraft_acl_log_writable 1.0" in admin.get("/metrics").text
-    with ServeProcess(tmp_path / "again", {**props}).start() as again_serve, again_serve.client() as admin:
+    with (
+        ServeProcess(tmp_path / "again", {**props}).start() as again_serve,
+        again_serve.client(token=ADMIN_TOKEN) as admin,
+    ):
         assert admin.get("/v1/acls/count").json()["count"] == count  # the log reopens whole
 
 
 def test_a_restart_on_a_still_full_disk_is_one_clear_line(small_disk: Path, tmp_path: Path) -> None:
     props = base_properties(tmp_path / "serve", small_disk / "log")
-    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client() as admin:
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         assert admin.post("/v1/acls/create", json={"acls": [_acl(1)]}).status_code == 200
     _fill(small_disk, 0)
     config = tmp_path / "serve" / "server.properties"

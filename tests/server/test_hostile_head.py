@@ -48,7 +48,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServePro
 
 
 def _url(serve: ServeProcess, tls: bool) -> str:
-    return serve.listener_url("TLS" if tls else "CLIENT").replace("http://", "https://" if tls else "http://")
+    return serve.url("TLS" if tls else "CLIENT").replace("http://", "https://" if tls else "http://")
 
 
 @pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
@@ -82,7 +82,7 @@ def test_refused_at_the_head_before_any_body_byte(
 def test_an_admitted_head_with_expect_gets_100_continue(guarded: tuple[ServeProcess, ssl.SSLContext]) -> None:
     serve, _ = guarded
     body = b'{"acls": [], "dry_run": true}'
-    with Raw(serve.listener_url("CLIENT")) as raw:
+    with Raw(serve.url("CLIENT")) as raw:
         raw.send(head("POST", "/v1/acls/import", ADMIN_TOKEN, len(body), "Expect: 100-continue"))
         raw.sock.settimeout(10)
         first = raw.sock.recv(64)
@@ -94,7 +94,7 @@ def test_an_admitted_head_with_expect_gets_100_continue(guarded: tuple[ServeProc
 
 def test_two_authorization_headers_are_a_400(guarded: tuple[ServeProcess, ssl.SSLContext]) -> None:
     serve, _ = guarded
-    with Raw(serve.listener_url("CLIENT")) as raw:
+    with Raw(serve.url("CLIENT")) as raw:
         raw.send(head("GET", "/v1/acls/count", ADMIN_TOKEN, None, f"Authorization: Bearer {ALICE_TOKEN}"))
         answers = raw.until_closed()
     assert [a.status for a in answers] == [400]
@@ -106,7 +106,7 @@ def test_a_refused_upload_is_answered_while_the_client_is_still_sending(
 ) -> None:
     """The 401 arrives before the client finished (serve reads and drops the rest briefly, then closes)."""
     serve, _ = guarded
-    with Raw(serve.listener_url("CLIENT")) as raw:
+    with Raw(serve.url("CLIENT")) as raw:
         raw.send(head("POST", "/v1/acls/import", None, 10 * 1024 * 1024))
         raw.send(b"x" * 256 * 1024)  # part of the body, as a client streaming its upload would
         assert raw.answer().status == 401
@@ -133,20 +133,20 @@ def test_pipelined_requests_up_to_connection_close_are_answered_in_order_and_not
         + post("/v1/acls/create", {"acls": [acl]}, ADMIN_TOKEN)  # after the close: must not run
         + head("GET", "/v1/acls/count", ADMIN_TOKEN)
     )
-    with Raw(serve.listener_url("CLIENT")) as raw:
+    with Raw(serve.url("CLIENT")) as raw:
         raw.send(requests)
         answers = raw.until_closed()
     assert [a.status for a in answers] == [200, 200, 200]
     assert "acls" in answers[0].json() and "count" in answers[1].json() and "ready" in answers[2].json()
     assert answers[2].headers.get("connection") == "close"
     time.sleep(0.2)
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         assert admin.post("/v1/acls/describe", json=filter_).json()["acls"] == []
 
 
 def test_pipelined_requests_are_answered_in_order_with_a_small_in_flight_bound(tmp_path: Path) -> None:
     props = base_properties(tmp_path, max_in_flight_requests_per_connection="2")
-    with ServeProcess(tmp_path, props).start() as serve, Raw(serve.listener_url("CLIENT")) as raw:
+    with ServeProcess(tmp_path, props).start() as serve, Raw(serve.url("CLIENT")) as raw:
         body = {
             "principal": "User:alice",
             "client_address": "10.0.0.1",

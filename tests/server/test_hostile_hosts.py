@@ -45,13 +45,13 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
         acls = [_acl(p, op, "ALLOW") for p in ("User:alice", "User:bob") for op in ("DESCRIBE", "ALTER")]
         acls += [_acl("User:alice", op, "DENY", V6_LOOPBACK) for op in ("DESCRIBE", "ALTER")]
         acls += [_acl("User:bob", op, "DENY", "127.0.0.1") for op in ("DESCRIBE", "ALTER")]
-        with serve.client() as admin:
+        with serve.client(token=ADMIN_TOKEN) as admin:
             assert admin.post("/v1/acls/create", json={"acls": acls}).status_code == 200
         yield serve
 
 
 def _dual(serve: ServeProcess, host: str) -> str:
-    port = serve.listener_url("DUAL").rsplit(":", 1)[1]
+    port = serve.url("DUAL").rsplit(":", 1)[1]
     return f"http://{host}:{port}"
 
 
@@ -68,8 +68,8 @@ ENDPOINTS: list[tuple[str, str, Any]] = [
 @pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=[e[1] for e in ENDPOINTS])
 def test_a_host_specific_deny_applies_on_every_stack(stacks: ServeProcess, method: str, path: str, body: Any) -> None:
     routes = {
-        "ipv4": stacks.listener_url("CLIENT"),
-        "ipv6": stacks.listener_url("VSIX"),
+        "ipv4": stacks.url("CLIENT"),
+        "ipv6": stacks.url("VSIX"),
         "dual over ipv4": _dual(stacks, "127.0.0.1"),
         "dual over ipv6": _dual(stacks, "[::1]"),
     }
@@ -95,7 +95,7 @@ def test_a_host_specific_deny_applies_on_every_stack(stacks: ServeProcess, metho
 
 def test_the_refusal_and_the_audit_line_name_the_host_in_kafkas_form(stacks: ServeProcess) -> None:
     answer = httpx.post(
-        stacks.listener_url("VSIX") + "/v1/acls/describe",
+        stacks.url("VSIX") + "/v1/acls/describe",
         json={},
         headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
         timeout=30,
@@ -106,7 +106,7 @@ def test_the_refusal_and_the_audit_line_name_the_host_in_kafkas_form(stacks: Ser
 
 
 def test_ipv6_listener_urls_are_printed_with_brackets(stacks: ServeProcess) -> None:
-    port = stacks.listener_url("VSIX").rsplit(":", 1)[1]
+    port = stacks.url("VSIX").rsplit(":", 1)[1]
     assert any(f"listening on VSIX http://[::1]:{port}" in line for line in stacks.stdout), stacks.output()
     assert any("listening on DUAL http://[::]:" in line for line in stacks.stdout), stacks.output()
 
@@ -114,7 +114,7 @@ def test_ipv6_listener_urls_are_printed_with_brackets(stacks: ServeProcess) -> N
 def test_decisions_asked_for_an_ipv4_mapped_client_address_use_the_ipv4_text(stacks: ServeProcess) -> None:
     deny = {**_acl("User:carol", "READ", "DENY", "10.0.0.1"), "resource_type": "TOPIC", "resource_name": "t"}
     allow = {**deny, "host": "*", "permission_type": "ALLOW"}
-    with stacks.client() as admin:
+    with stacks.client(token=ADMIN_TOKEN) as admin:
         assert admin.post("/v1/acls/create", json={"acls": [deny, allow]}).status_code == 200
     with stacks.client(token=ADMIN_TOKEN) as http:
         results = [

@@ -17,9 +17,9 @@ import pytest
 
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.harness.serve_process import kraft_acl_command
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
-from tests.conftest import kraft_acl_command
 from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties, free_port
 
 READ_T = {
@@ -45,7 +45,7 @@ def test_a_non_early_port_is_held_exclusively_during_the_load(large_log: Path, t
     shutil.copytree(large_log, log_dir)
     serve = ServeProcess(tmp_path, base_properties(tmp_path, log_dir, process_roles="broker"))
     with serve.start(wait_ready=False):
-        port = int(serve.listener_url("CLIENT").rsplit(":", 1)[1])
+        port = int(serve.url("CLIENT").rsplit(":", 1)[1])
         thief = socket.socket()
         thief.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what most servers set
         with pytest.raises(OSError) as taken:
@@ -53,12 +53,12 @@ def test_a_non_early_port_is_held_exclusively_during_the_load(large_log: Path, t
         thief.close()
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", port), timeout=2).close()
-        still_loading = httpx.get(serve.listener_url("CONTROLLER") + "/v1/status", timeout=30).json()["ready"] is False
+        still_loading = httpx.get(serve.url("CONTROLLER") + "/v1/status", timeout=30).json()["ready"] is False
         assert still_loading, "the load finished before the checks; the log is too small for this machine"
         assert taken.value.errno == errno.EADDRINUSE
         serve.wait_for("ready:", timeout=120)
         answer = httpx.post(
-            serve.listener_url("CLIENT") + "/v1/authorize",
+            serve.url("CLIENT") + "/v1/authorize",
             json=READ_T,
             headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
             timeout=30,
@@ -106,7 +106,7 @@ def test_a_broker_role_serve_without_its_log_directory_is_never_ready(tmp_path: 
     props["metadata.log.poll.interval.ms"] = "50"
     with ServeProcess(tmp_path, props).start(wait_ready=False) as serve:
         serve.wait_for("waiting for the metadata log: metadata.log.dir")
-        early = serve.listener_url("CONTROLLER")
+        early = serve.url("CONTROLLER")
         status = httpx.get(early + "/v1/status", timeout=10)
         denied = httpx.post(early + "/v1/authorize", json=READ_T, headers={"Authorization": f"Bearer {BROKER_TOKEN}"})
         assert status.status_code == 503 and status.json()["ready"] is False
@@ -121,7 +121,7 @@ def test_a_broker_role_serve_without_its_log_directory_is_never_ready(tmp_path: 
             log.append([record_from_acl(new_uuid(), deny)])
         serve.wait_for("kraft-acl serve: ready:", timeout=60)
         answer = httpx.post(
-            serve.listener_url("CLIENT") + "/v1/authorize",
+            serve.url("CLIENT") + "/v1/authorize",
             json=READ_T,
             headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
             timeout=10,
