@@ -13,8 +13,10 @@ from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.config import ServeConfig
+from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.metrics import ServeMetrics
+from kraftacl.server.read_your_writes import AppliedOffsets
 
 
 @dataclass
@@ -27,6 +29,8 @@ class ServeState:
     decision_log: DecisionLog | None
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
+    role: ControllerRole  # whether this serve writes the log now (active controller, standby, or broker role)
+    applied: AppliedOffsets  # decisions waiting for a min_offset (read-your-writes)
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
 

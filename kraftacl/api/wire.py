@@ -17,6 +17,9 @@ MAX_STRING_BYTES = 32_767
 Text = Annotated[str, msgspec.Meta(max_length=MAX_STRING_BYTES)]
 OptText = Annotated[str, msgspec.Meta(max_length=MAX_STRING_BYTES)] | None
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+# Read-your-writes: the `offset` an ACL write answered; the decision waits (bounded by serve's
+# min.offset.wait.max.ms) until this serve has applied it, else 503 OFFSET_NOT_REACHED.
+MinOffset = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None
 
 
 class _In(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
@@ -58,6 +61,7 @@ class AuthorizeIn(_In, frozen=True):
     listener: Text = ""
     request: Text = ""
     explain: bool = False
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class RuleOut(_Out, frozen=True):
@@ -85,6 +89,7 @@ class ByResourceTypeIn(_In, frozen=True):
     resource_type: Text
     listener: Text = ""
     request: Text = ""
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class ResultOut(_Out, frozen=True):
@@ -102,6 +107,7 @@ class AuthorizedOperationsIn(_In, frozen=True):
     resource_type: Text
     resource_name: Text
     listener: Text = ""
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class AuthorizedOperationsOut(_Out, frozen=True):
@@ -153,6 +159,7 @@ class DescribeIn(_In, frozen=True):
     """POST /v1/acls/describe."""
 
     filter: FilterIn = msgspec.field(default_factory=FilterIn)
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class DescribeOut(_Out, frozen=True):
@@ -178,7 +185,8 @@ class CreateResultOut(_Out, frozen=True):
 
 
 class CreateOut(_Out, frozen=True):
-    """Results in request order, and the offset after the write."""
+    """Results in request order, and the offset of a state holding every ACL the request stored (its batch, or
+    the state it was checked against when every entry was already stored): a decision's `min_offset`."""
 
     results: list[CreateResultOut]
     offset: int
@@ -200,7 +208,8 @@ class DeleteResultOut(_Out, frozen=True):
 
 
 class DeleteOut(_Out, frozen=True):
-    """Results in request order, and the offset after the write."""
+    """Results in request order, and the offset of a state without any ACL the request removed: a decision's
+    `min_offset`."""
 
     results: list[DeleteResultOut]
     offset: int
@@ -211,6 +220,16 @@ class CountOut(_Out, frozen=True):
 
     count: int
     offset: int
+
+
+class ControllerOut(msgspec.Struct, frozen=True):
+    """Whether this controller-role serve writes the log now (the active controller) or is a standby."""
+
+    active: bool
+    epoch: int | None  # the writer epoch of its batches while active
+    election_group: str | None  # the Kafka consumer group that elects the active controller (null: embedded log)
+    since: float  # epoch seconds of the last change
+    elections: int  # how often this serve was elected
 
 
 class StatusOut(msgspec.Struct, frozen=True):
@@ -230,6 +249,7 @@ class StatusOut(msgspec.Struct, frozen=True):
     diverged: str | None = None  # why the node stopped following for good (the log lost or changed what it applied)
     failing_since: float | None = None  # epoch seconds the current run of failed polls began
     failures: int = 0  # failed polls in that run
+    controller: ControllerOut | None = None  # the controller role (null: process.roles=broker); since 1.2.0
 
 
 class ImageOut(msgspec.Struct, frozen=True):

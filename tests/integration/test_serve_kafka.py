@@ -1,8 +1,10 @@
-"""serve on a Kafka-backed log (a real KRaft broker): several serve processes tail one topic, one controller
-writes, a second controller fences the first, and a broker outage is served through and reported."""
+"""serve on a Kafka-backed log (a real KRaft broker): several serve processes tail one topic, Kafka's group protocol
+elects the one controller that writes, a standby takes over when it dies, and a broker outage is served through
+and reported."""
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
 from tests.server.serve_process import ServeProcess, alice_reads, base_properties
@@ -43,36 +46,69 @@ def _wait(check: object, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
+def _create(serve: ServeProcess, resource: str) -> httpx.Response:
+    with serve.client() as admin:
+        return admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name=resource)]})
+
+
+def _written(serve: ServeProcess, resource: str, within: float) -> float:
+    """Seconds until serve acknowledges a create (421 and 503 are retried), failing after `within`."""
+    started = time.monotonic()
+    while True:
+        answer = _create(serve, resource)
+        if answer.status_code == 200:
+            assert answer.json()["results"][0]["error_code"] == 0, answer.text
+            return time.monotonic() - started
+        assert answer.status_code in (421, 503), answer.text
+        assert time.monotonic() - started < within, f"no write through {serve.listener_url('CLIENT')}: {answer.text}"
+        time.sleep(0.2)
+
+
+def _controller(serve: ServeProcess) -> dict[str, object]:
+    status: dict[str, object] = httpx.get(serve.listener_url("CLIENT") + "/v1/status").json()["controller"]
+    return status
+
+
+def test_brokers_tail_one_topic_and_a_standby_controller_takes_over_by_itself(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
+    """One active controller at a time (Kafka's group elects it), standbys answer 421, the standby takes over when the
+    active one dies, a controller fenced by an outside writer gets the role back, a restarted one is a standby."""
     topic = f"kraft-acl-serve-{uuid.uuid4().hex[:8]}"
+    c1_props = _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
     with (
-        ServeProcess(
-            tmp_path / "c1", _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
-        ).start() as c1,
+        ServeProcess(tmp_path / "c1", c1_props).start() as c1,
         ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader,
     ):
-        with c1.client() as admin:
-            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).json()["results"][0]["error_code"] == 0
+        assert _create(c1, "orders").json()["results"][0]["error_code"] == 0  # waits for the first election
+        assert _controller(c1)["active"] is True and _controller(reader) is None
         assert alice_reads(c1) == "ALLOWED"
         _wait(lambda: alice_reads(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
-        with reader.client() as admin:
-            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 421
+        assert _create(reader, "orders").status_code == 421
         with ServeProcess(
             tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")
         ).start() as c2:
-            with c2.client() as admin:
-                second = dict(ACL, resource_name="payments")
-                assert admin.post("/v1/acls/create", json={"acls": [second]}).json()["results"][0]["error_code"] == 0
-            with c1.client() as admin:
-                fenced = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="late")]})
-            assert fenced.status_code == 421, fenced.text
-            assert (
-                fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
-            )
+            standby = _create(c2, "payments")
+            assert standby.status_code == 421 and "standby controller" in standby.json()["error"]["message"]
+            assert _controller(c2)["active"] is False
+            c1.stop(signal.SIGKILL)
+            _written(c2, "payments", within=60)  # the group's session timeout (6 s), then c2's claim
+            assert _controller(c2)["active"] is True and _controller(c2)["elections"] == 1
             _wait(lambda: alice_reads(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
-            assert alice_reads(reader, "late") == "DENIED"
+
+            config = KafkaLogConfig(kafka_broker.bootstrap_servers, topic=topic, timeout_s=30)
+            with KafkaLog(config, writer=True):  # an outside writer (kraft-acl acls --bootstrap-server) fences c2
+                fenced = _create(c2, "late")
+            assert fenced.status_code == 421 and "took over" in fenced.json()["error"]["message"], fenced.text
+            _written(c2, "late", within=60)  # c2 rejoins the group, is elected again and claims the log back
+            assert _controller(c2)["elections"] == 2
+
+            c1_again = ServeProcess(tmp_path / "c1", c1_props).start()
+            try:  # the sticky assignment keeps the active controller: the restarted one is a standby
+                assert _create(c1_again, "restarted").status_code == 421
+            finally:
+                c1_again.stop()
+        _wait(lambda: alice_reads(reader, "late") == "ALLOWED", "the reader did not follow the reclaimed log")
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +126,7 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
     props = _kafka_props(tmp_path, restartable_broker, topic, "broker,controller")
     props["metadata.log.kafka.socket.timeout.ms"] = "3000"
     with ServeProcess(tmp_path, props).start() as serve:
-        with serve.client() as admin:
-            admin.post("/v1/acls/create", json={"acls": [ACL]})
+        assert _create(serve, "orders").status_code == 200
         restartable_broker.stop(hard=True)
         try:
             status_url = serve.listener_url("CLIENT") + "/v1/status"
