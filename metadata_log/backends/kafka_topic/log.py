@@ -46,6 +46,7 @@ from kraftacl.metadata_log.backends.kafka_topic.client import (
     LogMovedError,
     LogUnavailableError,
     NotWriterError,
+    UnsafeTopicError,
     ensure_topic,
     kafka_error,
 )
@@ -332,4 +333,5 @@ __all__ = [
     "LogFencedError",
     "LogUnavailableError",
     "NotWriterError",
+    "UnsafeTopicError",
 ]
