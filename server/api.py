@@ -14,7 +14,7 @@ import msgspec
 
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
-from kraftacl.server import acl_history, admin, decide, import_api
+from kraftacl.server import acl_history, admin, changes, decide, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, Unauthenticated
@@ -48,6 +48,7 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("GET", "/v1/acls/image"): Route(admin.image, "acl_image"),
     ("POST", "/v1/acls/history"): Route(acl_history.history, "acl_history"),
     ("GET", "/v1/status"): Route(admin.status, "status", "status"),
+    ("GET", changes.PATH): Route(changes.changes, "changes"),
     ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics"),
     ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always"),
 }

@@ -74,8 +74,10 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Response |
     ctx = _context(body.principal, body.client_address, body.listener, body.request)
     if body.explain or state.decision_log is not None:
         actions = [action_of(a, f"$.actions[{i}]") for i, a in enumerate(body.actions)]
-        return _after(state, body.min_offset, lambda: decide(state, ctx, actions, body.explain))
-    return _after(state, body.min_offset, lambda: _decide_fast(state, ctx, body.actions))
+        return _after(state, body.min_offset, lambda: decide(state, ctx, actions, body.explain, body.rules))
+    if body.min_offset is not None:
+        parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
+    return _after(state, body.min_offset, lambda: _decide_fast(state, ctx, body.actions, body.rules))
 
 
 def _after(
@@ -87,9 +89,12 @@ def _after(
     )
 
 
-def _decide_fast(state: ServeState, ctx: RequestContext, actions: list[ActionIn]) -> AuthorizeOut:
+def _decide_fast(
+    state: ServeState, ctx: RequestContext, actions: list[ActionIn], rules: str | None = None
+) -> AuthorizeOut:
     """The hot path: enum names looked up once per action, decisions as codes, audit lines only where the
-    audit logger wants them (denials at INFO), no Action objects otherwise."""
+    audit logger wants them (denials at INFO), no Action objects otherwise; the rule texts a caller asks for
+    (`rules`: "denied" or "all") are looked up only for those actions."""
     ops, rtypes, names = parse_actions(actions)
     authz = state.authorizer
     index, offset = authz.state()
@@ -108,18 +113,29 @@ def _decide_fast(state: ServeState, ctx: RequestContext, actions: list[ActionIn]
             allowed = RESULT_OF[codes[i]] is ALLOWED
             if AUDIT_LOGGER.isEnabledFor(audit_level(allowed, a.log_if_allowed, a.log_if_denied)):
                 authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{i}]"), RESULT_OF[codes[i]])
-    return AuthorizeOut(results, offset)
+    if rules is None:
+        return AuthorizeOut(results, offset)
+    every = rules == "all"
+    texts: list[str | None] = [
+        authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code)
+        if every or RESULT_OF[code] is not ALLOWED
+        else None
+        for i, (a, code) in enumerate(zip(actions, codes, strict=True))
+    ]
+    return AuthorizeOut(results, offset, rule_texts=texts)
 
 
-def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explain: bool) -> AuthorizeOut:
-    """Decide every action against one state with its rule (for `explain` or the decision log); count, time
-    and log the decisions."""
+def decide(
+    state: ServeState, ctx: RequestContext, actions: list[Action], explain: bool, rules_asked: str | None = None
+) -> AuthorizeOut:
+    """Decide every action against one state with its rule (for `explain`, the decision log or `rules_asked`);
+    count, time and log the decisions."""
     authz = state.authorizer
     index, offset = authz.state()
     log = state.decision_log
     started = time.perf_counter()
     try:
-        results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None)
+        results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None or bool(rules_asked))
     except AuthorizerNotReadyError as exc:
         state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
@@ -131,10 +147,16 @@ def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explai
     if log is not None and rules is not None:
         log.write(ctx, actions, results, rules, offset)
     names = [r.name for r in results]
+    texts: list[str | None] | None = None
+    if rules_asked is not None and rules is not None:
+        every = rules_asked == "all"
+        texts = [
+            str(rule) if every or result is not ALLOWED else None for rule, result in zip(rules, results, strict=True)
+        ]
     if not explain or rules is None:
-        return AuthorizeOut(names, offset)
+        return AuthorizeOut(names, offset, rule_texts=texts)
     ids = state.acl_ids
-    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules])
+    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules], texts)
 
 
 def parse_actions(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:

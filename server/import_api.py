@@ -19,7 +19,7 @@ from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
-from kraftacl.server.admin import on_writer, require_cluster, require_ready, writable
+from kraftacl.server.admin import on_writer, require_cluster, writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of

@@ -124,6 +124,7 @@ def build_state(config: ServeConfig) -> ServeState:
         applied,
         trusted=config.broker_principals | config.authorizer.super_users,
     )
+    node.loader.change_listeners.append(state.changes.on_change)
     holder.append(state)
     return state
 
@@ -176,6 +177,7 @@ class Serve:
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
+        self.state.changes.bind(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         early = [listener for listener in self.config.listeners if listener.early_start]
@@ -229,6 +231,7 @@ class Serve:
         """Stop accepting, let in-flight requests finish (bounded), stop tailing, close the log."""
         for server in self.servers:
             server.close()
+        self.state.changes.close()  # the change feed's waiting polls answer now, not after their wait_ms
         self.connections.close_idle()
         deadline = asyncio.get_running_loop().time() + self.config.shutdown_timeout_s
         while self.connections.busy() and asyncio.get_running_loop().time() < deadline:

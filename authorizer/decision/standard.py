@@ -254,6 +254,13 @@ class StandardAuthorizer:
         )
         return Decision(result, self._rule(index, ctx, action, result))
 
+    def rule_text(self, index: AclIndex, ctx: RequestContext, action: Action, code: int) -> str:
+        """Kafka's audit-log words for the rule of an action already decided against `index` with this BY_* code
+        (the matching ACL is looked up only for the BY_ACL_* codes)."""
+        if code in (BY_ACL_DENY, BY_ACL_ALLOW):
+            return str(self._rule(index, ctx, action, RESULT_OF[code]))
+        return RULE_KIND_OF[code]
+
     def _rule(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> Rule:
         """Name the ACL Kafka would: the first applying DENY its index walk meets, else the last applying ALLOW."""
         tindex = index.types[action.resource_type]

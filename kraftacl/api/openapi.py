@@ -98,6 +98,14 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         wire.StatusOut,
     ),
     (
+        "get",
+        "/v1/changes",
+        "The change feed (a long poll; broker principals only; since 1.2.0): answers at once when the newest state "
+        "serve published that changed ACLs is past `after`, else after `wait_ms` with the same body (a heartbeat)",
+        None,
+        wire.ChangesOut,
+    ),
+    (
         "post",
         "/v1/data/kafka/authz/allow",
         "OPA-compatible decision (opa-kafka-plugin's input; any path under /v1/data/)",
@@ -105,6 +113,25 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         wire.OpaOut,
     ),
 ]
+
+
+# Query parameters, per path.
+PARAMETERS: dict[str, list[dict[str, Any]]] = {
+    "/v1/changes": [
+        {
+            "name": "after",
+            "in": "query",
+            "description": "the acl_offset the caller knows (default -1: none)",
+            "schema": {"type": "integer", "minimum": -1, "maximum": 2**63 - 1},
+        },
+        {
+            "name": "wait_ms",
+            "in": "query",
+            "description": "how long to wait for a newer acl_offset before answering (default 0: at once)",
+            "schema": {"type": "integer", "minimum": 0, "maximum": 60_000},
+        },
+    ],
+}
 
 
 def _ref(struct: type[msgspec.Struct]) -> dict[str, str]:
@@ -127,6 +154,8 @@ def openapi_document() -> dict[str, Any]:
                 },
             },
         }
+        if path in PARAMETERS:
+            op["parameters"] = PARAMETERS[path]
         if request is not None:
             op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(request)}}}
         paths.setdefault(path, {})[method] = op

@@ -7,7 +7,7 @@ All Structs are immutable values. Enum-valued fields travel as Kafka's enum name
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -61,6 +61,9 @@ class AuthorizeIn(_In, frozen=True):
     listener: Text = ""
     request: Text = ""
     explain: bool = False
+    # The audit rules a caller needs with the results (the broker plugin's audit log): "denied" gives the rule text
+    # of each DENIED action, "all" of every action, in `rule_texts` (null where not asked). Since API 1.2.0.
+    rules: Literal["denied", "all"] | None = None
     min_offset: MinOffset = None  # since 1.2.0
 
 
@@ -78,6 +81,19 @@ class AuthorizeOut(_Out, frozen=True):
     results: list[str]
     offset: int
     rules: list[RuleOut] | None = None
+    rule_texts: list[str | None] | None = None  # with `rules` asked: Kafka's audit-log rule per action, or null
+
+
+class ChangesOut(msgspec.Struct, frozen=True):
+    """GET /v1/changes (the change feed brokers' plugins follow; since API 1.2.0): this serve process's identity, the
+    offset of the newest state it published that changed ACLs (a snapshot load counts; -1 before any) and when (its
+    wall clock, microseconds since the epoch; 0 before any), and the last offset it applied. Every field always
+    present."""
+
+    instance: str
+    acl_offset: int
+    acl_applied_us: int
+    applied_offset: int
 
 
 class ByResourceTypeIn(_In, frozen=True):

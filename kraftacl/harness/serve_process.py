@@ -142,6 +142,25 @@ class ServeProcess:
                 self.kill()
         self._proc = None
 
+    def pause(self) -> None:
+        """SIGSTOP: the process hangs, its sockets stay open (a frozen or unreachable serve)."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause`."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGCONT)
+
+    def metrics_text(self, token: str, listener: str = "") -> str:
+        """GET /metrics (Prometheus' text format)."""
+        base = self.url(listener or self.props["listeners"].split("://", 1)[0].strip())
+        request = urllib.request.Request(base + "/metrics")
+        request.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            text: str = answer.read().decode()
+            return text
+
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
         proc = self._proc

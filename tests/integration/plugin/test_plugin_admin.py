@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kraftacl.harness.plugin_jar import TEST_CLASSES
+from tests.integration.plugin.broker_metrics import plugin_metrics
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
     by_principal,
@@ -53,17 +53,7 @@ def log_records(setup: PluginSetup) -> list[dict[str, object]]:
 
 def broker_acl_count(broker: KafkaBroker) -> dict[str, int]:
     """The broker's own acls-total-count (the plugin's Monitorable metric), per role, read over JMX."""
-    assert broker.pid is not None
-    out = subprocess.run(
-        ["java", "-cp", str(TEST_CLASSES), "io.github.kraftacl.plugin.JmxAttribute", str(broker.pid),
-         "kafka.server:type=plugins,*", "acls-total-count"],
-        capture_output=True, text=True, check=True, timeout=120,
-    ).stdout  # fmt: skip
-    counts = {}
-    for line in out.splitlines():
-        name, _, value = line.partition("\t")
-        counts[name.rsplit("role=", 1)[-1]] = int(value)
-    return counts
+    return {role: int(m["acls-total-count"]) for role, m in plugin_metrics(broker, "acls-total-count").items()}
 
 
 def test_acls_managed_through_the_broker_are_records_in_the_log(plugin_setup: PluginSetup) -> None:

@@ -176,15 +176,17 @@ class KraftAclAuthorizerTest {
     }
 
     @Test
-    void failsOverToTheNextUrlAndStaysThere() throws Exception {
+    void failsOverInOrderSkippingAnUnreachableUrl() throws Exception {
         serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}");
         try (FakeServe loading = new FakeServe()) {
             loading.answer("/v1/authorize", 503, "{\"error\":{\"code\":\"AUTHORIZER_NOT_READY\",\"message\":\"\"}}");
             String urls = "http://127.0.0.1:" + deadPort() + "," + loading.url() + "," + serve.url();
-            KraftAclAuthorizer p = plugin(urls);
+            KraftAclAuthorizer p = plugin(urls, PluginConfig.CACHE_ENABLED, "false");
             assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
+            assertTrue(p.routes().isOpen(0), "the unreachable URL is skipped from now on");
             assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
-            assertEquals(1, loading.on("/v1/authorize").size(), "the serve that answered is asked first next time");
+            assertEquals(2, loading.on("/v1/authorize").size(), "before start-up completed a loading serve is "
+                    + "passed over, not skipped");
             assertEquals(2, serve.on("/v1/authorize").size());
         }
     }
