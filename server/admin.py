@@ -85,8 +85,7 @@ def describe(state: ServeState, request: Request, caller: Caller) -> Response | 
     require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
-    wait_s = state.config.min_offset_wait_s
-    return after_offset(state.applied, body.min_offset, wait_s, lambda: _describe(state, acl_filter))
+    return after_offset(state, body.min_offset, lambda: _describe(state, acl_filter))
 
 
 def _describe(state: ServeState, acl_filter: AclBindingFilter) -> Response:

@@ -84,9 +84,7 @@ def _after(
     state: ServeState, min_offset: int | None, answer: Callable[[], msgspec.Struct]
 ) -> Response | Awaitable[Response]:
     """The 200 answer, from a state that has applied `min_offset` (read-your-writes)."""
-    return after_offset(
-        state.applied, min_offset, state.config.min_offset_wait_s, lambda: Response(200, _ENCODE.encode(answer()))
-    )
+    return after_offset(state, min_offset, lambda: Response(200, _ENCODE.encode(answer())))
 
 
 def _decide_fast(
@@ -96,6 +94,7 @@ def _decide_fast(
     audit logger wants them (denials at INFO), no Action objects otherwise; the rule texts a caller asks for
     (`rules`: "denied" or "all") are looked up only for those actions."""
     ops, rtypes, names = parse_actions(actions)
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     index, offset = authz.state()
     started = time.perf_counter()
@@ -130,6 +129,7 @@ def decide(
 ) -> AuthorizeOut:
     """Decide every action against one state with its rule (for `explain`, the decision log or `rules_asked`);
     count, time and log the decisions."""
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     index, offset = authz.state()
     log = state.decision_log
@@ -207,6 +207,7 @@ def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Res
 
 
 def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: ResourceType) -> ResultOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:
@@ -230,6 +231,7 @@ def authorized_operations(state: ServeState, request: Request, caller: Caller) -
 
 
 def _operations(state: ServeState, ctx: RequestContext, rtype: ResourceType, name: str) -> AuthorizedOperationsOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:

@@ -33,7 +33,6 @@ from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.http import Connections, HttpProtocol, Limits
 from kraftacl.server.log_backend import ServeError, open_backend
 from kraftacl.server.metrics import ServeMetrics
-from kraftacl.server.read_your_writes import AppliedOffsets
 from kraftacl.snapshots.policy import SnapshotPolicy
 
 log = logging.getLogger("kraft_acl.serve")
@@ -106,8 +105,6 @@ def build_state(config: ServeConfig) -> ServeState:
     )
     ids = AclIds(lambda: node.loader.image)
     node.loader.change_listeners.append(ids.on_change)
-    applied = AppliedOffsets(node.authorizer)
-    node.loader.change_listeners.append(applied.on_change)
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
@@ -121,7 +118,6 @@ def build_state(config: ServeConfig) -> ServeState:
         ids,
         writer,
         ControllerRole(config, backend, writer),
-        applied,
         trusted=config.broker_principals | config.authorizer.super_users,
     )
     node.loader.change_listeners.append(state.changes.on_change)
@@ -178,6 +174,7 @@ class Serve:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
         self.state.changes.bind(loop)
+        self.state.freeze.start(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         early = [listener for listener in self.config.listeners if listener.early_start]

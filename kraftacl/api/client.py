@@ -1,8 +1,10 @@
 """The client of a running `kraft-acl serve` (`--server URL`): the same questions and ACL changes as
 against a log, asked over serve's HTTP API with a bearer token or a client certificate.
 
-A `ServerClient` holds one keep-alive connection; it is used by one thread. Failures raise
-`ServerError` with one line naming the URL, the HTTP status, serve's error code and the field.
+A `ServerClient` holds keep-alive connections; it is used by one thread. `--server` may list several serves
+(comma-separated, e.g. both controllers of a cluster): a call goes to the one that answered last and moves on to the
+next when one is unreachable, loading (503) or not the active controller (421), as the broker plugin does. Failures
+raise `ServerError` with one line naming the URL, the HTTP status, serve's error code and the field.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class ServerError(AuthorizerError):
 
 @dataclass(frozen=True)
 class ServerTarget:
-    """Where serve is and how to prove who we are."""
+    """Where serve is (one URL, or several comma-separated) and how to prove who we are."""
 
     url: str
     token: str | None = None
@@ -56,6 +58,11 @@ class ServerTarget:
             except OSError as exc:
                 raise ServerError(f"--token-file {self.token_file}: {exc.strerror}") from exc
         return os.environ.get(TOKEN_ENV) or None
+
+    @property
+    def urls(self) -> list[str]:
+        """Every URL of `url`, in order."""
+        return [u.strip().rstrip("/") for u in self.url.split(",") if u.strip()]
 
     def connect(self) -> ServerClient:
         """A client (nothing is sent until the first call)."""
@@ -96,14 +103,34 @@ class ServerClient:
         if target.cert is not None:
             cert = (str(target.cert), str(target.key)) if target.key is not None else str(target.cert)
         verify: Any = str(target.cacert) if target.cacert is not None else True
-        self.http = httpx.Client(base_url=target.url, headers=headers, cert=cert, verify=verify, timeout=60.0)
+        self.http = httpx.Client(headers=headers, cert=cert, verify=verify, timeout=60.0)
+        self.urls = target.urls or [target.url]
+        self._current = 0  # the serve that answered last
+        self.last_offset: int | None = None  # the offset an ACL write answered (a decision's min_offset)
 
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One call; ServerError with serve's code, message and field on anything but 2xx."""
+        """One call, to the serve that answered last, then the next ones (a serve unreachable, loading or not the
+        controller is passed over); ServerError with serve's code, message and field when none answers 2xx."""
+        error: ServerError | None = None
+        for step in range(len(self.urls)):
+            index = (self._current + step) % len(self.urls)
+            try:
+                payload = self._call(self.urls[index], method, path, body)
+            except ServerError as exc:
+                error = exc
+                if exc.status in (0, 421, 503):
+                    continue
+                raise
+            self._current = index
+            return payload
+        assert error is not None
+        raise error
+
+    def _call(self, url: str, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
         try:
-            response = self.http.request(method, path, json=body)
+            response = self.http.request(method, url + path, json=body)
         except httpx.HTTPError as exc:
-            raise ServerError(f"{self.target.url}: cannot reach serve: {exc}") from exc
+            raise ServerError(f"{url}: cannot reach serve: {exc}") from exc
         try:
             payload: dict[str, Any] = response.json()
         except ValueError:
@@ -112,34 +139,39 @@ class ServerClient:
             err = payload.get("error", {})
             where = f" (field {err['field']})" if err.get("field") else ""
             message = err.get("message", response.text)
-            text = f"{self.target.url}{path}: HTTP {response.status_code} {err.get('code', '')}: {message}{where}"
+            text = f"{url}{path}: HTTP {response.status_code} {err.get('code', '')}: {message}{where}"
             raise ServerError(text, response.status_code, str(err.get("code", "")))
         return payload
 
-    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
-        """ACLs matching the filter, with their ids."""
-        return [
-            acl_of_json(a) for a in self.call("POST", "/v1/acls/describe", {"filter": _filter_json(acl_filter)})["acls"]
-        ]
+    def describe(self, acl_filter: AclBindingFilter, min_offset: int | None = None) -> list[tuple[str, StandardAcl]]:
+        """ACLs matching the filter, with their ids (with `min_offset`: once serve has applied it)."""
+        body: dict[str, Any] = {"filter": _filter_json(acl_filter)}
+        if min_offset is not None:
+            body["min_offset"] = min_offset
+        return [acl_of_json(a) for a in self.call("POST", "/v1/acls/describe", body)["acls"]]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         """CreateAcls: per-entry results, one atomic batch on serve's log."""
         answer = self.call("POST", "/v1/acls/create", {"acls": [acl_to_json(a) for a in acls]})
+        self.last_offset = answer.get("offset")
         return [CreateResult(_error(r), r.get("id")) for r in answer["results"]]
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
         """DeleteAcls: per-filter results, one atomic batch on serve's log."""
         answer = self.call("POST", "/v1/acls/delete", {"filters": [_filter_json(f) for f in filters]})
+        self.last_offset = answer.get("offset")
         return [DeleteResult(_error(r), [acl_of_json(a) for a in r["acls"]]) for r in answer["results"]]
 
-    def evaluate(self, request: Request, explain: bool) -> dict[str, Any]:
-        """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form."""
+    def evaluate(self, request: Request, explain: bool, min_offset: int | None = None) -> dict[str, Any]:
+        """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form; with
+        `min_offset`, from a state that has applied it (read-your-writes)."""
+        wait = {} if min_offset is None else {"min_offset": min_offset}
         if request.kind == "describe":
             assert request.filter is not None
-            found = self.describe(request.filter.to_filter())
+            found = self.describe(request.filter.to_filter(), min_offset)
             return {"acls": sorted((acl_to_json(a) for _, a in found), key=lambda a: tuple(a.values()))}
         assert request.principal is not None and request.host is not None and request.resource_type is not None
-        ctx = {"principal": request.principal, "client_address": request.host}
+        ctx = {"principal": request.principal, "client_address": request.host, **wait}
         rtype = request.resource_type.name
         if request.kind == "authorized_operations":
             body = {**ctx, "resource_type": rtype, "resource_name": request.resource_name}

@@ -16,7 +16,7 @@ import pytest
 
 from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem
 
-KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker", "kafka_snapshotting_broker"})
+KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker", "kafka_snapshotting_broker", "sidecar_cluster"})
 # Kafka writes a metadata snapshot at most this often once records arrive (the NoOp records the controller
 # appends every 500 ms count), and after any 1 byte of records: tests see their ACLs in a .checkpoint soon.
 SNAPSHOT_EVERY = {

@@ -134,7 +134,7 @@ class ServeProcess:
     def client(self, listener: str = "CLIENT", token: str | None = ADMIN_TOKEN, **kwargs: Any) -> httpx.Client:
         """A keep-alive client for one listener."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.listener_url(listener), headers=headers, timeout=30.0, **kwargs)
+        return httpx.Client(base_url=self.listener_url(listener), headers=headers, **{"timeout": 30.0, **kwargs})
 
     def __enter__(self) -> ServeProcess:
         return self

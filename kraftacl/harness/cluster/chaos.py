@@ -37,7 +37,7 @@ class ChaosOptions:
     hold_s: float = 10.0
     settle_s: float = 4.0
     recovery_s: float = 60.0
-    window_s: float = 1.0
+    window_s: float = 2.0
     propagation_samples: int = 10
 
 
@@ -172,6 +172,7 @@ def figures(
         "faults": [
             {
                 "name": r.name,
+                "at": round(r.at, 3),
                 "target": r.target,
                 "write_resumed_s": _round(r.write_resumed_s),
                 "restart_to_decisions_s": _round(r.restart_to_decisions_s),

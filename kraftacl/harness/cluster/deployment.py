@@ -77,6 +77,9 @@ class Deployment:
             "authorizer.class.name": authorizer_class(self.kafka_version),
             "kraft.acl.token.file": str(self.root / "plugin.token"),
             "kraft.acl.ready.poll.ms": "100",
+            # An ACL write that reaches a frozen controller costs one admin timeout before the plugin skips that
+            # serve (a standby is elected within the group's session timeout): keep it short.
+            "kraft.acl.admin.timeout.ms": "3000",
             "super.users": f"User:admin;User:ANONYMOUS;User:{LOG_USER}",
             "early.start.listeners": f"CONTROLLER,{INTERNAL}",
             "inter.broker.listener.name": INTERNAL,

@@ -3,6 +3,12 @@ run): an acknowledged ACL change that is not in the log, an ACL added twice whil
 twice), a batch written under an older writer epoch after a newer one (a fenced writer that reached the log), and
 an ALLOW that no state of the log at a batch boundary within the propagation window gives.
 
+When is a state current? A batch's timestamp is taken by the controller just before it appends, and the batch is
+visible to readers only once its transaction commits (a commit under way when a partition leader dies completes
+seconds later, on the new leader). So the state before a revoke stays legitimately current until the revoke was
+acknowledged to its client (DeleteAcls returns only after the commit), and the propagation window runs from that
+acknowledgement: an ALLOW more than `window_s` after it is wrong.
+
 Pure functions over immutable values, except `read_log`, which opens a reader on the topic.
 """
 
@@ -126,7 +132,10 @@ def check(
     for acl in never:
         if key_of(acl) in by_key:
             verdict.never_logged_violations.append(f"{acl} reached the log")
-    intervals = _intervals(by_key.get(key_of(toggle), []))
+    revokes = [(c.started, c.acked) for c in changes if c.op == "delete" and key_of(c.acl) == key_of(toggle)]
+    intervals = [
+        (granted, _acknowledged(revoked, revokes)) for granted, revoked in _intervals(by_key.get(key_of(toggle), []))
+    ]
     for outcome in toggle_allows:
         staleness = _staleness(intervals, outcome.sent, outcome.done)
         verdict.max_staleness_s = max(verdict.max_staleness_s, staleness if math.isfinite(staleness) else 0.0)
@@ -151,6 +160,15 @@ def _intervals(changes: list[tuple[float, bool]]) -> list[tuple[float, float]]:
     if start is not None:
         spans.append((start, math.inf))
     return spans
+
+
+def _acknowledged(revoked: float, revokes: list[tuple[float, float]]) -> float:
+    """When the revoke whose batch was timestamped `revoked` was acknowledged (its batch time if no change matches:
+    the stricter bound)."""
+    for started, acked in revokes:
+        if started <= revoked <= acked:
+            return acked
+    return revoked
 
 
 def _staleness(spans: list[tuple[float, float]], sent: float, done: float) -> float:

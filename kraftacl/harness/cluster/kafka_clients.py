@@ -81,7 +81,11 @@ class Admin:
     """An AdminClient on some brokers: topics, partition leaders and ACLs (each call bounded by `timeout`)."""
 
     def __init__(self, conf: dict[str, Any], timeout: float = 10.0) -> None:
-        self.client = AdminClient(conf)
+        # librdkafka sends CreateAcls and DeleteAcls to the broker the metadata names controller: look again
+        # every second, so a dead one is not waited for until the request times out.
+        self.client = AdminClient(
+            {"topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000, **conf}
+        )
         self.timeout = timeout
 
     def broker_count(self) -> int:
