@@ -21,12 +21,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kraftacl.harness.cluster.churn import Failure
 from kraftacl.harness.cluster.deployment import BROKER_TOKEN, INTERNAL, LOG_TOPIC, LOG_USER, Deployment
 from kraftacl.harness.cluster.faults import FaultResult, Faults
 from kraftacl.harness.cluster.invariants import Verdict, check, read_log
 from kraftacl.harness.cluster.kafka_clients import Acl
 from kraftacl.harness.cluster.workload import Workload, max_gap
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLogConfig
+
+#: The invariants' counts in a run's figures (each must be 0).
+COUNTS = ("acknowledged_lost", "applied_twice", "wrong_allows", "epoch_regressions", "stale_writes_applied")
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,7 @@ def propagation(deployment: Deployment, samples: int) -> list[float]:
     out = []
     for n in range(samples):
         acl = Acl("User:prop", "READ", f"prop-{n}-{time.time_ns()}")
-        admin.create_acls([acl])
-        acked = time.time()
+        acked = admin.create_acls_acknowledged([acl])
         pending = set(range(len(deployment.serves)))
         while pending:
             for index in list(pending):
@@ -155,6 +158,9 @@ def figures(
         "log_leader_kill_write_stall_s": next(
             (_round(r.write_resumed_s) for r in results if r.name == "log_leader_node_sigkill"), None
         ),
+        "log_leader_moved_s": next(
+            (_round(r.log_leader_moved_s) for r in results if r.name == "log_leader_node_sigkill"), None
+        ),
         "decisions_max_gap_s": {"by_fault": by_fault, "other_brokers": round(max(others, default=0.0), 3)},
         "propagation_s": _summary(prop),
         "acknowledged_lost": len(verdict.acknowledged_lost),
@@ -177,6 +183,7 @@ def figures(
                 "write_resumed_s": _round(r.write_resumed_s),
                 "restart_to_decisions_s": _round(r.restart_to_decisions_s),
                 "held_s": round(r.ended - r.at, 1),
+                **_refusals(churn.failures, r),
             }
             for r in results
         ],
@@ -186,6 +193,13 @@ def figures(
         + verdict.epoch_regressions[:5]
         + verdict.never_logged_violations[:5],
     }
+
+
+def _refusals(failures: list[Failure], result: FaultResult) -> dict[str, Any]:
+    """The ACL change attempts brokers refused during a fault: how many, and the distinct reasons (where the time
+    of an unavailable write went)."""
+    during = [f for f in failures if result.at <= f.at <= result.ended]
+    return {"refused_attempts": len(during), "refusals": sorted({f.error for f in during})[:4]}
 
 
 def _round(value: float | None) -> float | None:

@@ -19,13 +19,15 @@ from kraftacl.harness.cluster.kafka_clients import Acl, Admin, AdminError
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One acknowledged ACL change: what, when it was first tried and when a broker acknowledged it."""
+    """One acknowledged ACL change: what, when it was first tried, when its acknowledged attempt was sent, and when
+    a broker acknowledged it."""
 
     op: str  # create | delete
     acl: Acl
     started: float
     acked: float
     attempts: int
+    sent: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +43,13 @@ class Failure:
 class AclChurn:
     """The churn thread (see the module docstring); `toggle` is the ACL it grants and revokes in turn."""
 
-    def __init__(self, admins: Sequence[Admin], toggle: Acl, own_principal: str, interval_s: float = 0.15) -> None:
+    def __init__(
+        self, admins: Sequence[Admin], toggle: Acl, own_principal: str, tag: str, interval_s: float = 0.15
+    ) -> None:
         self.admins = list(admins)
         self.toggle = toggle
         self.own_principal = own_principal
+        self.tag = tag  # in the names of its own ACLs: runs on one cluster never touch each other's
         self.interval_s = interval_s
         self.changes: list[Change] = []
         self.failures: list[Failure] = []
@@ -65,18 +70,19 @@ class AclChurn:
         return self.changes[-1].acked if self.changes else 0.0
 
     def first_ack_after(self, moment: float) -> float | None:
-        """When the first change acknowledged after `moment` was acknowledged (None: none yet)."""
-        later = [c.acked for c in self.changes if c.acked > moment]
+        """When the first change sent after `moment` was acknowledged (None: none yet); a change sent before it and
+        answered just after says nothing about writes after `moment`."""
+        later = [c.acked for c in self.changes if c.sent >= moment]
         return min(later) if later else None
 
     def _run(self) -> None:
         granted = False
         n = 0
         while not self._stop.is_set():
-            own = Acl(self.own_principal, "READ", f"churn-{n}")
+            own = Acl(self.own_principal, "READ", f"churn-{self.tag}-{n}")
             steps = [("delete" if granted else "create", self.toggle), ("create", own)]
             if n >= 3:
-                steps.append(("delete", Acl(self.own_principal, "READ", f"churn-{n - 3}")))
+                steps.append(("delete", Acl(self.own_principal, "READ", f"churn-{self.tag}-{n - 3}")))
             for op, acl in steps:
                 if not self._until_acked(op, acl):
                     return
@@ -90,6 +96,7 @@ class AclChurn:
         attempts = 0
         while not self._stop.is_set():
             attempts += 1
+            sent = time.time()
             admin = self.admins[self._turn % len(self.admins)]
             self._turn += 1
             try:
@@ -101,6 +108,6 @@ class AclChurn:
                 self.failures.append(Failure(op, acl, time.time(), str(exc)))
                 self._stop.wait(0.1)
                 continue
-            self.changes.append(Change(op, acl, started, time.time(), attempts))
+            self.changes.append(Change(op, acl, started, time.time(), attempts, sent))
             return True
         return False

@@ -1,8 +1,9 @@
-"""The sidecar deployment on a real cluster: three KRaft nodes, each broker authorized by the kraft-acl plugin, a
-`kraft-acl serve` beside each broker (its plugin asks it first, then the others), all on one Kafka-backed log
-(replication factor 3, min.insync.replicas 2); the first `controllers` serves also hold the controller role and
-Kafka's group elects the one that writes. docs/deployment.md describes the same topology with files under
-examples/cluster/.
+"""The sidecar deployment on a real cluster, exactly as examples/cluster/ describes it (docs/deployment.md): three
+KRaft nodes, each broker authorized by the kraft-acl plugin (examples/cluster/broker.properties), a `kraft-acl serve`
+beside each broker (examples/cluster/serve-<n>.properties; its plugin asks it first, then the others), all on one
+Kafka-backed log (replication factor 3, min.insync.replicas 2); serves 1 and 2 also hold the controller role and
+Kafka's group elects the one that writes. Only what must differ on one machine is replaced: ports, the data
+directories and absolute paths to the example's token files.
 
 The brokers' plugin listeners open only once a serve is ready (KIP-801), and the serves read their log from those
 same brokers: the serves and the brokers' own replication use an INTERNAL listener in early.start.listeners,
@@ -21,45 +22,39 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kraftacl.authorizer.decision.config import load_properties
 from kraftacl.harness.cluster.kafka_clients import Admin
 from kraftacl.harness.cluster.kafka_cluster import KafkaCluster
-from kraftacl.harness.plugin_jar import authorizer_class, ensure_built, kafka_script
+from kraftacl.harness.plugin_jar import REPO_ROOT, authorizer_class, ensure_built, kafka_script
 from kraftacl.harness.serve_process import ServeProcess, free_port
 
-BROKER_TOKEN = "cluster-broker-token-0123456789"
-ADMIN_TOKEN = "cluster-admin-token-0123456789"
+EXAMPLES = REPO_ROOT / "examples" / "cluster"
+BROKER_TOKEN = "cluster-broker-token-0123456789"  # User:broker's in examples/cluster/serve.tokens
+ADMIN_TOKEN = "cluster-admin-token-0123456789"  # User:admin's
 LOG_TOPIC = "kraft-acl-metadata"
 LOG_USER = "kraftacl"  # the serves' Kafka principal: a super user of the brokers (its decisions cannot wait for serve)
 INTERNAL = "INTERNAL"
+NODES = 3
 
 
 class Deployment:
-    """A `KafkaCluster` of `nodes` nodes and one serve beside each broker (see the module docstring)."""
+    """A `KafkaCluster` of three nodes and one serve beside each broker (see the module docstring)."""
 
-    def __init__(
-        self,
-        root: Path,
-        *,
-        nodes: int = 3,
-        controllers: int = 2,
-        users: tuple[str, ...] = (),
-        kafka_version: str | None = None,
-    ) -> None:
+    def __init__(self, root: Path, *, users: tuple[str, ...] = (), kafka_version: str | None = None) -> None:
         self.root = root.resolve()
-        self.controllers = controllers
         self.kafka_version = kafka_version or kafka_script("version")
-        self.ports = [(free_port(), free_port()) for _ in range(nodes)]  # (CONTROLLER, CLIENT) of each serve
+        self.ports = [(free_port(), free_port()) for _ in range(NODES)]  # (CONTROLLER, CLIENT) of each serve
+        self.examples = [load_properties(EXAMPLES / f"serve-{n}.properties") for n in range(1, NODES + 1)]
+        self.controllers = sum("controller" in props["process.roles"] for props in self.examples)
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "tokens").write_text(f"User:broker {BROKER_TOKEN}\nUser:admin {ADMIN_TOKEN}\n")
-        (self.root / "plugin.token").write_text(BROKER_TOKEN + "\n")
         urls = [f"http://127.0.0.1:{controller}" for controller, _ in self.ports]
         self.cluster = KafkaCluster(
             self.root / "kafka",
-            nodes=nodes,
+            nodes=NODES,
             authorizer=True,
             props=self._broker_props(),
             node_props={
-                i + 1: {"kraft.acl.urls": ",".join([urls[i], *urls[:i], *urls[i + 1 :]])} for i in range(nodes)
+                i + 1: {"kraft.acl.urls": ",".join([urls[i], *urls[:i], *urls[i + 1 :]])} for i in range(NODES)
             },
             listeners=[f"{INTERNAL}:SASL_PLAINTEXT"],
             classpath=str(ensure_built()),
@@ -69,44 +64,21 @@ class Deployment:
         self.serves: list[ServeProcess] = []
 
     def _broker_props(self) -> dict[str, str]:
-        jaas = (
-            'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
-            f'user_admin="admin-secret" user_{LOG_USER}="{LOG_USER}-secret";'
-        )
-        return {
-            "authorizer.class.name": authorizer_class(self.kafka_version),
-            "kraft.acl.token.file": str(self.root / "plugin.token"),
-            "kraft.acl.ready.poll.ms": "100",
-            # An ACL write that reaches a frozen controller costs one admin timeout before the plugin skips that
-            # serve (a standby is elected within the group's session timeout): keep it short.
-            "kraft.acl.admin.timeout.ms": "3000",
-            "super.users": f"User:admin;User:ANONYMOUS;User:{LOG_USER}",
-            "early.start.listeners": f"CONTROLLER,{INTERNAL}",
-            "inter.broker.listener.name": INTERNAL,
-            f"listener.name.{INTERNAL.lower()}.plain.sasl.jaas.config": jaas,
-        }
+        props = load_properties(EXAMPLES / "broker.properties")
+        props["authorizer.class.name"] = authorizer_class(self.kafka_version)
+        props["kraft.acl.token.file"] = str(EXAMPLES / "plugin.token")
+        props["kraft.acl.ready.poll.ms"] = "100"
+        return props
 
     def serve_props(self, index: int) -> dict[str, str]:
-        """The properties of the serve beside node `index + 1` (examples/cluster/serve-*.properties, with ports)."""
+        """examples/cluster/serve-<index + 1>.properties with this machine's ports, directories and paths."""
         controller, client = self.ports[index]
         return {
-            "node.id": str(index + 1),
-            "process.roles": "broker,controller" if index < self.controllers else "broker",
+            **self.examples[index],
             "listeners": f"CONTROLLER://127.0.0.1:{controller},CLIENT://127.0.0.1:{client}",
-            "early.start.listeners": "CONTROLLER",
-            "super.users": "User:admin",
-            "auth.token.file": str(self.root / "tokens"),
-            "broker.principals": "User:broker",
-            "auth.public.endpoints": "status,metrics",
+            "auth.token.file": str(EXAMPLES / "serve.tokens"),
             "metadata.log.bootstrap.servers": self.cluster.bootstrap(INTERNAL),
-            "metadata.log.topic": LOG_TOPIC,
-            "metadata.log.replication.factor": "3",
-            "metadata.log.min.insync.replicas": "2",
             "metadata.log.snapshot.dir": str(self.root / f"serve-{index + 1}" / "snapshots"),
-            "metadata.log.kafka.security.protocol": "SASL_PLAINTEXT",
-            "metadata.log.kafka.sasl.mechanism": "PLAIN",
-            "metadata.log.kafka.sasl.username": LOG_USER,
-            "metadata.log.kafka.sasl.password": f"{LOG_USER}-secret",
         }
 
     def start(self, timeout: float = 300.0) -> None:

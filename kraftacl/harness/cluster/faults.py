@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,7 @@ class FaultResult:
     restart_to_decisions_s: float | None = None  # a restarted serve: from its start to its first decision
     stale_write_status: int | None = None  # a frozen controller's pending ACL write, answered after SIGCONT
     stale_write: Acl | None = None
+    log_leader_moved_s: float | None = None  # the log's partition had a new leader this long after the kill
     decision_gaps: dict[str, float] = field(default_factory=dict)  # node -> longest stretch without an ALLOW
 
 
@@ -62,7 +64,6 @@ class Faults:
         self.hold_s = hold_s
         self.recovery_s = recovery_s
         self.settle_s = settle_s
-        self._stale = 0
 
     def _write_resumed(self, at: float) -> float | None:
         assert self.workload.churn is not None
@@ -118,8 +119,7 @@ class Faults:
 
     def freeze_active_controller(self) -> FaultResult:
         index = self._active()
-        self._stale += 1
-        stale = Acl("User:stale", "WRITE", f"stale-{self._stale}")
+        stale = Acl("User:stale", "WRITE", f"stale-{uuid.uuid4().hex[:8]}")
         result = FaultResult("controller_sigstop", f"serve-{index + 1} (active controller)", index + 1, time.time())
         result.stale_write = stale
         self._signal(index, signal.SIGSTOP)
@@ -158,12 +158,27 @@ class Faults:
         node = self.d.cluster.nodes[leader - 1]
         result = FaultResult("log_leader_node_sigkill", f"node-{leader} (leads {LOG_TOPIC})", leader, time.time())
         node.kill()
+        watch = threading.Thread(target=self._leader_moved, args=(admin, leader, result), daemon=True)
+        watch.start()  # where the stall goes: Kafka's own failover (a new leader) against kraft-acl's recovery
         result.write_resumed_s = self._write_resumed(result.at)
+        watch.join(self.recovery_s)
         node.start(timeout=self.recovery_s * 2)
         deadline = time.time() + self.recovery_s * 2
         while len(_isr(admin)) < len(self.d.cluster.nodes) and time.time() < deadline:
             time.sleep(0.5)  # back in sync: the next fault may take any other node
         return self._settle(result)
+
+    def _leader_moved(self, admin: Admin, old: int, result: FaultResult) -> None:
+        deadline = time.time() + self.recovery_s
+        while time.time() < deadline:
+            try:
+                leader = admin.leaders(LOG_TOPIC)[0]
+            except Exception:  # metadata not available while the cluster fails over
+                leader = -1
+            if leader not in (-1, old):
+                result.log_leader_moved_s = time.time() - result.at
+                return
+            time.sleep(0.05)
 
 
 def _isr(admin: Admin) -> list[int]:

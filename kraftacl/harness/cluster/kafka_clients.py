@@ -120,6 +120,19 @@ class Admin:
         except KafkaException as exc:
             raise AdminError(str(exc.args[0])) from exc
 
+    def create_acls_acknowledged(self, acls: Sequence[Acl], within_s: float = 60.0) -> float:
+        """CreateAcls, sent again after a refusal or timeout (safe: identical bindings are de-duplicated) until a broker
+        acknowledges it; when it was acknowledged (time.time()). AdminError with the last refusal after `within_s`."""
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                self.create_acls(acls)
+                return time.time()
+            except AdminError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def delete_acls(self, acls: Sequence[Acl]) -> int:
         """DeleteAcls through a broker; how many ACLs the filters matched (AdminError as for create)."""
         try:

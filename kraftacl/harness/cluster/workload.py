@@ -14,6 +14,7 @@ Not thread-safe: one owner starts and stops it; the loops' records are read afte
 from __future__ import annotations
 
 import itertools
+import uuid
 from dataclasses import dataclass, field
 
 from kraftacl.harness.cluster.churn import AclChurn
@@ -45,7 +46,7 @@ class Workload:
         """Topics (one partition per broker, replication 3) and the ACLs that never change."""
         admin = self.deployment.admin()
         admin.create_topics([STABLE, TOGGLE], self.partitions, 3)
-        admin.create_acls(BASE_ACLS)
+        admin.create_acls_acknowledged(BASE_ACLS)
 
     def start(self) -> None:
         cluster = self.deployment.cluster
@@ -53,7 +54,7 @@ class Workload:
         self.toggle = [ProducerLoop(cluster.client_config("carol"), TOGGLE, p) for p in range(self.partitions)]
         self.consumer = ConsumerLoop(cluster.client_config("bob"), STABLE, GROUP)
         admins = [self.deployment.admin(node=n.node_id) for n in cluster.nodes]
-        self.churn = AclChurn(admins, TOGGLE_ACL, "User:churn")
+        self.churn = AclChurn(admins, TOGGLE_ACL, "User:churn", uuid.uuid4().hex[:8])
         for loop in [*self.stable, *self.toggle, self.consumer]:
             loop.start()
         self.churn.start()

@@ -25,6 +25,15 @@ from kraftacl.metadata_log.codec.avro import Codec
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.records import RecordBatch
 
+RETRY_BACKOFF_S = 0.1
+# What a watermark lookup answers while a partition has no leader (just created, or its leader's broker died).
+LEADER_MOVING = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+}
+
 
 class ReadStream:
     """One read_committed consumer on partition 0, repositioned per fetch so interleaved users stay correct."""
@@ -37,12 +46,20 @@ class ReadStream:
         self.at: int | None = None  # where the consumer will fetch next, if known
 
     def watermarks(self) -> tuple[int, int]:
-        with self.lock:
-            try:
-                low, high = self.consumer.get_watermark_offsets(self.tp, timeout=self.config.timeout_s, cached=False)
-            except KafkaException as exc:
-                raise kafka_error(f"cannot read the watermarks of {self.config.topic}", exc) from exc
-        return int(low), int(high)
+        """(low, high) of the partition; a retriable error (no leader yet after the topic's creation, a leader
+        moving after a broker died) is retried until `timeout_s`."""
+        deadline = time.monotonic() + self.config.timeout_s
+        while True:
+            left = max(deadline - time.monotonic(), 0.1)
+            with self.lock:
+                try:
+                    low, high = self.consumer.get_watermark_offsets(self.tp, timeout=left, cached=False)
+                    return int(low), int(high)
+                except KafkaException as exc:
+                    error = exc
+            if not _retriable(error) or time.monotonic() >= deadline:
+                raise kafka_error(f"cannot read the watermarks of {self.config.topic}", error) from error
+            time.sleep(RETRY_BACKOFF_S)
 
     def consume(self, start: int, end: int, codec: Codec) -> Iterator[tuple[int, RecordBatch]]:
         """(Kafka offset, batch) for every committed message with start <= offset < end."""
@@ -83,6 +100,11 @@ class ReadStream:
     def close(self) -> None:
         with self.lock:
             self.consumer.close()
+
+
+def _retriable(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in LEADER_MOVING)
 
 
 def decode(msg: Any, codec: Codec, topic: str) -> RecordBatch:
