@@ -53,7 +53,9 @@ class Workload:
         self.stable = [ProducerLoop(cluster.client_config("alice"), STABLE, p) for p in range(self.partitions)]
         self.toggle = [ProducerLoop(cluster.client_config("carol"), TOGGLE, p) for p in range(self.partitions)]
         self.consumer = ConsumerLoop(cluster.client_config("bob"), STABLE, GROUP)
-        admins = [self.deployment.admin(node=n.node_id) for n in cluster.nodes]
+        # 5 s per attempt: librdkafka sends CreateAcls to the broker its metadata names controller, and one sent to a
+        # broker that just died waits for the request timeout before the churn tries again.
+        admins = [self.deployment.admin(node=n.node_id, timeout=5.0) for n in cluster.nodes]
         self.churn = AclChurn(admins, TOGGLE_ACL, "User:churn", uuid.uuid4().hex[:8])
         for loop in [*self.stable, *self.toggle, self.consumer]:
             loop.start()

@@ -331,6 +331,7 @@ __all__ = [
     "KafkaLogConfig",
     "KafkaLogError",
     "LogFencedError",
+    "LogMovedError",
     "LogUnavailableError",
     "NotWriterError",
     "UnsafeTopicError",
