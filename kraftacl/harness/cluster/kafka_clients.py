@@ -192,7 +192,10 @@ class ProducerLoop(ClientLoop):
                 self.producer.produce(
                     self.topic, b"x", partition=self.partition, on_delivery=self._delivered(sent, self.partition)
                 )
-            except (KafkaException, BufferError) as exc:
+            except KafkaException as exc:  # refused at once: the client remembers the broker's last DENY
+                denied = exc.args[0].code() in DENIED_CODES
+                self.outcomes.append(Outcome(sent, time.time(), self.partition, False, None if denied else str(exc)))
+            except BufferError as exc:
                 self.outcomes.append(Outcome(sent, time.time(), self.partition, False, str(exc)))
             self.producer.flush(6)
             self._stop.wait(self.interval_s)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftacl.harness.cluster.churn import AclChurn
 from kraftacl.harness.cluster.deployment import Deployment
@@ -77,15 +79,17 @@ class Workload:
     def toggle_allows(self) -> list[Outcome]:
         return [o for loop in self.toggle for o in loop.outcomes if o.allowed]
 
-    def decisions(self) -> dict[str, int]:
+    def decisions(self) -> dict[str, Any]:
         """Counts of every recorded decision: allowed, denied, and other failures (no decision)."""
         outcomes = [o for loop in [*self.stable, *self.toggle] for o in loop.outcomes]
         if self.consumer is not None:
             outcomes += self.consumer.outcomes
+        failed = Counter(o.error for o in outcomes if o.error is not None)
         return {
             "allowed": sum(o.allowed for o in outcomes),
             "denied": sum(not o.allowed and o.error is None for o in outcomes),
-            "failed": sum(o.error is not None for o in outcomes),
+            "failed": sum(failed.values()),
+            "failed_by_error": dict(failed.most_common(5)),
             "stable_denied": sum(not o.allowed and o.error is None for loop in self.stable for o in loop.outcomes),
         }
 
