@@ -17,6 +17,8 @@
 #       KAFKA_MVN_ARGS (e.g. -o, or -Dmaven.repo.local=/some/m2).
 #   version | libdir [--kafka-version V]
 #       Print the release that would run (the default, or V), or the directory of its jars.
+#   cluster-id
+#       Print a new random cluster id (what `start` formats a fresh DIR with; scripts/kafka-cluster.sh shares one).
 #   start [--kafka-version V] [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--listener NAME:PROTOCOL]...
 #         [--classpath PATH] [--node-id N --controller-port P --voters LIST --cluster-id ID] [--fresh] [DIR]
 #       DIR defaults to .kafka/run/default. Runs `fetch`, then on a fresh DIR picks free loopback ports,
@@ -484,6 +486,7 @@ main() {
     fetch) cmd_fetch "$@" ;;
     version) echo "$VERSION" ;;
     libdir) echo "$LIB" ;;
+    cluster-id) random_cluster_id ;;
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
     status) cmd_status "$@" ;;

@@ -63,17 +63,6 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 ' "$1"
 }
 
-random_cluster_id() {
-  python3 -c '
-import base64, os
-while True:
-    s = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
-    if not s.startswith("-"):
-        print(s)
-        break
-'
-}
-
 node_dirs() {
   local dir="$1"
   find "$dir" -maxdepth 1 -type d -name 'node-*' | sort -t- -k2 -n
@@ -126,7 +115,7 @@ cmd_start() {
   else
     local ports cluster_id voters="" p c
     read -r -a ports <<<"$(free_ports $((2 * nodes)))"
-    cluster_id="$(random_cluster_id)"
+    cluster_id="$(bash "$BROKER" cluster-id)"
     for ((i = 1; i <= nodes; i++)); do
       voters+="${voters:+,}$i@127.0.0.1:${ports[$((nodes + i - 1))]}"
     done

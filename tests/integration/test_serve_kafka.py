@@ -16,17 +16,9 @@ import pytest
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
-from tests.server.serve_process import ServeProcess, alice_reads, base_properties
+from tests.server.serve_process import ALICE_READ_ORDERS, ServeProcess, alice_reads, base_properties
 
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "orders",
-    "pattern_type": "LITERAL",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 
 
 def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dict[str, str]:

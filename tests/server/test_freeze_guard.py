@@ -12,17 +12,9 @@ import httpx
 
 from kraftacl.authorizer.state.tailer import TailStatus
 from kraftacl.server.freeze_guard import FreezeGuard, StaleState
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, alice_reads, base_properties
+from tests.server.serve_process import ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, alice_reads, base_properties
 
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "orders",
-    "pattern_type": "LITERAL",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 BODY = {
     "principal": "User:alice",
     "client_address": "10.0.0.1",

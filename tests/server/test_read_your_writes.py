@@ -14,17 +14,9 @@ import httpx
 import pytest
 
 from tests.conftest import kraft_acl_command
-from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
 
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "orders",
-    "pattern_type": "LITERAL",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 
 
 def _body(min_offset: int | None) -> dict[str, object]:

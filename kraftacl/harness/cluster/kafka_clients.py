@@ -44,24 +44,22 @@ class Acl:
     resource_type: str = "TOPIC"
 
     def binding(self) -> AclBinding:
-        return AclBinding(
-            ResourceType[self.resource_type],
-            self.topic,
-            ResourcePatternType.LITERAL,
-            self.principal,
-            "*",
-            AclOperation[self.operation],
-            AclPermissionType.ALLOW,
-        )
+        return AclBinding(*self._fields())
 
     def filter(self) -> AclBindingFilter:
-        return AclBindingFilter(
-            ResourceType[self.resource_type],
+        """The filter matching exactly this ACL."""
+        return AclBindingFilter(*self._fields())
+
+    def _fields(self) -> tuple[Any, ...]:
+        resource = ResourceType[self.resource_type]
+        operation = AclOperation[self.operation]
+        return (
+            resource,
             self.topic,
             ResourcePatternType.LITERAL,
             self.principal,
             "*",
-            AclOperation[self.operation],
+            operation,
             AclPermissionType.ALLOW,
         )
 

@@ -27,8 +27,9 @@ BROKER_SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
 BUILT_IN_USERS = ("admin", "alice", "bob")
 
 
-class KafkaClusterError(RuntimeError):
-    """The cluster or one of its nodes could not be started or stopped; the message carries the script's output."""
+class KafkaScriptError(RuntimeError):
+    """A scripts/kafka-*.sh command failed or timed out (a cluster or a node did not start or stop); the message
+    carries the script's output."""
 
 
 def parse_env(text: str) -> dict[str, str]:
@@ -42,7 +43,7 @@ def parse_env(text: str) -> dict[str, str]:
 
 
 def run_script(script: Path, args: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> str:
-    """Run one of the scripts; KafkaClusterError with its stderr tail when it fails or times out."""
+    """Run one of the scripts; KafkaScriptError with its stderr tail when it fails or times out."""
     try:
         proc = subprocess.run(
             ["bash", str(script), *args],
@@ -54,9 +55,9 @@ def run_script(script: Path, args: Sequence[str], timeout: float, env: Mapping[s
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
-        raise KafkaClusterError(f"`{script.name} {' '.join(args)}` timed out after {timeout:.0f}s") from exc
+        raise KafkaScriptError(f"`{script.name} {' '.join(args)}` timed out after {timeout:.0f}s") from exc
     if proc.returncode != 0:
-        raise KafkaClusterError(f"`{script.name} {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        raise KafkaScriptError(f"`{script.name} {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc.stdout
 
 
@@ -171,7 +172,7 @@ class KafkaCluster:
         for node in self.nodes:
             while not (node.directory / "ports.env").is_file():
                 if time.monotonic() > deadline:
-                    raise KafkaClusterError(f"no {node.directory / 'ports.env'} within {timeout:.0f}s")
+                    raise KafkaScriptError(f"no {node.directory / 'ports.env'} within {timeout:.0f}s")
                 time.sleep(0.1)
 
     def bootstrap(self, listener: str | None = None) -> str:
@@ -198,7 +199,7 @@ class KafkaCluster:
 
     def stop(self, hard: bool = False) -> None:
         """Stop every node (SIGTERM, or SIGKILL with `hard`); data and config stay in the directory."""
-        with contextlib.suppress(KafkaClusterError):
+        with contextlib.suppress(KafkaScriptError):
             run_script(CLUSTER_SCRIPT, ["stop", *(["--kill"] if hard else []), str(self.directory)], timeout=120)
         for node in self.nodes:  # whatever is left (a frozen JVM ignores SIGTERM)
             pid = node.pid

@@ -13,24 +13,17 @@ from collections.abc import Iterator
 import pytest
 
 from kraftacl.harness.cluster.deployment import Deployment
-from kraftacl.harness.cluster.kafka_cluster import KafkaClusterError
+from kraftacl.harness.cluster.kafka_cluster import KafkaScriptError
 from kraftacl.harness.cluster.workload import USERS
 from kraftacl.harness.plugin_jar import PluginBuildError
 from kraftacl.harness.serve_process import ServeProcessError
-from tests.integration.conftest import _unavailable
-from tests.kafka_broker import KafkaBrokerError, fetch_jars, java_problem, maven_problem
+from tests.integration.conftest import require_kafka
 
 
 @pytest.fixture(scope="session")
 def sidecar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     """Three KRaft nodes, the plugin on each broker, a serve beside each (serves 1 and 2: controller role)."""
-    for problem in (java_problem(), maven_problem()):
-        if problem is not None:
-            _unavailable(problem)
-    try:
-        fetch_jars()
-    except KafkaBrokerError as exc:
-        pytest.fail(f"KAFKA BROKER JARS COULD NOT BE FETCHED: {exc}", pytrace=False)
+    require_kafka()
     root = tmp_path_factory.mktemp("cluster")
     try:
         cluster = Deployment(root, users=USERS)
@@ -38,7 +31,7 @@ def sidecar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deploy
         pytest.fail(f"KAFKA PLUGIN COULD NOT BE BUILT: {exc}", pytrace=False)
     try:
         cluster.start()
-    except (KafkaClusterError, ServeProcessError, TimeoutError) as exc:
+    except (KafkaScriptError, ServeProcessError, TimeoutError) as exc:
         cluster.stop()
         pytest.fail(f"THE CLUSTER DID NOT START: {exc}\n{cluster.cluster.log_tail()}", pytrace=False)
     try:
