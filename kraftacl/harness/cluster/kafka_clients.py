@@ -9,6 +9,7 @@ one thread, and appends to its own list of `Outcome`s (read after `stop`).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +29,8 @@ from confluent_kafka.admin import (
 )
 
 DENIED_CODES = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED}
+# librdkafka's own lines (every refused connection to a killed broker) go to this logger, not to stderr.
+CLIENT_LOG: dict[str, Any] = {"logger": logging.getLogger("kraftacl.harness.kafka")}
 
 
 class AdminError(RuntimeError):
@@ -82,7 +85,7 @@ class Admin:
         # librdkafka sends CreateAcls and DeleteAcls to the broker the metadata names controller: look again
         # every second, so a dead one is not waited for until the request times out.
         self.client = AdminClient(
-            {"topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000, **conf}
+            {"topic.metadata.refresh.interval.ms": 1000, "reconnect.backoff.max.ms": 1000, **CLIENT_LOG, **conf}
         )
         self.timeout = timeout
 
@@ -172,6 +175,7 @@ class ProducerLoop(ClientLoop):
         self.interval_s = interval_s
         self.producer = Producer(
             {
+                **CLIENT_LOG,
                 **conf,
                 "acks": 1,
                 "enable.idempotence": False,
@@ -219,6 +223,7 @@ class ConsumerLoop(ClientLoop):
         super().__init__(f"consume-{conf.get('sasl.username', '')}-{topic}")
         self.consumer = Consumer(
             {
+                **CLIENT_LOG,
                 **conf,
                 "group.id": group,
                 "auto.offset.reset": "latest",
