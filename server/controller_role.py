@@ -118,10 +118,9 @@ class ControllerRole:
                 time.sleep(delay)
                 delay = min(delay * 2, MAX_CLAIM_BACKOFF_S)
                 continue
-            if term != self._term:  # the group moved on while we claimed: let the next member write
+            if not self._set(True, epoch, term):  # the group moved on while we claimed: let the next member write
                 self._kafka_log().release_writer()
                 return
-            self._set(True, epoch)
             log.info("active controller: this serve writes the metadata log at epoch %d", epoch)
             return
 
@@ -143,13 +142,17 @@ class ControllerRole:
         if self._election is not None:
             self._election.stop()
 
-    def _set(self, active: bool, epoch: int | None) -> None:
+    def _set(self, active: bool, epoch: int | None, term: int | None = None) -> bool:
+        """Swap the status in; with `term`, only while no election change came after it (False: nothing set)."""
         with self._lock:
+            if term is not None and term != self._term:
+                return False
             before = self._status
             group = self._election.group if self._election is not None else None
             elections = self._election.status().elections if self._election is not None else 0
             since = before.since if before.active == active else time.time()
             self._status = RoleStatus(active, epoch, group, since, elections)
+            return True
 
     def _kafka_log(self) -> KafkaLog:
         from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog
