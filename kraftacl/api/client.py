@@ -31,10 +31,11 @@ TOKEN_ENV = "KRAFT_ACL_TOKEN"
 class ServerError(AuthorizerError):
     """serve refused or failed a call; `status` is the HTTP status (0 when serve could not be reached)."""
 
-    def __init__(self, message: str, status: int = 0, code: str = "") -> None:
+    def __init__(self, message: str, status: int = 0, code: str = "", field: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.field = field  # the request field serve named, if any
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class ServerClient:
             where = f" (field {err['field']})" if err.get("field") else ""
             message = err.get("message", response.text)
             text = f"{url}{path}: HTTP {response.status_code} {err.get('code', '')}: {message}{where}"
-            raise ServerError(text, response.status_code, str(err.get("code", "")))
+            raise ServerError(text, response.status_code, str(err.get("code", "")), str(err.get("field") or ""))
         return payload
 
     def describe(self, acl_filter: AclBindingFilter, min_offset: int | None = None) -> list[tuple[str, StandardAcl]]:

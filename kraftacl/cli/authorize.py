@@ -252,8 +252,8 @@ def _answer(
         try:
             answer = evaluator(request, explain)
         except ServerError as exc:
-            if exc.status == 0 or exc.status in (401, 403, 503):
-                raise  # serve unreachable, or this caller may not ask: every line would fail alike
+            if exc.status == 0 or exc.status in (401, 403, 503) or exc.field == "$.min_offset":
+                raise  # serve unreachable, this caller may not ask, or --min-offset is wrong: every line fails alike
             answer, failed = {"error": f"{source}: line {number}: {exc}"}, True
         except AuthorizerError as exc:
             answer, failed = {"error": f"{source}: line {number}: {exc}"}, True

@@ -94,6 +94,15 @@ def test_the_cli_tries_each_server_and_passes_min_offset(pair: tuple[ServeProces
         env=env,
     )
     assert answered.returncode == 0 and '"ALLOWED"' in answered.stdout, answered.stdout + answered.stderr
+    ask[ask.index("--min-offset") + 1] = "100000"  # beyond the log's end: the whole run fails once, not each line
+    beyond = subprocess.run(
+        [*kraft_acl_command(), *ask, "--host", "10.0.0.1", "--operation", "Read", "--topic", "orders"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert beyond.returncode == 2 and beyond.stdout == "", beyond.stdout + beyond.stderr
+    assert "field $.min_offset" in beyond.stderr and len(beyond.stderr.strip().splitlines()) == 1, beyond.stderr
     refused = subprocess.run(
         [*kraft_acl_command(), "authorize", "--acls", "x.json", "--min-offset", "3", "--requests", "-"],
         capture_output=True,
