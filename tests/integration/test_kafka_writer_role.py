@@ -11,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from kraftacl.metadata_log.backends.kafka_topic.election import WriterElection
 from kraftacl.metadata_log.backends.kafka_topic.log import (
@@ -89,6 +90,7 @@ def test_the_group_elects_one_writer_and_hands_over_when_it_leaves(kafka_broker:
         )
         active = next(n for n, e in elections.items() if e.elected)
         other = "b" if active == "a" else "a"
+        assert _holders(kafka_broker, f"g-{config.topic}") == {active}  # what an operator sees describing the group
         started = time.monotonic()
         elections[active].stop()  # a clean leave: no session timeout to wait for
         _until(lambda: elections[other].elected)
@@ -100,6 +102,13 @@ def test_the_group_elects_one_writer_and_hands_over_when_it_leaves(kafka_broker:
     finally:
         for election in elections.values():
             election.stop()
+
+
+def _holders(broker: KafkaBroker, group: str) -> set[str]:
+    """The client ids of the group's members assigned partition 0 (DescribeGroups, as kafka-consumer-groups.sh)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # kept: a dropped client never answers
+    members = admin.describe_consumer_groups([group], request_timeout=20)[group].result(timeout=30).members
+    return {m.client_id for m in members if any(tp.partition == 0 for tp in m.assignment.topic_partitions)}
 
 
 def _until(check: object, timeout: float = 60.0) -> None:
