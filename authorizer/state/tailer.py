@@ -81,8 +81,7 @@ class Tailer:
             hwm = self.loader.backend.high_watermark()
             if self._status.failures:
                 log.info("metadata log followed again after %d failed attempts", self._status.failures)
-            now = time.monotonic()
-            self._status = TailStatus(self.loader.next_offset, hwm, None, now, started_monotonic=started)
+            self._status = TailStatus(self.loader.next_offset, hwm, None, time.monotonic(), started_monotonic=started)
         except DivergenceError as exc:
             offset = self.loader.next_offset
             log.error("metadata log diverged: %s; this node stops following it at offset %d", exc, offset)
