@@ -1,9 +1,9 @@
 """What serve's change feed reports: this process's identity, the offset (and time) of the newest published state that
 changed ACLs, and the long polls of `GET /v1/changes` waiting for a newer one (`kraftacl.server.changes` answers them).
 
-`ChangeFeed.on_change` runs on the loader's thread (tailer, writer or initial load) and hands each publish to the
-event loop with `call_soon_threadsafe`; everything else runs on the event loop, so the fields have one writer and
-no lock.
+`ChangeFeed.on_change` (a loader publisher through `OnPublish`) runs on the loader's thread (tailer, writer or
+initial load) and hands each publish to the event loop with `call_soon_threadsafe`; everything else runs on the
+event loop, so the fields have one writer and no lock.
 
     publishes:   offset 4 (ACLs)   offset 5 (no ACL change)   offset 9 (ACLs)
     acl_offset:  4                 4                          9
@@ -16,8 +16,7 @@ import asyncio
 import time
 import uuid
 
-from kraftacl.authorizer.model.acls import StandardAcl
-from kraftacl.authorizer.state.image import AclsImage
+from kraftacl.authorizer.state.loader import Update
 
 
 class ChangeFeed:
@@ -35,17 +34,11 @@ class ChangeFeed:
         """Hand publishes to this loop from now on (before it, they are applied directly: nothing waits yet)."""
         self._loop = loop
 
-    def on_change(
-        self,
-        before: AclsImage,
-        after: AclsImage,
-        removed: list[str] | None,
-        added: list[tuple[str, StandardAcl]] | None,
-    ) -> None:
-        """The loader's change listener: a publish with net ACL changes (or a whole new state) moves the feed."""
-        if removed is not None and added is not None and not removed and not added:
+    def on_change(self, update: Update) -> None:
+        """The loader's publisher: a publish with net ACL changes (or a whole new state) moves the feed."""
+        if update.removed is not None and update.added is not None and not update.removed and not update.added:
             return
-        offset, now_us = after.provenance.last_offset, time.time_ns() // 1000
+        offset, now_us = update.image.provenance.last_offset, time.time_ns() // 1000
         loop = self._loop
         if loop is None:
             self._publish(offset, now_us)

@@ -12,14 +12,12 @@ from urllib.parse import parse_qs
 
 import msgspec
 
-from kraftacl.api.wire import ChangesOut
+from kraftacl.api.wire import ChangesOut, ChangesQuery
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import BadRequest, Forbidden, NotReady
 from kraftacl.server.http import Request, Response
 
-PATH = "/v1/changes"
-MAX_WAIT_MS = 60_000
 _ENCODE = msgspec.json.Encoder()
 
 
@@ -41,27 +39,22 @@ async def _answer(state: ServeState, after: int, wait_ms: int) -> Response:
 
 
 def _query(query: str) -> tuple[int, int]:
-    """`after` (>= -1, default -1) and `wait_ms` (0..MAX_WAIT_MS, default 0); BadRequest naming the bad one."""
+    """`after` and `wait_ms` within `ChangesQuery`'s bounds, defaults as it has them; BadRequest naming the bad one."""
     try:
         params = parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=16)
     except ValueError as exc:
         raise BadRequest(f"malformed query string: {exc}") from exc
-    unknown = sorted(set(params) - {"after", "wait_ms"})
+    fields = ChangesQuery.__struct_fields__
+    unknown = sorted(set(params) - set(fields))
     if unknown:
-        raise BadRequest(f"unknown query parameter {unknown[0]!r} (after, wait_ms)", f"query.{unknown[0]}")
-    return (
-        _number(params, "after", -1, -1, 2**63 - 1),
-        _number(params, "wait_ms", 0, 0, MAX_WAIT_MS),
-    )
-
-
-def _number(params: dict[str, list[str]], name: str, default: int, low: int, high: int) -> int:
-    values = params.get(name)
-    if not values:
-        return default
-    if len(values) > 1:
-        raise BadRequest(f"{name} given {len(values)} times", f"query.{name}")
-    text = values[0]
-    if not text.lstrip("-").isdigit() or len(text) > 20 or not low <= int(text) <= high:
-        raise BadRequest(f"{name} must be a whole number from {low} to {high}, got {text[:40]!r}", f"query.{name}")
-    return int(text)
+        raise BadRequest(f"unknown query parameter {unknown[0]!r} ({', '.join(fields)})", f"query.{unknown[0]}")
+    for name, values in params.items():
+        if len(values) > 1:
+            raise BadRequest(f"{name} given {len(values)} times", f"query.{name}")
+    try:
+        parsed = msgspec.convert({k: v[0] for k, v in params.items()}, ChangesQuery, strict=False)
+    except msgspec.ValidationError as exc:
+        name = next((f for f in fields if f"`$.{f}`" in str(exc)), "")
+        got = params.get(name, [""])[0][:40]
+        raise BadRequest(f"query parameter {name}={got!r}: {str(exc).split(' - at ')[0]}", f"query.{name}") from exc
+    return parsed.after, parsed.wait_ms

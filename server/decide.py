@@ -26,8 +26,16 @@ from kraftacl.api.wire import (
     RuleOut,
 )
 from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
-from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
+from kraftacl.authorizer.decision.standard import (
+    BY_ACL_ALLOW,
+    BY_ACL_DENY,
+    RESULT_OF,
+    RULE_KIND_OF,
+    Action,
+    RequestContext,
+)
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
@@ -47,6 +55,7 @@ ALLOWED = AuthorizationResult.ALLOWED
 OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the compiled decision loop's input
 TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
 RESULT_NAME = tuple(result.name for result in RESULT_OF)
+BY_ACL = frozenset((BY_ACL_DENY, BY_ACL_ALLOW))
 
 
 def check_subject(state: ServeState, caller: Caller, principal: str) -> None:
@@ -114,14 +123,24 @@ def _decide_fast(
                 authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{i}]"), RESULT_OF[codes[i]])
     if rules is None:
         return AuthorizeOut(results, offset)
-    every = rules == "all"
-    texts: list[str | None] = [
-        authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code)
-        if every or RESULT_OF[code] is not ALLOWED
-        else None
-        for i, (a, code) in enumerate(zip(actions, codes, strict=True))
-    ]
-    return AuthorizeOut(results, offset, rule_texts=texts)
+    return AuthorizeOut(results, offset, rule_texts=_rule_texts(state, index, ctx, actions, codes, rules == "all"))
+
+
+def _rule_texts(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], every: bool
+) -> list[str | None]:
+    """The audit rule of each denied action (of every action when `every`), None for the others; the matching ACL is
+    looked up only for the actions an ACL decided (a default or a super user is a constant)."""
+    authz = state.authorizer
+    texts: list[str | None] = []
+    for i, (a, code) in enumerate(zip(actions, codes, strict=True)):
+        if not every and RESULT_OF[code] is ALLOWED:
+            texts.append(None)
+        elif code in BY_ACL:
+            texts.append(authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code))
+        else:
+            texts.append(RULE_KIND_OF[code])
+    return texts
 
 
 def decide(

@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
+from kraftacl.api.endpoints import IMPORT_ACLS
+from kraftacl.authorizer.state.loader import OnPublish
 from kraftacl.authorizer.state.node import AclNode
-from kraftacl.server import import_api
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
@@ -104,7 +105,7 @@ def build_state(config: ServeConfig) -> ServeState:
         diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
-    node.loader.change_listeners.append(ids.on_change)
+    node.loader.publishers.append(OnPublish(ids.on_change))
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
@@ -120,7 +121,7 @@ def build_state(config: ServeConfig) -> ServeState:
         ControllerRole(config, backend, writer),
         trusted=config.broker_principals | config.authorizer.super_users,
     )
-    node.loader.change_listeners.append(state.changes.on_change)
+    node.loader.publishers.append(OnPublish(state.changes.on_change))
     holder.append(state)
     return state
 
@@ -152,7 +153,7 @@ class Serve:
             config.request_max_bytes,
             config.idle_timeout_s,
             config.request_timeout_s,
-            {import_api.PATH.encode(): (config.import_max_bytes, "import.max.bytes")},
+            {IMPORT_ACLS.path.encode(): (config.import_max_bytes, "import.max.bytes")},
         )
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = {listener.name: bind(listener) for listener in config.listeners}

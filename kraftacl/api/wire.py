@@ -84,6 +84,20 @@ class AuthorizeOut(_Out, frozen=True):
     rule_texts: list[str | None] | None = None  # with `rules` asked: Kafka's audit-log rule per action, or null
 
 
+class ChangesQuery(msgspec.Struct, frozen=True):
+    """GET /v1/changes' query parameters (a long poll; since API 1.2.0)."""
+
+    after: Annotated[
+        int, msgspec.Meta(ge=-1, le=2**63 - 1, description="the acl_offset the caller knows (default -1: none)")
+    ] = -1
+    wait_ms: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0, le=60_000, description="how long to wait for a newer acl_offset before answering (default 0: at once)"
+        ),
+    ] = 0
+
+
 class ChangesOut(msgspec.Struct, frozen=True):
     """GET /v1/changes (the change feed brokers' plugins follow; since API 1.2.0): this serve process's identity, the
     offset of the newest state it published that changed ACLs (a snapshot load counts; -1 before any) and when (its

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.api.client import ServerError, ServerTarget
+from kraftacl.api.client import ServerError
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerError, ConfigError, ImageError
@@ -27,7 +27,7 @@ from kraftacl.cli.authorize_view import answers_table
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import STATE_AT_HELP, replayed
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import Server
 from kraftacl.cli.output import Output, output_option, print_table
 
 Evaluator = Callable[[Request, bool], dict[str, Any]]
@@ -129,12 +129,7 @@ def authorize_command(
     delegation_token: DelegationToken = None,
     user_principal: UserPrincipal = None,
     min_offset: MinOffset = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
 ) -> None:
     """Decide requests against ACLs exactly as Kafka's StandardAuthorizer would.
 
@@ -177,7 +172,7 @@ def authorize_command(
     except (InputError, ConfigError, OptionError) as exc:
         fail(str(exc))
     if server is not None:
-        client = ServerTarget(server, token, token_file, cert, key, cacert).connect()
+        client = server.connect()
         try:
             _answer(lambda r, e: client.evaluate(r, e, min_offset), parsed, source, explain, output)
         except ServerError as exc:

@@ -14,11 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.api.client import ServerTarget
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.cli.errors import fail
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import Server
 from kraftacl.shell.parse import EXIT_USAGE
 from kraftacl.shell.session import Shell
 from kraftacl.shell.sources.base import AclSource, SourceError
@@ -85,12 +84,7 @@ def shell_command(
     at_offset: AtOffset = None,
     config: Config = None,
     history_file: HistoryFile = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
 ) -> None:
     """The metadata shell: Kafka's kafka-metadata-shell commands over the ACLs, plus authorize, who-can, history, at.
 
@@ -110,8 +104,7 @@ def shell_command(
         cfg = load_config(config) if config is not None else AuthorizerConfig()
     except ConfigError as exc:
         fail(str(exc))
-    target = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
-    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, target)
+    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, server)
     interactive = not words and sys.stdin.isatty()
     if interactive:
         print("Loading...", flush=True)

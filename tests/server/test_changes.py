@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 
 def acl(name: str, principal: str = "User:alice", permission: str = "ALLOW") -> dict[str, str]:
@@ -36,7 +36,7 @@ def poll(serve: ServeProcess, query: str = "", token: str = BROKER_TOKEN, listen
 
 def create(serve: ServeProcess, *acls: dict[str, str]) -> int:
     """Create ACLs as the admin; the offset of their batch."""
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         body = admin.post("/v1/acls/create", json={"acls": list(acls)}).json()
     assert all(r["error_code"] == 0 for r in body["results"]), body
     return int(body["offset"])

@@ -12,7 +12,14 @@ import httpx
 
 from kraftacl.authorizer.state.tailer import TailStatus
 from kraftacl.server.freeze_guard import FreezeGuard, StaleState
-from tests.server.serve_process import ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, alice_reads, base_properties
+from tests.server.serve_process import (
+    ADMIN_TOKEN,
+    ALICE_READ_ORDERS,
+    BROKER_TOKEN,
+    ServeProcess,
+    alice_reads,
+    base_properties,
+)
 
 ACL = ALICE_READ_ORDERS
 BODY = {
@@ -52,7 +59,7 @@ def test_a_frozen_broker_role_serve_never_answers_its_stale_allow(tmp_path: Path
     reader_props["metadata.log.poll.interval.ms"] = "8000"
     try:
         with ServeProcess(tmp_path / "reader", reader_props).start() as reader:
-            with controller.client() as admin:
+            with controller.client(token=ADMIN_TOKEN) as admin:
                 assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 200
             deadline = time.monotonic() + 20
             while alice_reads(reader) != "ALLOWED":  # ends right after the poll that applied it
@@ -61,7 +68,7 @@ def test_a_frozen_broker_role_serve_never_answers_its_stale_allow(tmp_path: Path
             assert reader.proc is not None
             reader.proc.send_signal(signal.SIGSTOP)
             try:
-                with controller.client() as admin:  # revoked while the reader sleeps
+                with controller.client(token=ADMIN_TOKEN) as admin:  # revoked while the reader sleeps
                     assert admin.post("/v1/acls/delete", json={"filters": [ACL]}).status_code == 200
                 answers: list[httpx.Response] = []
                 asked = threading.Thread(target=lambda: answers.append(_ask(reader)), daemon=True)

@@ -35,7 +35,7 @@ def fuzzed_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProc
 def test_no_request_gets_a_5xx(
     operation: schemathesis.APIOperation, token: str, mode: GenerationMode, fuzzed_serve: ServeProcess
 ) -> None:
-    url = fuzzed_serve.listener_url("CLIENT")
+    url = fuzzed_serve.url("CLIENT")
     headers = {"Authorization": f"Bearer {token}"}
 
     @given(case=operation.as_strategy(generation_mode=mode))

@@ -46,7 +46,7 @@ def pair(tmp_path: Path) -> Iterator[tuple[ServeProcess, ServeProcess]]:
 
 def test_a_decision_with_min_offset_waits_for_the_write(pair: tuple[ServeProcess, ServeProcess]) -> None:
     controller, reader = pair
-    with controller.client() as admin:
+    with controller.client(token=ADMIN_TOKEN) as admin:
         created = admin.post("/v1/acls/create", json={"acls": [ACL]}).json()
     with reader.client(token=BROKER_TOKEN) as client:
         stale = client.post("/v1/authorize", json=_body(None)).json()
@@ -63,14 +63,13 @@ def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[S
         assert beyond.json()["error"]["field"] == "$.min_offset" and "beyond the end" in beyond.text
         bad = client.post("/v1/authorize", json={**_body(None), "min_offset": -1})
         assert bad.status_code == 400 and bad.json()["error"]["field"] == "$.min_offset"
-    with controller.client() as admin:
+    with controller.client(token=ADMIN_TOKEN) as admin:
         created = admin.post("/v1/acls/create", json={"acls": [ACL]}).json()
     props = dict(reader.properties, **{"min.offset.wait.max.ms": "100"})
     reader.stop()
-    slow = ServeProcess(reader.work, {**props, "metadata.log.poll.interval.ms": "60000"})
-    slow.config.write_text("".join(f"{k}={v}\n" for k, v in slow.properties.items()))
+    slow = ServeProcess(reader.directory, {**props, "metadata.log.poll.interval.ms": "60000"})
     with slow.start(), slow.client(token=BROKER_TOKEN) as client:
-        with controller.client() as admin:
+        with controller.client(token=ADMIN_TOKEN) as admin:
             later = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="later")]}).json()
         assert later["offset"] > created["offset"]
         answer = client.post("/v1/authorize", json=_body(later["offset"]))
@@ -80,12 +79,12 @@ def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[S
 def test_the_cli_tries_each_server_and_passes_min_offset(pair: tuple[ServeProcess, ServeProcess]) -> None:
     controller, reader = pair
     env = {**os.environ, "KRAFT_ACL_TOKEN": ADMIN_TOKEN}
-    servers = f"http://127.0.0.1:9,{reader.listener_url('CLIENT')},{controller.listener_url('CLIENT')}"
+    servers = f"http://127.0.0.1:9,{reader.url('CLIENT')},{controller.url('CLIENT')}"
     add = ["acls", "--server", servers, "--add", "--allow-principal", "User:alice", "--operation", "Read"]
     added = subprocess.run([*kraft_acl_command(), *add, "--topic", "orders"], capture_output=True, text=True, env=env)
     assert added.returncode == 0, added.stderr  # the first refuses connections, the reader answers 421
     offset = added.stderr.split("written at log offset ")[1].split(";")[0]
-    ask = ["authorize", "--server", reader.listener_url("CLIENT"), "--min-offset", offset, "--principal", "User:alice"]
+    ask = ["authorize", "--server", reader.url("CLIENT"), "--min-offset", offset, "--principal", "User:alice"]
     env["KRAFT_ACL_TOKEN"] = BROKER_TOKEN
     answered = subprocess.run(
         [*kraft_acl_command(), *ask, "--host", "10.0.0.1", "--operation", "Read", "--topic", "orders"],
@@ -113,6 +112,6 @@ def test_the_cli_tries_each_server_and_passes_min_offset(pair: tuple[ServeProces
 
 def test_status_says_which_controller_writes(pair: tuple[ServeProcess, ServeProcess]) -> None:
     controller, reader = pair
-    on_controller = httpx.get(controller.listener_url("CLIENT") + "/v1/status").json()["controller"]
+    on_controller = httpx.get(controller.url("CLIENT") + "/v1/status").json()["controller"]
     assert on_controller["active"] is True and on_controller["election_group"] is None  # the embedded log's lock
-    assert httpx.get(reader.listener_url("CLIENT") + "/v1/status").json()["controller"] is None
+    assert httpx.get(reader.url("CLIENT") + "/v1/status").json()["controller"] is None

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kraftacl.api.endpoints import AUTHORIZE
 from kraftacl.harness.cluster.churn import Failure
 from kraftacl.harness.cluster.deployment import BROKER_TOKEN, INTERNAL, LOG_TOPIC, LOG_USER, Deployment
 from kraftacl.harness.cluster.faults import FaultResult, Faults
@@ -67,7 +68,7 @@ def _allowed(deployment: Deployment, index: int, acl: Acl) -> bool:
     action = {"operation": acl.operation, "resource_type": acl.resource_type, "resource_name": acl.topic}
     body = {"principal": acl.principal, "client_address": "127.0.0.1", "actions": [action]}
     serve = deployment.serves[index]
-    status, answer = serve.call("POST", "/v1/authorize", BROKER_TOKEN, body, "CONTROLLER")
+    status, answer = serve.call(AUTHORIZE, BROKER_TOKEN, body, "CONTROLLER")
     return bool(status == 200 and answer["results"] == ["ALLOWED"])
 
 

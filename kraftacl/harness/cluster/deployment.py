@@ -22,11 +22,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kraftacl.api.endpoints import STATUS
 from kraftacl.authorizer.decision.config import load_properties
 from kraftacl.harness.cluster.kafka_clients import Admin
 from kraftacl.harness.cluster.kafka_cluster import KafkaCluster
 from kraftacl.harness.plugin_jar import REPO_ROOT, authorizer_class, ensure_built, kafka_script
-from kraftacl.harness.serve_process import ServeProcess, free_port
+from kraftacl.harness.serve_process import ServeProcess, ServeProcessError, free_port
 
 EXAMPLES = REPO_ROOT / "examples" / "cluster"
 BROKER_TOKEN = "cluster-broker-token-0123456789"  # User:broker's in examples/cluster/serve.tokens
@@ -116,7 +117,7 @@ class Deployment:
 
     def status(self, index: int) -> dict[str, Any] | None:
         """GET /v1/status of a serve (None when it does not answer)."""
-        url = f"http://127.0.0.1:{self.ports[index][0]}/v1/status"
+        url = f"http://127.0.0.1:{self.ports[index][0]}{STATUS.path}"
         try:
             with urllib.request.urlopen(url, timeout=2) as answer:
                 status: dict[str, Any] = json.loads(answer.read())
@@ -139,10 +140,16 @@ class Deployment:
         return Admin(self.cluster.client_config(user, node=node), timeout)
 
     def stop(self) -> None:
-        """Stop every serve, then every node."""
+        """Stop every serve, then every node; a serve that did not stop in time (killed) is raised at the end."""
+        late: list[ServeProcessError] = []
         for serve in self.serves:
-            serve.stop(timeout=15)
+            try:
+                serve.stop(timeout=15)
+            except ServeProcessError as exc:  # already killed by stop(): the others and the nodes stop first
+                late.append(exc)
         self.cluster.stop()
+        if late:
+            raise late[0]
 
 
 def _reachable_brokers(admin: Admin) -> int:

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS
 from kraftacl.harness.cluster.deployment import ADMIN_TOKEN, BROKER_TOKEN, LOG_TOPIC, Deployment
 from kraftacl.harness.cluster.kafka_clients import Acl, Admin
 from kraftacl.harness.cluster.workload import STABLE, Workload
@@ -81,7 +82,7 @@ class Faults:
         return result
 
     def _decides(self, index: int) -> bool:
-        url = self.d.serves[index].url("CONTROLLER") + "/v1/authorize"
+        url = self.d.serves[index].url("CONTROLLER") + AUTHORIZE.path
         action = {"operation": "WRITE", "resource_type": "TOPIC", "resource_name": STABLE}
         body = {"principal": "User:alice", "client_address": "127.0.0.1", "actions": [action]}
         return post(url, BROKER_TOKEN, body, timeout=2) == 200
@@ -133,7 +134,7 @@ class Faults:
 
     def _stale_write(self, index: int, acl: Acl, result: FaultResult) -> None:
         body = {"acls": [{**_acl_json(acl)}]}
-        url = self.d.serves[index].url("CONTROLLER") + "/v1/acls/create"
+        url = self.d.serves[index].url("CONTROLLER") + CREATE_ACLS.path
         result.stale_write_status = post(url, ADMIN_TOKEN, body, timeout=self.hold_s + self.recovery_s)
 
     def kill_broker_serve(self, index: int) -> FaultResult:

@@ -53,7 +53,7 @@ from kraftacl.metadata_log.backends.kafka_topic.client import (
 from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER
 from kraftacl.metadata_log.backends.kafka_topic.stream import ReadStream
 from kraftacl.metadata_log.backends.memory import check_records
-from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import LogClosedError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 

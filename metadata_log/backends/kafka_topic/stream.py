@@ -21,7 +21,7 @@ from kraftacl.metadata_log.backends.kafka_topic.client import (
     kafka_error,
 )
 from kraftacl.metadata_log.backends.kafka_topic.message import SCHEMA_HEADER, decode_message
-from kraftacl.metadata_log.codec.avro import Codec
+from kraftacl.metadata_log.codec import Codec
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.records import RecordBatch
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import uuid
 
+from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS, DELETE_ACLS
 from kraftacl.harness.cluster.deployment import ADMIN_TOKEN, BROKER_TOKEN, Deployment
 from tests.conftest import kraft_acl_command
 
@@ -32,7 +33,7 @@ def _decide(cluster: Deployment, index: int, topic: str, min_offset: int) -> tup
         "min_offset": min_offset,
         "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": topic}],
     }
-    status, answer = cluster.serves[index].call("POST", "/v1/authorize", BROKER_TOKEN, body, "CONTROLLER")
+    status, answer = cluster.serves[index].call(AUTHORIZE, BROKER_TOKEN, body, "CONTROLLER")
     return status, answer
 
 
@@ -42,15 +43,13 @@ def test_a_decision_with_min_offset_sees_the_write_on_every_serve(sidecar_cluste
     controller = sidecar_cluster.serves[active]
     for n in range(10):
         topic = f"ryw-{n}-{uuid.uuid4().hex[:6]}"
-        status, created = controller.call("POST", "/v1/acls/create", ADMIN_TOKEN, {"acls": [_acl(topic)]}, "CONTROLLER")
+        status, created = controller.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [_acl(topic)]}, "CONTROLLER")
         assert status == 200 and created["results"][0]["error_code"] == 0, created
         for index in range(len(sidecar_cluster.serves)):  # asked at once: no sleep, no retry
             status, answer = _decide(sidecar_cluster, index, topic, created["offset"])
             assert status == 200 and answer["results"] == ["ALLOWED"], (index, answer)  # type: ignore[index]
             assert answer["offset"] >= created["offset"]  # type: ignore[index]
-        status, deleted = controller.call(
-            "POST", "/v1/acls/delete", ADMIN_TOKEN, {"filters": [_acl(topic)]}, "CONTROLLER"
-        )
+        status, deleted = controller.call(DELETE_ACLS, ADMIN_TOKEN, {"filters": [_acl(topic)]}, "CONTROLLER")
         assert status == 200 and deleted["offset"] > created["offset"], deleted
         for index in range(len(sidecar_cluster.serves)):
             status, answer = _decide(sidecar_cluster, index, topic, deleted["offset"])

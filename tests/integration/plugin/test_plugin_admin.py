@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kraftacl.api.endpoints import ACL_COUNT
 from tests.integration.plugin.broker_metrics import plugin_metrics
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
@@ -83,7 +84,7 @@ def test_the_brokers_acl_count_is_serves(plugin_setup: PluginSetup) -> None:
     broker, serve = plugin_setup.broker, plugin_setup.primary
     assert create(broker, [AclBinding(ResourceType.TOPIC, unique("count"), LITERAL, "User:kim", "*",
                                       AclOperation.READ, ALLOW)]) == [0]  # fmt: skip
-    status, body = serve.call("GET", "/v1/acls/count", ADMIN_TOKEN)
+    status, body = serve.call(ACL_COUNT, ADMIN_TOKEN)
     assert status == 200 and body["count"] >= 1
     assert broker_acl_count(broker) == {"broker": body["count"], "controller": body["count"]}
 

@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kraftacl.api.endpoints import CHANGES
 from kraftacl.harness.serve_process import ServeProcess
 from tests.integration.conftest import start_or_fail
 from tests.integration.plugin.broker_metrics import broker_metric, plugin_metrics
@@ -98,7 +99,7 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 90.0) -> N
 
 def acl_offset(serve: ServeProcess) -> int:
     """The offset of serve's newest ACL change, from its change feed."""
-    status, body = serve.call("GET", "/v1/changes", PLUGIN_TOKEN)
+    status, body = serve.call(CHANGES, PLUGIN_TOKEN)
     assert status == 200, body
     return int(body["acl_offset"])
 

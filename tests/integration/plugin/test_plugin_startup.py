@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftacl.api.endpoints import STATUS
 from kraftacl.harness.serve_process import ServeProcess
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
@@ -60,7 +61,7 @@ def wait_for(check: object, what: str, timeout: float = 180.0) -> None:
 
 
 def serve_loading(serve: ServeProcess) -> bool:
-    status, body = serve.call("GET", "/v1/status", ADMIN_TOKEN, listener="CONTROLLER")
+    status, body = serve.call(STATUS, ADMIN_TOKEN, listener="CONTROLLER")
     return status == 503 and body["ready"] is False
 
 

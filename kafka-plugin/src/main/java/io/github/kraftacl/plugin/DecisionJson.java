@@ -41,41 +41,34 @@ final class DecisionJson {
      * {@code rules} were asked, as many {@code rule_texts} (a string, or null for an action whose rule was not asked).
      */
     static Decided decided(byte[] body, int expected, boolean rules) throws IOException {
-        List<AuthorizationResult> results = null;
-        List<String> texts = null;
-        long offset = Long.MIN_VALUE;
-        try (JsonParser p = WireJson.JSON.createParser(body)) {
-            WireJson.expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "results" -> {
-                        WireJson.expect(value, JsonToken.START_ARRAY, "results to be an array");
-                        results = new ArrayList<>(expected);
-                        while (p.nextToken() == JsonToken.VALUE_STRING) {
-                            results.add(result(p.getText()));
-                        }
+        List<AuthorizationResult> results = new ArrayList<>(expected);
+        List<List<String>> texts = new ArrayList<>(1);
+        long[] offset = {Long.MIN_VALUE};
+        WireJson.fields(body, (name, value, p) -> {
+            switch (name) {
+                case "results" -> {
+                    WireJson.expect(value, JsonToken.START_ARRAY, "results to be an array");
+                    while (p.nextToken() == JsonToken.VALUE_STRING) {
+                        results.add(result(p.getText()));
                     }
-                    case "offset" -> {
-                        WireJson.expect(value, JsonToken.VALUE_NUMBER_INT, "offset to be a whole number");
-                        offset = p.getLongValue();
-                    }
-                    case "rule_texts" -> texts = ruleTexts(p, value, expected);
-                    default -> p.skipChildren();
                 }
+                case "offset" -> offset[0] = longValue(p, value, name);
+                case "rule_texts" -> texts.add(ruleTexts(p, value, expected));
+                default -> p.skipChildren();
             }
+        });
+        if (results.size() != expected) {
+            throw new IOException("expected " + expected + " results, got " + results.size());
         }
-        if (results == null || results.size() != expected) {
-            throw new IOException("expected " + expected + " results, got " + (results == null ? 0 : results.size()));
-        }
-        if (offset == Long.MIN_VALUE) {
+        if (offset[0] == Long.MIN_VALUE) {
             throw new IOException("the answer has no offset");
         }
-        if (rules && (texts == null || texts.size() != expected)) {
-            throw new IOException("expected " + expected + " rule_texts, got " + (texts == null ? 0 : texts.size()));
+        List<String> ruleTexts = texts.isEmpty() ? null : texts.get(texts.size() - 1);
+        if (rules && (ruleTexts == null || ruleTexts.size() != expected)) {
+            throw new IOException("expected " + expected + " rule_texts, got "
+                    + (ruleTexts == null ? 0 : ruleTexts.size()));
         }
-        return new Decided(results, offset, rules ? texts : null, -1);
+        return new Decided(results, offset[0], rules ? ruleTexts : null, -1);
     }
 
     /** The rule_texts array: a string or null per action. */
@@ -95,28 +88,22 @@ final class DecisionJson {
 
     /** GET /v1/changes. */
     static Changes changes(byte[] body) throws IOException {
-        String instance = null;
-        long aclOffset = Long.MIN_VALUE;
-        long appliedUs = 0;
-        long applied = Long.MIN_VALUE;
-        try (JsonParser p = WireJson.JSON.createParser(body)) {
-            WireJson.expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "instance" -> instance = value == JsonToken.VALUE_STRING ? p.getText() : null;
-                    case "acl_offset" -> aclOffset = longValue(p, value, name);
-                    case "acl_applied_us" -> appliedUs = longValue(p, value, name);
-                    case "applied_offset" -> applied = longValue(p, value, name);
-                    default -> p.skipChildren();
-                }
+        String[] instance = {null};
+        long[] offsets = {Long.MIN_VALUE, 0, Long.MIN_VALUE}; // acl_offset, acl_applied_us, applied_offset
+        WireJson.fields(body, (name, value, p) -> {
+            switch (name) {
+                case "instance" -> instance[0] = value == JsonToken.VALUE_STRING ? p.getText() : null;
+                case "acl_offset" -> offsets[0] = longValue(p, value, name);
+                case "acl_applied_us" -> offsets[1] = longValue(p, value, name);
+                case "applied_offset" -> offsets[2] = longValue(p, value, name);
+                default -> p.skipChildren();
             }
-        }
-        if (instance == null || instance.isEmpty() || aclOffset == Long.MIN_VALUE || applied == Long.MIN_VALUE) {
+        });
+        if (instance[0] == null || instance[0].isEmpty() || offsets[0] == Long.MIN_VALUE
+                || offsets[2] == Long.MIN_VALUE) {
             throw new IOException("a change-feed answer needs instance, acl_offset and applied_offset");
         }
-        return new Changes(instance, aclOffset, appliedUs, applied);
+        return new Changes(instance[0], offsets[0], offsets[1], offsets[2]);
     }
 
     private static long longValue(JsonParser p, JsonToken value, String name) throws IOException {
@@ -145,22 +132,16 @@ final class DecisionJson {
 
     /** GET /v1/status. */
     static Status status(byte[] body) throws IOException {
-        boolean ready = false;
-        long offset = -1;
-        long count = -1;
-        try (JsonParser p = WireJson.JSON.createParser(body)) {
-            WireJson.expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "ready" -> ready = value == JsonToken.VALUE_TRUE;
-                    case "last_applied_offset" -> offset = p.getLongValue();
-                    case "acl_count" -> count = p.getLongValue();
-                    default -> p.skipChildren();
-                }
+        boolean[] ready = {false};
+        long[] figures = {-1, -1}; // last_applied_offset, acl_count
+        WireJson.fields(body, (name, value, p) -> {
+            switch (name) {
+                case "ready" -> ready[0] = value == JsonToken.VALUE_TRUE;
+                case "last_applied_offset" -> figures[0] = p.getLongValue();
+                case "acl_count" -> figures[1] = p.getLongValue();
+                default -> p.skipChildren();
             }
-        }
-        return new Status(ready, offset, count);
+        });
+        return new Status(ready[0], figures[0], figures[1]);
     }
 }

@@ -286,6 +286,23 @@ final class WireJson {
         return new ErrorBody(code, message);
     }
 
+    /** Reads one top-level field of an object, the parser on the field's first token. */
+    interface FieldReader {
+        /** Read (or skip) the value of field {@code name}, whose first token is {@code value}. */
+        void read(String name, JsonToken value, JsonParser p) throws IOException;
+    }
+
+    /** Every top-level field of a JSON object body, in order, through {@code each}. */
+    static void fields(byte[] body, FieldReader each) throws IOException {
+        try (JsonParser p = JSON.createParser(body)) {
+            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                each.read(name, p.nextToken(), p);
+            }
+        }
+    }
+
     /** Into a top-level object, up to the value of {@code field}: its first token, or null when it is absent. */
     static JsonToken seek(JsonParser p, String field) throws IOException {
         expect(p.nextToken(), JsonToken.START_OBJECT, "an object");

@@ -7,7 +7,6 @@ import static io.github.kraftacl.plugin.TestPlugins.waitFor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.List;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -16,41 +15,31 @@ import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.utils.SecurityUtils;
 import org.apache.kafka.server.authorizer.Action;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * With the cache on, every decision (from memory or from serve) is in the broker's kafka.authorizer.logger exactly
  * as Kafka's StandardAuthorizer writes it (spec §5.6): its levels, its words, and serve's rule.
  */
-class AuditLogTest {
+class AuditLogTest extends FakeServeTest {
     private static final String AUDIT = AuditLog.LOGGER;
 
-    @TempDir
-    Path dir;
-    private FakeServe serve;
     private final FakeDecider decider = new FakeDecider();
-    private KraftAclAuthorizer plugin;
+
+    @Override
+    String logLevel() {
+        return "TRACE";
+    }
 
     @BeforeEach
     void setUp() throws Exception {
-        CapturedLogs.level("TRACE");
-        CapturedLogs.clear();
-        serve = new FakeServe().answer("/v1/authorize", decider);
+        serve.answer("/v1/authorize", decider);
         decider.allowed.add("ok");
         serve.aclChange(3);
         decider.offset.set(3);
         plugin = plugin(dir, serve.url());
         waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the change feed is connected");
-    }
-
-    @AfterEach
-    void tearDown() {
-        plugin.close();
-        serve.close();
-        CapturedLogs.level("OFF");
     }
 
     private static List<String> audit(String level) {

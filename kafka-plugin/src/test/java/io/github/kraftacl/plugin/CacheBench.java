@@ -160,6 +160,36 @@ final class CacheBench {
         }
     }
 
+    /**
+     * The staleness bound as it happens: prints {"usable": true|false, "wall_us": ...} each time the plugin's change
+     * feed view turns usable or unusable (checked every 0.2 ms), until stdin closes; the benchmark freezes and thaws
+     * serve in between and reads how long after the freeze remembered decisions stopped being used.
+     */
+    static void staleness(KraftAclAuthorizer plugin) throws Exception {
+        boolean was = false;
+        Thread stop = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) {
+                    // until the benchmark closes our stdin
+                }
+            } catch (IOException e) {
+                // closed
+            }
+            System.exit(0);
+        });
+        stop.setDaemon(true);
+        stop.start();
+        while (true) {
+            boolean now = plugin.feed().view().usable(System.nanoTime());
+            if (now != was) {
+                System.out.printf(Locale.ROOT, "{\"usable\":%b,\"wall_us\":%d}%n", now, ChangeFeed.wallMicros());
+                System.out.flush();
+                was = now;
+            }
+            Thread.sleep(0, 200_000);
+        }
+    }
+
     /** Create one ACL through serve's API as its admin; the offset of the batch. */
     private static long createAcl(String url, String token, String name) throws IOException {
         HttpURLConnection c = (HttpURLConnection) new URL(url + "/v1/acls/create").openConnection();

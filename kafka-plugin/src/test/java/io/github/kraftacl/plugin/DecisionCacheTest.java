@@ -9,48 +9,30 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.apache.kafka.common.errors.AuthorizerNotReadyException;
 import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Decisions remembered by the offset they were made at: used only while the change feed proves them current, never
  * after a notice of a newer ACL change, never while the feed is broken, late, or from another serve instance.
  */
-class DecisionCacheTest {
+class DecisionCacheTest extends FakeServeTest {
     private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
     private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
 
-    @TempDir
-    Path dir;
-    private FakeServe serve;
     private final FakeDecider decider = new FakeDecider();
-    private KraftAclAuthorizer plugin;
 
     @BeforeEach
     void setUp() throws Exception {
-        CapturedLogs.level("INFO");
-        CapturedLogs.clear();
-        serve = new FakeServe().answer("/v1/authorize", decider);
+        serve.answer("/v1/authorize", decider);
         decider.offset.set(5);
         serve.aclChange(5);
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (plugin != null) {
-            plugin.close();
-        }
-        serve.close();
-        CapturedLogs.level("OFF");
     }
 
     private KraftAclAuthorizer connected(String... more) throws Exception {

@@ -19,34 +19,10 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** Permanent misconfigurations are an ERROR naming the cause and the fix at their first occurrence, then rate-limited. */
-class MisconfigurationTest {
-    @TempDir
-    Path dir;
-    private FakeServe serve;
-    private KraftAclAuthorizer plugin;
-
-    @BeforeEach
-    void setUp() throws Exception {
-        serve = new FakeServe();
-        CapturedLogs.level("INFO");
-        CapturedLogs.clear();
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (plugin != null) {
-            plugin.close();
-        }
-        serve.close();
-        CapturedLogs.level("OFF");
-    }
-
+class MisconfigurationTest extends FakeServeTest {
     private static List<CapturedLogs.Line> errors() {
         return CapturedLogs.lines(MisconfigurationLog.class.getName(), "ERROR");
     }

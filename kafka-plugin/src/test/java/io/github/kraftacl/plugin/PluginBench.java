@@ -43,6 +43,8 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  *       serve has (CacheBench.hit)
  *   PluginBench PROPS invalidation PRINCIPAL OPERATION TYPE PREFIX N CHANGES PLUGINS ADMIN_TOKEN
  *       PLUGINS plugin instances, then CHANGES ACL creations: the lag to every plugin dropping older decisions
+ *   PluginBench PROPS staleness PRINCIPAL OPERATION TYPE PREFIX N
+ *       a line each time the change feed's view turns usable or unusable, until stdin closes
  * </pre>
  * PROPS is a properties file of the broker keys the plugin reads (kraft.acl.*, super.users). Used by
  * {@code kraft-acl bench --suite plugin} and the TLS test; not part of the plugin jar.
@@ -80,6 +82,8 @@ public final class PluginBench {
                     transports(PluginConfig.parse(configs), args[2], actions, Integer.parseInt(args[7]));
                 } else if (args[1].equals("hit")) {
                     CacheBench.hit(plugin, configs, ctx, actions, Integer.parseInt(args[7]));
+                } else if (args[1].equals("staleness")) {
+                    CacheBench.staleness(plugin);
                 } else if (args[1].equals("invalidation")) {
                     CacheBench.invalidation(configs, args[9], Integer.parseInt(args[8]), Integer.parseInt(args[7]),
                             ctx, actions);
