@@ -18,6 +18,7 @@ import msgspec
 
 from kraftacl.api.wire import (
     AclIn,
+    ControllerOut,
     CountOut,
     CreateIn,
     CreateOut,
@@ -82,6 +83,7 @@ async def create(state: ServeState, request: Request, caller: Caller) -> Respons
     async with state.lane.slicer() as slicer:
         body = await decode_sliced(request.body, _CREATE, "acls", _ACLS, slicer)
         acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls))]
+    await writable(state)
     results = await on_writer(state, lambda: state.node.controller.create_acls(acls))
     out = [_create_out(r) for r in results]
     return Response(200, _ENCODE.encode(CreateOut(out, state.node.image.provenance.last_offset)))
@@ -92,17 +94,38 @@ async def delete(state: ServeState, request: Request, caller: Caller) -> Respons
     async with state.lane.slicer() as slicer:
         body = await decode_sliced(request.body, _DELETE, "filters", _FILTERS, slicer)
         filters = [filter_of(f) async for f in slicer.each(body.filters)]
+    await writable(state)
     results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
     out = [_delete_out(r) for r in results]
     return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
 
 
+async def writable(state: ServeState) -> None:
+    """421 on a broker-role serve, 503 while loading, then `require_writable` once a controller election under way
+    has settled (bounded by the election's session timeout)."""
+    if state.config.controller:
+        require_ready(state)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + state.config.log.election_session_timeout_ms / 1000
+    while state.role.electing and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    require_writable(state)
+
+
 def require_writable(state: ServeState) -> None:
-    """421 NOT_CONTROLLER on a serve without the controller role; 503 while a failed write is not recovered."""
+    """421 NOT_CONTROLLER on a serve without the controller role, or a standby controller; 503 while a failed
+    write is not recovered."""
     if not state.config.controller:
         raise NotController(
             "this serve has process.roles=broker and does not write the log; send ACL changes to the serve "
             "process with process.roles=controller (the one that owns the log), or use kraft-acl acls --server"
+        )
+    if not state.role.active:
+        role = state.role.status()
+        group = f" (Kafka consumer group {role.group} elects it)" if role is not None and role.group else ""
+        raise NotController(
+            f"this serve is a standby controller: another serve writes the metadata log now{group}; "
+            "send ACL changes to the next serve"
         )
     health = state.write_health
     if not health.writable and state.write_recovery is not None:
@@ -113,13 +136,20 @@ def require_writable(state: ServeState) -> None:
         )
 
 
+# The Kafka-backed log's errors by name (metadata_log.backends.kafka_topic, imported only with Kafka): fenced by a
+# newer writer, or the writer role not (or no longer) held.
+_NOT_WRITER = {"LogFencedError", "NotWriterError"}
+
+
 async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
-    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
+    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when another writer took over)."""
     try:
         result = await asyncio.get_running_loop().run_in_executor(state.writer, work)
     except LogError as exc:
-        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka_topic.log, imported only with Kafka
-            raise NotController(f"another controller took over the metadata log: {exc}") from exc
+        if type(exc).__name__ in _NOT_WRITER:
+            if type(exc).__name__ == "LogFencedError":
+                state.role.on_fenced()
+            raise NotController(f"another controller took over the metadata log; nothing was changed: {exc}") from exc
         state.write_health.failed(str(exc))
         if state.write_recovery is not None:
             state.write_recovery.start()
@@ -141,6 +171,13 @@ def count(state: ServeState, request: Request, caller: Caller) -> Response:
     """GET /v1/acls/count: KIP-801's AclCount."""
     index, offset = state.authorizer.state()
     return Response(200, _ENCODE.encode(CountOut(len(index), offset)))
+
+
+def _controller_out(state: ServeState) -> ControllerOut | None:
+    role = state.role.status()
+    if role is None:
+        return None
+    return ControllerOut(role.active, role.epoch, role.group, role.since, role.elections)
 
 
 def status(state: ServeState, request: Request, caller: Caller | None) -> Response:
@@ -168,5 +205,6 @@ def status(state: ServeState, request: Request, caller: Caller | None) -> Respon
         writable=state.write_health.writable if state.config.controller else None,
         write_error=state.write_health.error,
         write_failing_since=state.write_health.since,
+        controller=_controller_out(state),
     )
     return Response(200 if ready else 503, _ENCODE.encode(body))

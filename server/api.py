@@ -49,7 +49,10 @@ def _admin(operation: AclOperation, request_name: str, write: bool = False) -> C
 
     def check(state: ServeState, caller: Caller) -> None:
         if write:
-            admin.require_writable(state)
+            if state.config.controller:
+                admin.require_ready(state)
+            if not state.role.electing:  # during an election the handler waits for it to settle (admin.writable)
+                admin.require_writable(state)
         admin.require_ready(state)
         admin.require_cluster(state, caller, operation, request_name)
 

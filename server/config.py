@@ -46,6 +46,15 @@ KEYS: dict[str, str] = {
     "metadata.log.bootstrap.servers": "use a Kafka topic as the log instead of metadata.log.dir",
     "metadata.log.topic": "the Kafka topic of the log (default kraft-acl-metadata)",
     "metadata.log.kafka.*": "librdkafka settings for the Kafka-backed log (security.protocol, sasl.*, ssl.*)",
+    "metadata.log.replication.factor": "replicas of the log's topic when serve creates it (default -1: the brokers' "
+    "default.replication.factor)",
+    "metadata.log.min.insync.replicas": "min.insync.replicas of the log's topic when serve creates it (default: the "
+    "brokers')",
+    "controller.election.group": "the Kafka consumer group whose member holding the log's partition is the active "
+    "controller (default kraft-acl-controllers-<topic>)",
+    "controller.election.session.timeout.ms": "a silent active controller is replaced after this long (default 6000, "
+    "the brokers' group.min.session.timeout.ms)",
+    "controller.election.heartbeat.interval.ms": "how often a controller tells the group it lives (default 500)",
     "metadata.log.snapshot.dir": "where snapshots live (default: metadata.log.dir; none for a Kafka log)",
     "metadata.log.snapshot.max.records": "write a snapshot after this many records (default 100000)",
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
@@ -83,6 +92,8 @@ KEYS: dict[str, str] = {
     "answered (default 16)",
     "connections.max.unsent.bytes": "answer bytes a client has not read yet before serve stops reading from it "
     "(default 1048576)",
+    "min.offset.wait.max.ms": "longest a decision with min_offset waits for this serve to apply that offset "
+    "(default 10000)",
     "connections.max.idle.ms": "close a keep-alive connection idle this long (default 600000)",
     "request.timeout.ms": "a request must arrive whole within this time, and a new connection must bring its first "
     "whole request within it (default 30000)",
@@ -105,6 +116,11 @@ class LogConfig:
     snapshot_max_bytes: int
     snapshot_retain: int
     poll_interval_s: float
+    replication_factor: int = -1
+    min_insync_replicas: int | None = None
+    election_group: str | None = None
+    election_session_timeout_ms: int = 6000
+    election_heartbeat_interval_ms: int = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +172,7 @@ class ServeConfig:
     public_endpoints: frozenset[str]
     decision_log: DecisionLogConfig | None
     limits: NetworkLimits
+    min_offset_wait_s: float
     shutdown_timeout_s: float
     log_format: str
     log_level: int
@@ -185,6 +202,7 @@ def _log(r: PropertyReader) -> LogConfig:
     }
     r.used.update(KAFKA_CLIENT_PREFIX + k for k in client)
     snapshot_dir = r.text("metadata.log.snapshot.dir")
+    session, heartbeat = _election_timeouts(r)
     return LogConfig(
         log_dir=Path(log_dir) if log_dir else None,
         bootstrap_servers=bootstrap,
@@ -195,7 +213,31 @@ def _log(r: PropertyReader) -> LogConfig:
         snapshot_max_bytes=r.integer("metadata.log.snapshot.max.bytes", 20 * 1024 * 1024, 1),
         snapshot_retain=r.integer("metadata.log.snapshot.retain", 3, 1, 1000),
         poll_interval_s=r.integer("metadata.log.poll.interval.ms", 100, 1, 3_600_000) / 1000,
+        replication_factor=_replication_factor(r),
+        min_insync_replicas=r.integer("metadata.log.min.insync.replicas", 0, 1) or None,
+        election_group=r.text("controller.election.group"),
+        election_session_timeout_ms=session,
+        election_heartbeat_interval_ms=heartbeat,
     )
+
+
+def _replication_factor(r: PropertyReader) -> int:
+    factor = r.integer("metadata.log.replication.factor", -1, -1, 32767)
+    if factor == 0:
+        raise r.error("metadata.log.replication.factor", "0", "must be -1 (the brokers' default) or at least 1")
+    return factor
+
+
+def _election_timeouts(r: PropertyReader) -> tuple[int, int]:
+    session = r.integer("controller.election.session.timeout.ms", 6000, 1000, 1_800_000)
+    heartbeat = r.integer("controller.election.heartbeat.interval.ms", 500, 100, 60_000)
+    if heartbeat >= session:
+        raise r.error(
+            "controller.election.heartbeat.interval.ms",
+            str(heartbeat),
+            f"must be below the session timeout ({session})",
+        )
+    return session, heartbeat
 
 
 def _authorizer(r: PropertyReader) -> AuthorizerConfig:
@@ -288,6 +330,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         public_endpoints=_public(r),
         decision_log=_decision_log(r),
         limits=limits,
+        min_offset_wait_s=r.integer("min.offset.wait.max.ms", 10_000, 0, 600_000) / 1000,
         shutdown_timeout_s=r.integer("shutdown.timeout.ms", 5_000, 0) / 1000,
         log_format=r.choice("log.format", "text", ("text", "json")),
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],

@@ -16,7 +16,9 @@ from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.change_feed import ChangeFeed
 from kraftacl.server.config import ServeConfig
+from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
+from kraftacl.server.freeze_guard import FreezeGuard
 from kraftacl.server.metrics import ServeMetrics
 from kraftacl.server.slices import Lane
 from kraftacl.server.write_health import WriteHealth, WriteRecovery
@@ -33,6 +35,7 @@ class ServeState:
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
     rules: ThreadPoolExecutor  # rules of decisions (explain, the decision log) are found here, one call at a time
+    role: ControllerRole  # whether this serve writes the log now (active controller, standby, or broker role)
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
     lane: Lane = field(default_factory=Lane)  # heavy calls take turns on the event loop (server.slices)
@@ -41,6 +44,7 @@ class ServeState:
     stopping: asyncio.Event | None = None  # set on SIGTERM/SIGINT: long polls end, the process drains
     start_error: str | None = None  # why the initial load waits (a broker-role serve's log directory is missing)
     changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
+    freeze: FreezeGuard = field(default_factory=FreezeGuard)  # no decision from a state the process slept through
 
     @property
     def authorizer(self) -> StandardAuthorizer:

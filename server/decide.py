@@ -11,6 +11,8 @@ and report that state's offset.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import msgspec
 
 from kraftacl.api.wire import (
@@ -37,10 +39,12 @@ from kraftacl.server.decision_inputs import (
     check_subject,
     context,
     decide_codes,
+    parse_actions,
     rule_texts,
 )
 from kraftacl.server.errors import BadRequest, NotReady
 from kraftacl.server.http_wire import Outcome, Request, Response
+from kraftacl.server.read_your_writes import after_offset, applied, reached
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _BY_TYPE = msgspec.json.Decoder(ByResourceTypeIn)
@@ -50,14 +54,29 @@ _ENCODE = msgspec.json.Encoder()
 
 
 def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
-    """POST /v1/authorize."""
+    """POST /v1/authorize (with `min_offset`, once this serve has applied it)."""
     if len(request.body) > json_body.SLICED_ABOVE:
         return explain.authorize_large(state, request, caller)
     body = json_body.decode(_AUTHORIZE, request.body)
     trusted = check_limits(state, caller, body)
+    if applied(state, body.min_offset):
+        return _decide(state, body, trusted)
+    parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
+    return _decide_later(state, body, trusted)
+
+
+async def _decide_later(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
+    await reached(state, body.min_offset)
+    outcome = _decide(state, body, trusted)
+    return outcome if isinstance(outcome, Response) else await outcome
+
+
+def _decide(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response | Awaitable[Response]:
+    """The decisions of an authorize call, on the loop (the hot path) or with their rules (`server.explain`)."""
     if body.explain or state.decision_log is not None:
         return explain.answer(state, body, trusted)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
+    state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
     codes = decide_codes(state, index, ctx, body.actions)
     results = [RESULT_NAME[code] for code in codes]
@@ -67,17 +86,25 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
     return Response(200, _ENCODE.encode(AuthorizeOut(results, offset, rule_texts=texts)))
 
 
-def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response:
+def _after(
+    state: ServeState, min_offset: int | None, answer: Callable[[], msgspec.Struct]
+) -> Response | Awaitable[Response]:
+    """The 200 answer, from a state that has applied `min_offset` (read-your-writes)."""
+    return after_offset(state, min_offset, lambda: Response(200, _ENCODE.encode(answer())))
+
+
+def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorize-by-resource-type."""
     body = json_body.decode(_BY_TYPE, request.body)
     check_subject(state, caller, body.principal)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "AuthorizeByResourceType")
     op = enum_of(OPERATIONS, body.operation, "$.operation")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
-    return Response(200, _ENCODE.encode(_by_type(state, ctx, op, rtype)))
+    return _after(state, body.min_offset, lambda: _by_type(state, ctx, op, rtype))
 
 
 def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: ResourceType) -> ResultOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:
@@ -90,13 +117,18 @@ def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: Re
     return ResultOut(result.name, offset)
 
 
-def authorized_operations(state: ServeState, request: Request, caller: Caller) -> Response:
+def authorized_operations(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorized-operations."""
     body = json_body.decode(_OPERATIONS, request.body)
     check_subject(state, caller, body.principal)
     ctx = context(body.principal, body.client_address, body.listener, "", "AuthorizedOperations")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
     name = check_bytes(body.resource_name, "$.resource_name")
+    return _after(state, body.min_offset, lambda: _operations(state, ctx, rtype, name))
+
+
+def _operations(state: ServeState, ctx: RequestContext, rtype: ResourceType, name: str) -> AuthorizedOperationsOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:
@@ -106,7 +138,7 @@ def authorized_operations(state: ServeState, request: Request, caller: Caller) -
     except InvalidActionError as exc:
         raise BadRequest(str(exc), "$.resource_type") from exc
     names = [op.name for op in SUPPORTED_OPERATIONS.get(rtype, ()) if field & (1 << op)]
-    return Response(200, _ENCODE.encode(AuthorizedOperationsOut(field, sorted(names), offset)))
+    return AuthorizedOperationsOut(field, sorted(names), offset)
 
 
 def opa(state: ServeState, request: Request, caller: Caller) -> Outcome:
@@ -129,6 +161,7 @@ def opa(state: ServeState, request: Request, caller: Caller) -> Outcome:
     if pattern == PatternType.PREFIXED and name == "":
         return Response(200, _ENCODE.encode(OpaOut(_by_type(state, ctx, op, rtype).result == "ALLOWED")))
     act = Action(op, rtype, name, pattern, action.resourceReferenceCount, action.logIfAllowed, action.logIfDenied)
+    state.freeze.check(state.tailer)
     if state.decision_log is not None:
         return _opa_logged(state, ctx, act)
     index, _ = state.authorizer.state()

@@ -26,6 +26,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_out, filter_of
 from kraftacl.server.errors import BadRequest
 from kraftacl.server.http_wire import Request, StreamedResponse
+from kraftacl.server.read_your_writes import reached
 from kraftacl.server.slices import Lane
 
 _DESCRIBE = msgspec.json.Decoder(DescribeIn)
@@ -36,13 +37,14 @@ STEP = 64  # ACLs added to a piece between two looks at the clock; a piece is wh
 
 async def describe(state: ServeState, request: Request, caller: Caller) -> StreamedResponse:
     """Every ACL the filter matches, in Kafka's order, from one state (the filter is checked before the answer
-    starts, so a bad one is a 400).
+    starts, so a bad one is a 400; with `min_offset`, once this serve has applied it).
 
     Each match gets one bytes key (`kafka_sort_key` plus its position): runs of keys are sorted a slice at a
     time and merged as the answer is written. Keys are bytes and the matches two lists, so the 300k items add
     nothing the garbage collector walks."""
     body = json_body.decode(_DESCRIBE, request.body) if request.body else DescribeIn()
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
+    await reached(state, body.min_offset)  # read-your-writes: a state holding that offset
     index, offset = state.authorizer.state()
     ids: list[str] = []
     acls: list[StandardAcl] = []

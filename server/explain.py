@@ -32,6 +32,7 @@ from kraftacl.server.convert import action_of
 from kraftacl.server.decision_inputs import RESULT_NAME, check_limits, context, decide_codes
 from kraftacl.server.errors import BadRequest, NotReady
 from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.read_your_writes import reached
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _ACTIONS = msgspec.json.Decoder(list[ActionIn])
@@ -46,9 +47,11 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
     async with state.lane.slicer() as slicer:
         body = await json_body.decode_sliced(request.body, _AUTHORIZE, "actions", _ACTIONS, slicer)
     trusted = check_limits(state, caller, body)
+    await reached(state, body.min_offset)
     if body.explain or state.decision_log is not None or body.rules is not None:
         return await _with_rules(state, body, trusted)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
+    state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
     codes: list[int] = []
     started = time.perf_counter()
@@ -102,6 +105,7 @@ async def _with_rules(state: ServeState, body: AuthorizeIn, trusted: bool) -> Re
     loop = asyncio.get_running_loop()
     if body.explain and state.acl_ids.by_content is None:
         await loop.run_in_executor(state.rules, state.acl_ids.enable)
+    state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
     stop = threading.Event()
     try:

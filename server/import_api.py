@@ -21,7 +21,7 @@ from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
-from kraftacl.server.admin import on_writer
+from kraftacl.server.admin import on_writer, writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
@@ -95,6 +95,7 @@ async def import_acls(state: ServeState, request: Request, caller: Caller) -> Re
         body = await decode_sliced(request.body, _IMPORT, "acls", _ACLS, slicer)
         with paused_gc():
             acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls), 256)]
+    await writable(state)
     out = await on_writer(state, lambda: _run(state, acls, body.dry_run))
     state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write
     return Response(200, _ENCODE.encode(out))

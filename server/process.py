@@ -82,6 +82,7 @@ class Serve:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
         self.state.changes.bind(loop)
+        self.state.freeze.start(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         self.state.stopping = self.stop
@@ -100,6 +101,7 @@ class Serve:
             self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
             index, offset = self.state.authorizer.state()
             say(f"ready: {len(index)} ACLs, last applied offset {offset}")
+            self.state.role.start()
             await self.stop.wait()
         await self._shutdown()
 
@@ -164,6 +166,7 @@ class Serve:
             conn.abort()
         if self.state.write_recovery is not None:
             self.state.write_recovery.stop()
+        self.state.role.stop()  # leave the election first: a standby takes over at once
         self.state.writer.shutdown(wait=True, cancel_futures=True)
         self.state.rules.shutdown(wait=False, cancel_futures=True)
         if self.state.tailer is not None:

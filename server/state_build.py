@@ -17,6 +17,7 @@ from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.connections import Connections
 from kraftacl.server.context import ServeState
+from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.log_backend import open_backend
 from kraftacl.server.metrics import ServeMetrics
@@ -85,6 +86,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         ids,
         writer,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-rules"),
+        ControllerRole(config, backend, writer),
         trusted=config.broker_principals | config.authorizer.super_users,
     )
     reopen = getattr(backend, "reopen", None)

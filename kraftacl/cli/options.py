@@ -19,7 +19,10 @@ from kraftacl.api.client import TOKEN_ENV, ServerTarget
 ServerUrl = Annotated[
     str | None,
     typer.Option(
-        "--server", metavar="URL", help="instead of a log: a running kraft-acl serve, e.g. http://127.0.0.1:9191"
+        "--server",
+        metavar="URL",
+        help="instead of a log: a running kraft-acl serve, e.g. http://127.0.0.1:9191; several comma-separated: "
+        "the next is asked when one is unreachable, loading (503) or not the active controller (421)",
     ),
 ]
 Token = Annotated[
