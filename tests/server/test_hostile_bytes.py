@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.server.raw_http import Raw, address, head, post
-from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
 
 BAD = "\udcff"  # stands for the byte 0xFF in the JSON text below (json.dumps keeps it; the bytes are patched)
 
@@ -34,15 +34,7 @@ def _with_bad_byte(body: dict[str, Any]) -> bytes:
 
 
 ACTION = {"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "t",
-    "pattern_type": "LITERAL",
-    "principal": "User:a",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/authorize", {"principal": f"User:{BAD}", "client_address": "1.2.3.4", "actions": [ACTION]}, "$.principal"),
     ("/v1/authorize", {"principal": "User:a", "client_address": f"1{BAD}", "actions": [ACTION]}, "$.client_address"),

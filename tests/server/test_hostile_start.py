@@ -40,6 +40,16 @@ def _write(props: dict[str, str], path: Path) -> Path:
     return path
 
 
+def _broker_reads(serve: ServeProcess) -> httpx.Response:
+    """The broker asks whether User:alice may read topic t, on the CLIENT listener."""
+    return httpx.post(
+        serve.url("CLIENT") + "/v1/authorize",
+        json=READ_T,
+        headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
+        timeout=30,
+    )
+
+
 def test_a_non_early_port_is_held_exclusively_during_the_load(large_log: Path, tmp_path: Path) -> None:
     log_dir = tmp_path / "log"
     shutil.copytree(large_log, log_dir)
@@ -57,13 +67,7 @@ def test_a_non_early_port_is_held_exclusively_during_the_load(large_log: Path, t
         assert still_loading, "the load finished before the checks; the log is too small for this machine"
         assert taken.value.errno == errno.EADDRINUSE
         serve.wait_for("ready:", timeout=120)
-        answer = httpx.post(
-            serve.url("CLIENT") + "/v1/authorize",
-            json=READ_T,
-            headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
-            timeout=30,
-        )
-        assert answer.status_code == 200
+        assert _broker_reads(serve).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -120,10 +124,5 @@ def test_a_broker_role_serve_without_its_log_directory_is_never_ready(tmp_path: 
         with FileLog(log_dir) as log:  # the controller creates the log
             log.append([record_from_acl(new_uuid(), deny)])
         serve.wait_for("kraft-acl serve: ready:", timeout=60)
-        answer = httpx.post(
-            serve.url("CLIENT") + "/v1/authorize",
-            json=READ_T,
-            headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
-            timeout=10,
-        )
+        answer = _broker_reads(serve)
     assert answer.json()["results"] == ["DENIED"] and answer.json()["offset"] == 0
