@@ -13,14 +13,13 @@ import msgspec
 
 from kraftacl.api.wire import AclEventOut, HistoryIn, HistoryOut
 from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
-from kraftacl.authorizer.model.acls import AclOperation
 from kraftacl.metadata_log.errors import LogError
-from kraftacl.server.admin import require_cluster, require_ready
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_out
 from kraftacl.server.errors import LogUnavailable
-from kraftacl.server.http import Request, Response
+from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.json_body import decode
 from kraftacl.server.log_backend import open_backend
 
 _HISTORY = msgspec.json.Decoder(HistoryIn)
@@ -29,9 +28,7 @@ _ENCODE = msgspec.json.Encoder()
 
 async def history(state: ServeState, request: Request, caller: Caller) -> Response:
     """Every record naming the asked ids, per id in offset order."""
-    body = _HISTORY.decode(request.body)
-    require_ready(state)
-    require_cluster(state, caller, AclOperation.DESCRIBE)
+    body = decode(_HISTORY, request.body)
     ids = list(dict.fromkeys(body.ids))
     try:
         found = await asyncio.get_running_loop().run_in_executor(None, lambda: _scan(state, ids))

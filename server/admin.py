@@ -1,20 +1,23 @@
-"""The ACL management endpoints (describe, create, delete: KIP-140) and the read-only ones (count, the
-whole image with ids for the metadata shell, status).
+"""The ACL management endpoints (create, delete: KIP-140), the small read-only ones (count, status), and the checks
+the API makes at a request's head (`require_cluster`, `require_ready`, `require_writable`).
 
 Callers other than brokers and super users are authorized the way Kafka authorizes its own admin APIs
 (spec §12): DESCRIBE on the cluster to describe, ALTER on the cluster to create or delete. Writes run
-on the writer thread (fsync or a Kafka transaction) so the event loop keeps deciding meanwhile.
+on the writer thread (fsync or a Kafka transaction) so the event loop keeps deciding meanwhile; their bodies
+are decoded on the loop in slices (`server.json_body`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Callable
 from typing import TypeVar
 
 import msgspec
 
 from kraftacl.api.wire import (
+    AclIn,
     ControllerOut,
     CountOut,
     CreateIn,
@@ -23,43 +26,40 @@ from kraftacl.api.wire import (
     DeleteIn,
     DeleteOut,
     DeleteResultOut,
-    DescribeIn,
-    DescribeOut,
-    ImageOut,
+    FilterIn,
     StatusOut,
 )
 from kraftacl.authorizer.decision.standard import Action, RequestContext
-from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidFilterError
+from kraftacl.authorizer.errors import AuthorizerNotReadyError
 from kraftacl.authorizer.model.acls import (
     CLUSTER_NAME,
     AclOperation,
     AuthorizationResult,
     ResourceType,
-    StandardAcl,
-    kafka_order,
 )
-from kraftacl.authorizer.model.filters import AclBindingFilter
 from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_of, acl_out, filter_of
-from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
-from kraftacl.server.http import Request, Response
-from kraftacl.server.read_your_writes import after_offset
+from kraftacl.server.errors import Forbidden, LogUnavailable, NotController, NotReady
+from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.json_body import decode_sliced
 
-_DESCRIBE = msgspec.json.Decoder(DescribeIn)
 _CREATE = msgspec.json.Decoder(CreateIn)
 _DELETE = msgspec.json.Decoder(DeleteIn)
+_ACLS = msgspec.json.Decoder(list[AclIn])
+_FILTERS = msgspec.json.Decoder(list[FilterIn])
 _ENCODE = msgspec.json.Encoder()
 T = TypeVar("T")
 
 
-def require_cluster(state: ServeState, caller: Caller, operation: AclOperation) -> None:
-    """Brokers and super users pass; anyone else needs `operation` on CLUSTER kafka-cluster by the ACLs."""
+def require_cluster(state: ServeState, caller: Caller, operation: AclOperation, request_name: str) -> None:
+    """Brokers and super users pass; anyone else needs `operation` on CLUSTER kafka-cluster by the ACLs, decided
+    (and audited, under `request_name`) from the caller's address in Kafka's form."""
     if caller.principal in state.trusted:
         return
-    ctx = RequestContext(caller.principal, caller.host, "", "")
+    ctx = RequestContext(caller.principal, caller.host, "", request_name)
     action = Action(operation, ResourceType.CLUSTER, CLUSTER_NAME)
     try:
         result = state.authorizer.authorize(ctx, [action])[0]
@@ -78,36 +78,12 @@ def require_ready(state: ServeState) -> None:
         raise NotReady("the ACLs are not loaded yet (initial load in progress)")
 
 
-def describe(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
-    """POST /v1/acls/describe: every ACL the filter matches, in Kafka's order, from one state (with `min_offset`,
-    once this serve has applied it)."""
-    body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
-    require_ready(state)
-    require_cluster(state, caller, AclOperation.DESCRIBE)
-    acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
-    return after_offset(state, body.min_offset, lambda: _describe(state, acl_filter))
-
-
-def _describe(state: ServeState, acl_filter: AclBindingFilter) -> Response:
-    index, offset = state.authorizer.state()
-    try:
-        found = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
-    except InvalidFilterError as exc:
-        raise BadRequest(str(exc), "$.filter") from exc
-    ordered = kafka_order(found, acl_of=_second)
-    return Response(200, _ENCODE.encode(DescribeOut([acl_out(i, a) for i, a in ordered], offset)))
-
-
-def _second(pair: tuple[str, StandardAcl]) -> StandardAcl:
-    return pair[1]
-
-
 async def create(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/create: KIP-140's per-entry results; all new ACLs in one atomic batch."""
-    body = _CREATE.decode(request.body)
+    async with state.lane.slicer() as slicer:
+        body = await decode_sliced(request.body, _CREATE, "acls", _ACLS, slicer)
+        acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls))]
     await writable(state)
-    require_cluster(state, caller, AclOperation.ALTER)
-    acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(body.acls)]
     results = await on_writer(state, lambda: state.node.controller.create_acls(acls))
     out = [_create_out(r) for r in results]
     return Response(200, _ENCODE.encode(CreateOut(out, state.node.image.provenance.last_offset)))
@@ -115,10 +91,10 @@ async def create(state: ServeState, request: Request, caller: Caller) -> Respons
 
 async def delete(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch."""
-    body = _DELETE.decode(request.body)
+    async with state.lane.slicer() as slicer:
+        body = await decode_sliced(request.body, _DELETE, "filters", _FILTERS, slicer)
+        filters = [filter_of(f) async for f in slicer.each(body.filters)]
     await writable(state)
-    require_cluster(state, caller, AclOperation.ALTER)
-    filters = [filter_of(f) for f in body.filters]
     results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
     out = [_delete_out(r) for r in results]
     return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
@@ -137,7 +113,8 @@ async def writable(state: ServeState) -> None:
 
 
 def require_writable(state: ServeState) -> None:
-    """421 NOT_CONTROLLER on a serve without the controller role, or a standby controller."""
+    """421 NOT_CONTROLLER on a serve without the controller role, or a standby controller; 503 while a failed
+    write is not recovered."""
     if not state.config.controller:
         raise NotController(
             "this serve has process.roles=broker and does not write the log; send ACL changes to the serve "
@@ -150,6 +127,13 @@ def require_writable(state: ServeState) -> None:
             f"this serve is a standby controller: another serve writes the metadata log now{group}; "
             "send ACL changes to the next serve"
         )
+    health = state.write_health
+    if not health.writable and state.write_recovery is not None:
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(health.since or 0))
+        raise LogUnavailable(
+            f"the metadata log cannot be written since {since}: {health.error}; nothing was changed (serve "
+            "retries by itself and takes writes again once the cause is gone)"
+        )
 
 
 # The Kafka-backed log's errors by name (metadata_log.backends.kafka_topic, imported only with Kafka): fenced by a
@@ -160,13 +144,19 @@ _NOT_WRITER = {"LogFencedError", "NotWriterError"}
 async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
     """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when another writer took over)."""
     try:
-        return await asyncio.get_running_loop().run_in_executor(state.writer, work)
+        result = await asyncio.get_running_loop().run_in_executor(state.writer, work)
     except LogError as exc:
         if type(exc).__name__ in _NOT_WRITER:
             if type(exc).__name__ == "LogFencedError":
                 state.role.on_fenced()
             raise NotController(f"another controller took over the metadata log; nothing was changed: {exc}") from exc
+        state.write_health.failed(str(exc))
+        if state.write_recovery is not None:
+            state.write_recovery.start()
         raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
+    if state.write_recovery is None:
+        state.write_health.recovered()  # a backend that recovers by itself (a Kafka topic) just wrote
+    return result
 
 
 def _create_out(r: CreateResult) -> CreateResultOut:
@@ -181,20 +171,6 @@ def count(state: ServeState, request: Request, caller: Caller) -> Response:
     """GET /v1/acls/count: KIP-801's AclCount."""
     index, offset = state.authorizer.state()
     return Response(200, _ENCODE.encode(CountOut(len(index), offset)))
-
-
-def image(state: ServeState, request: Request, caller: Caller) -> Response:
-    """GET /v1/acls/image: every ACL with its id from one image (one reference: ACLs and provenance agree)."""
-    require_ready(state)
-    require_cluster(state, caller, AclOperation.DESCRIBE)
-    current = state.node.image
-    p = current.provenance
-    cfg = state.config.authorizer
-    acls = [acl_out(i, a) for i, a in current.acls.items()]
-    body = ImageOut(
-        acls, p.last_offset, p.epoch, p.timestamp_ms, sorted(cfg.super_users), cfg.allow_everyone_if_no_acl_found
-    )
-    return Response(200, _ENCODE.encode(body))
 
 
 def _controller_out(state: ServeState) -> ControllerOut | None:
@@ -220,12 +196,15 @@ def status(state: ServeState, request: Request, caller: Caller | None) -> Respon
         acl_count=len(index),
         high_watermark=tail.high_watermark if tail else None,
         lag=tail.lag if tail else None,
-        last_error=tail.last_error if tail else None,
+        last_error=tail.last_error if tail else state.start_error,
         snapshot=node.loaded_snapshot.name if node.loaded_snapshot is not None else None,
         following=tail.following if tail else False,
         diverged=tail.diverged if tail else None,
         failing_since=tail.since if tail else None,
         failures=tail.failures if tail else 0,
+        writable=state.write_health.writable if state.config.controller else None,
+        write_error=state.write_health.error,
+        write_failing_since=state.write_health.since,
         controller=_controller_out(state),
     )
     return Response(200 if ready else 503, _ENCODE.encode(body))

@@ -1,7 +1,9 @@
-"""serve's routes: which handler answers which method and path, who must be authenticated, and how every
-failure becomes a 4xx/5xx JSON body that names the field.
+"""serve's routes: which handler answers which method and path, who must be authenticated, what each caller may
+send, and how every failure becomes a 4xx/5xx JSON body that names the field.
 
-One `Api` per process, called on the event loop thread by every connection (`server.http`).
+A request is admitted at its head (`admit`: route, credentials, the authorization that does not depend on the
+body, the body limit), before any body byte is read; `dispatch` then answers it. One `Api` per process, called
+on the event loop thread by every connection (`server.http`).
 """
 
 from __future__ import annotations
@@ -17,56 +19,106 @@ from kraftacl.api import endpoints as ep
 from kraftacl.api.endpoints import Endpoint
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
-from kraftacl.server import acl_history, admin, changes, decide, import_api
+from kraftacl.authorizer.model.acls import AclOperation
+from kraftacl.server import acl_history, admin, changes, decide, describe, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
-from kraftacl.server.errors import ApiFailure, Unauthenticated
-from kraftacl.server.http import Request, Response
+from kraftacl.server.errors import ApiFailure, Forbidden, Unauthenticated
+from kraftacl.server.http_wire import Outcome, Request, Response, StreamedResponse
 from kraftacl.server.metrics import CONTENT_TYPE
 
 _ENCODE = msgspec.json.Encoder()
-Handler = Callable[[ServeState, Request, Caller], "Response | Awaitable[Response]"]
-PublicHandler = Callable[[ServeState, Request, "Caller | None"], Response]
+Check = Callable[[ServeState, Caller], None]
+SMALL_BODY = 1024 * 1024  # endpoints that take one small object (a filter, one resource, an OPA input)
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """A handler, the name metrics use for it, and the auth.public.endpoints name that opens it (if any)."""
+    """A handler, the name metrics use for it, the auth.public.endpoints name that opens it (if any), which body
+    limit applies (request, import, small, none) and the authorization decided at the head."""
 
-    handler: Callable[..., Response | Awaitable[Response]]
+    handler: Callable[..., Outcome]
     endpoint: str
     public_as: str | None = None  # "status", "metrics"; "always" for the OpenAPI document
+    body: str = "request"
+    check: Check | None = None
+
+
+def _admin(operation: AclOperation, request_name: str, write: bool = False) -> Check:
+    """Kafka's rule for its own admin APIs (spec §12): DESCRIBE or ALTER on the cluster, checked at the head."""
+
+    def check(state: ServeState, caller: Caller) -> None:
+        if write:
+            if state.config.controller:
+                admin.require_ready(state)
+            if not state.role.electing:  # during an election the handler waits for it to settle (admin.writable)
+                admin.require_writable(state)
+        admin.require_ready(state)
+        admin.require_cluster(state, caller, operation, request_name)
+
+    return check
+
+
+def _trusted_only(what: str) -> Check:
+    """Broker principals and super users only, checked at the head."""
+
+    def check(state: ServeState, caller: Caller) -> None:
+        if caller.principal not in state.trusted:
+            raise Forbidden(f"{caller.principal} is not in broker.principals, so it may not {what}")
+
+    return check
 
 
 RouteEntry = tuple[tuple[str, str], Route]
 
 
 def _on(
-    endpoint: Endpoint[Any, Any], handler: Callable[..., Response | Awaitable[Response]], public_as: str | None = None
+    endpoint: Endpoint[Any, Any],
+    handler: Callable[..., Outcome],
+    public_as: str | None = None,
+    body: str = "request",
+    check: Check | None = None,
 ) -> RouteEntry:
-    return (endpoint.method, endpoint.path), Route(handler, endpoint.name, public_as)
+    return (endpoint.method, endpoint.path), Route(handler, endpoint.name, public_as, body, check)
 
 
-# Which handler answers which endpoint of the contract (`api.endpoints`), plus the two that are no JSON API.
+# Which handler answers which endpoint of the contract (`api.endpoints`), plus the two that are no JSON API; the
+# body limit of each (`Api.body_limits`) and the authorization decided at its head.
 ROUTES: dict[tuple[str, str], Route] = dict(
     [
         _on(ep.AUTHORIZE, decide.authorize),
-        _on(ep.BY_RESOURCE_TYPE, decide.by_resource_type),
-        _on(ep.AUTHORIZED_OPERATIONS, decide.authorized_operations),
-        _on(ep.DESCRIBE_ACLS, admin.describe),
-        _on(ep.CREATE_ACLS, admin.create),
-        _on(ep.DELETE_ACLS, admin.delete),
-        _on(ep.IMPORT_ACLS, import_api.import_acls),
-        _on(ep.ACL_COUNT, admin.count),
-        _on(ep.ACL_IMAGE, admin.image),
-        _on(ep.ACL_HISTORY, acl_history.history),
-        _on(ep.STATUS, admin.status, "status"),
-        _on(ep.CHANGES, changes.changes),
-        (("GET", ep.METRICS_PATH), Route(lambda state, request, caller: _metrics(state), "metrics", "metrics")),
-        (("GET", ep.OPENAPI_PATH), Route(lambda state, request, caller: _openapi(), "openapi", "always")),
+        _on(ep.BY_RESOURCE_TYPE, decide.by_resource_type, body="small"),
+        _on(ep.AUTHORIZED_OPERATIONS, decide.authorized_operations, body="small"),
+        _on(ep.DESCRIBE_ACLS, describe.describe, body="small", check=_admin(AclOperation.DESCRIBE, "DescribeAcls")),
+        _on(ep.CREATE_ACLS, admin.create, check=_admin(AclOperation.ALTER, "CreateAcls", write=True)),
+        _on(ep.DELETE_ACLS, admin.delete, check=_admin(AclOperation.ALTER, "DeleteAcls", write=True)),
+        _on(
+            ep.IMPORT_ACLS,
+            import_api.import_acls,
+            body="import",
+            check=_admin(AclOperation.ALTER, "ImportAcls", write=True),
+        ),
+        _on(ep.ACL_COUNT, admin.count, body="none"),
+        _on(ep.ACL_IMAGE, describe.image, body="none", check=_admin(AclOperation.DESCRIBE, "DescribeAclImage")),
+        _on(
+            ep.ACL_HISTORY,
+            acl_history.history,
+            body="small",
+            check=_admin(AclOperation.DESCRIBE, "DescribeAclHistory"),
+        ),
+        _on(ep.STATUS, admin.status, "status", body="none"),
+        _on(ep.CHANGES, changes.changes, body="none", check=_trusted_only("follow the change feed")),
+        (
+            ("GET", ep.METRICS_PATH),
+            Route(lambda state, request, caller: _metrics(state), "metrics", "metrics", body="none"),
+        ),
+        (
+            ("GET", ep.OPENAPI_PATH),
+            Route(lambda state, request, caller: _openapi(), "openapi", "always", body="none"),
+        ),
     ]
 )
-_OPA_ROUTE = Route(decide.opa, ep.OPA.name)
+_OPA_ROUTE = Route(decide.opa, ep.OPA.name, body="small", check=_trusted_only("use the OPA API"))
 _PATHS = {path for _, path in ROUTES}
 
 
@@ -106,14 +158,21 @@ def validation_failure(exc: msgspec.DecodeError) -> Response:
 
 
 class Api:
-    """Authenticates, routes and answers; never raises (a bug becomes a logged 500 in `server.http`)."""
+    """Admits, routes and answers; never raises (a bug becomes a logged 500 in `server.http`)."""
 
     def __init__(self, state: ServeState, authenticator: Authenticator) -> None:
         self.state = state
         self.authenticator = authenticator
+        limits = state.config.limits
+        self.body_limits = {
+            "request": (limits.request_max_bytes, "request.max.bytes"),
+            "import": (limits.import_max_bytes, "import.max.bytes"),
+            "small": (min(SMALL_BODY, limits.request_max_bytes), "the limit of this endpoint"),
+            "none": (0, "the limit of a GET (no body)"),
+        }
 
-    def dispatch(self, request: Request) -> Response | Awaitable[Response]:
-        """Answer one request (an awaitable for ACL writes)."""
+    def admit(self, request: Request, probation: bool) -> Response | tuple[int, str]:
+        """At the head: the route and the caller, or the refusal (404, 405, 401, 403, 421, 503); the body limit."""
         route = ROUTES.get((request.method, request.path))
         if route is None:
             if request.method == "POST" and request.path.startswith(ep.OPA_PREFIX):
@@ -122,23 +181,43 @@ class Api:
                 return self._count("unknown", self._no_route(request))
         try:
             caller = self._authenticate(request, route)
-            outcome = route.handler(self.state, request, caller)
+            if probation and (caller is None or caller.principal not in self.state.trusted):
+                self.state.metrics.figures.count_refused(request.listener, "reserved")
+                return self._count(route.endpoint, _reserved(self.state))
+            if route.check is not None and caller is not None:
+                route.check(self.state, caller)
+        except ApiFailure as exc:
+            return self._count(route.endpoint, failure(exc))
+        request.caller, request.route = caller, route
+        return self.body_limits[route.body]
+
+    def dispatch(self, request: Request) -> Outcome:
+        """Answer one admitted request (an awaitable for ACL writes and heavy reads)."""
+        route: Route = request.route
+        try:
+            outcome = route.handler(self.state, request, request.caller)
         except ApiFailure as exc:
             return self._count(route.endpoint, failure(exc))
         except msgspec.DecodeError as exc:
             return self._count(route.endpoint, validation_failure(exc))
         if isinstance(outcome, Response):
             return self._count(route.endpoint, outcome)
+        if isinstance(outcome, StreamedResponse):
+            self.state.metrics.figures.count_request(route.endpoint, outcome.status)
+            return outcome
         return self._finish(route.endpoint, outcome)
 
-    async def _finish(self, endpoint: str, outcome: Awaitable[Response]) -> Response:
+    async def _finish(
+        self, endpoint: str, outcome: Awaitable[Response | StreamedResponse]
+    ) -> Response | StreamedResponse:
         try:
             response = await outcome
         except ApiFailure as exc:
             response = failure(exc)
         except msgspec.DecodeError as exc:
             response = validation_failure(exc)
-        return self._count(endpoint, response)
+        self.state.metrics.figures.count_request(endpoint, response.status)
+        return response
 
     def _authenticate(self, request: Request, route: Route) -> Caller | None:
         principal, offered = self.authenticator.from_header(request.headers.get(b"authorization"))
@@ -166,3 +245,13 @@ class Api:
     def _count(self, endpoint: str, response: Response) -> Response:
         self.state.metrics.figures.count_request(endpoint, response.status)
         return response
+
+
+def _reserved(state: ServeState) -> Response:
+    limits = state.config.limits
+    message = (
+        f"serve has {limits.max_connections - limits.reserved_broker_connections} or more connections open; the "
+        f"last max.connections.reserved.brokers ({limits.reserved_broker_connections}) are kept for broker "
+        "principals and super users; retry later"
+    )
+    return Response(HTTPStatus.SERVICE_UNAVAILABLE, _ENCODE.encode(ErrorOut(ErrorBody("CONNECTION_LIMIT", message))))

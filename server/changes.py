@@ -16,7 +16,7 @@ from kraftacl.api.wire import ChangesOut, ChangesQuery
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import BadRequest, Forbidden, NotReady
-from kraftacl.server.http import Request, Response
+from kraftacl.server.http_wire import Request, Response
 
 _ENCODE = msgspec.json.Encoder()
 

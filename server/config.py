@@ -8,7 +8,6 @@ Keys and their meaning are listed in `KEYS` (docs/serve.md's table is generated 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,20 +22,16 @@ from kraftacl.authorizer.decision.config import (
     parse_super_users,
 )
 from kraftacl.authorizer.errors import ConfigError
+from kraftacl.server.config_listeners import Listener, TlsConfig, parse_listeners
+from kraftacl.server.config_reader import PropertyReader, ServeConfigError
 
+__all__ = ["Listener", "NetworkLimits", "ServeConfig", "ServeConfigError", "TlsConfig", "load", "parse"]
 
-class ServeConfigError(ConfigError):
-    """A configuration value serve cannot use; the message is one line naming the key and the value."""
-
-
-LISTENER_RE = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9A-Fa-f:.]+\]|[^:\[\]/]*):([0-9]{1,5})$")
-PROTOCOLS = ("PLAINTEXT", "SSL")
 ROLES = ("broker", "controller")
 PUBLIC_ENDPOINTS = ("status", "metrics")
-CLIENT_AUTH = ("required", "requested", "none")
 KAFKA_CLIENT_PREFIX = "metadata.log.kafka."
 LOG_LEVELS = {"trace": 5, "debug": 10, "info": 20, "warn": 30, "error": 40}
-LISTENER_SSL_PREFIX = "listener.name."
+MIB = 1024 * 1024
 
 # key -> what it means (docs/serve.md "Configuration" documents these words)
 KEYS: dict[str, str] = {
@@ -77,49 +72,35 @@ KEYS: dict[str, str] = {
     "decision.log.file": "write every decision as a JSON line to this file (default off)",
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
+    "decision.log.self.query.rate": "decision lines per second for callers asking about themselves, not brokers "
+    "(default 1000); the rest are counted, not written",
+    "decision.log.max.pending.bytes": "decision lines waiting for the disk before new ones are counted and dropped "
+    "(default 67108864)",
     "request.max.bytes": "largest request body accepted (default 16777216)",
     "import.max.bytes": "largest body of POST /v1/acls/import (default 268435456: about 1.5M ACLs)",
     "request.max.actions": "most actions in one authorize call (default 100000)",
+    "self.query.max.actions": "most actions in one call of a caller asking about itself, not a broker (default 1000)",
+    "explain.max.actions": "most actions in one authorize call with explain (default 10000: a rule walks every ACL "
+    "that may apply, up to milliseconds per action)",
+    "queued.max.request.bytes": "request bodies held at once over all connections (default 536870912); callers "
+    "other than brokers and super users may hold three quarters of it",
+    "max.connections": "open connections over all listeners (default 1000); early-start listeners are exempt",
+    "max.connections.reserved.brokers": "of max.connections, kept for broker principals and super users (default "
+    "max.connections / 10)",
+    "listener.name.<name>.max.connections": "open connections of one listener (default max.connections)",
+    "max.in.flight.requests.per.connection": "pipelined requests one connection may have read and not yet been "
+    "answered (default 16)",
+    "connections.max.unsent.bytes": "answer bytes a client has not read yet before serve stops reading from it "
+    "(default 1048576)",
     "min.offset.wait.max.ms": "longest a decision with min_offset waits for this serve to apply that offset "
     "(default 10000)",
     "connections.max.idle.ms": "close a keep-alive connection idle this long (default 600000)",
-    "request.timeout.ms": "a request must arrive whole within this time (default 30000)",
+    "request.timeout.ms": "a request must arrive whole within this time, and a new connection must bring its first "
+    "whole request within it (default 30000)",
     "shutdown.timeout.ms": "time given to in-flight requests on SIGTERM (default 5000)",
     "log.format": "text | json (default text)",
     "log.level": "TRACE, DEBUG, INFO, WARN or ERROR (default INFO: Kafka's audit logger logs denials at INFO)",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class TlsConfig:
-    """Server certificate and, for mutual TLS, the CA bundle client certificates must chain to."""
-
-    certfile: Path
-    keyfile: Path
-    cafile: Path | None
-    client_auth: str  # required | requested | none
-
-
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """One named endpoint; `tls` is set for SSL listeners."""
-
-    name: str
-    host: str
-    port: int
-    early_start: bool
-    tls: TlsConfig | None = None
-    anonymous: bool = False
-
-    @property
-    def scheme(self) -> str:
-        """http or https."""
-        return "https" if self.tls is not None else "http"
-
-    def url(self, port: int | None = None) -> str:
-        """Where a client reaches this listener."""
-        host = self.host or "127.0.0.1"
-        return f"{self.scheme}://{host}:{self.port if port is None else port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +124,41 @@ class LogConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkLimits:
+    """Everything a caller can make serve hold or spend, and the deadlines (docs/serve.md "Running serve on a
+    network")."""
+
+    request_max_bytes: int
+    import_max_bytes: int
+    queued_max_request_bytes: int
+    max_connections: int
+    reserved_broker_connections: int
+    max_in_flight: int
+    max_unsent_bytes: int
+    idle_timeout_s: float
+    request_timeout_s: float
+    request_max_actions: int
+    self_query_max_actions: int
+    explain_max_actions: int
+
+    @property
+    def others_request_bytes(self) -> int:
+        """The share of queued.max.request.bytes that callers other than brokers and super users may hold."""
+        return self.queued_max_request_bytes * 3 // 4
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionLogConfig:
+    """The optional decision log: file, rotation, the self-query budget and the bound of lines waiting for disk."""
+
+    path: Path
+    max_bytes: int
+    backups: int
+    self_query_rate: int
+    max_pending_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class ServeConfig:
     """Everything `kraft-acl serve` reads from its properties file."""
 
@@ -154,15 +170,9 @@ class ServeConfig:
     token_file: Path | None
     broker_principals: frozenset[str]
     public_endpoints: frozenset[str]
-    decision_log: Path | None
-    decision_log_max_bytes: int
-    decision_log_backups: int
-    request_max_bytes: int
-    request_max_actions: int
-    import_max_bytes: int
+    decision_log: DecisionLogConfig | None
+    limits: NetworkLimits
     min_offset_wait_s: float
-    idle_timeout_s: float
-    request_timeout_s: float
     shutdown_timeout_s: float
     log_format: str
     log_level: int
@@ -173,136 +183,14 @@ class ServeConfig:
         return any(listener.name == name and listener.anonymous for listener in self.listeners)
 
 
-class _Reader:
-    """Typed access to the properties with one-line errors; remembers which keys were read."""
-
-    def __init__(self, path: Path, props: Mapping[str, str]) -> None:
-        self.path = path
-        self.props = props
-        self.used: set[str] = set()
-
-    def error(self, key: str, value: str, why: str) -> ServeConfigError:
-        return ServeConfigError(f"{self.path}: {key}={value!r}: {why}")
-
-    def get(self, key: str) -> str | None:
-        self.used.add(key)
-        value = self.props.get(key)
-        return None if value is None else java_trim(value)
-
-    def text(self, key: str, default: str | None = None) -> str | None:
-        value = self.get(key)
-        return default if value is None or value == "" else value
-
-    def integer(self, key: str, default: int, low: int, high: int = 2**31 - 1) -> int:
-        value = self.get(key)
-        if value is None or value == "":
-            return default
-        if not re.fullmatch(r"[+-]?[0-9]+", value):
-            raise self.error(key, value, "not an integer")
-        number = int(value)
-        if not low <= number <= high:
-            raise self.error(key, value, f"must be between {low} and {high}")
-        return number
-
-    def choice(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
-        value = self.text(key, default)
-        assert value is not None
-        if value.lower() not in allowed:
-            raise self.error(key, value, f"must be one of {', '.join(allowed)}")
-        return value.lower()
-
-    def names(self, key: str) -> tuple[str, ...]:
-        value = self.get(key) or ""
-        return tuple(java_trim(n) for n in value.split(",") if java_trim(n))
-
-    def existing_file(self, key: str) -> Path | None:
-        value = self.text(key)
-        if value is None:
-            return None
-        path = Path(value)
-        if not path.is_file():
-            raise self.error(key, value, "no such file")
-        return path
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.text(key)
-        if value is None:
-            return default
-        if value.lower() not in ("true", "false"):
-            raise self.error(key, value, "must be true or false")
-        return value.lower() == "true"
-
-
-def _principals(r: _Reader, key: str) -> frozenset[str]:
+def _principals(r: PropertyReader, key: str) -> frozenset[str]:
     try:
         return parse_super_users(r.get(key))
     except ConfigError as exc:
         raise r.error(key, r.get(key) or "", str(exc).split(": ", 1)[-1]) from exc
 
 
-def _tls(r: _Reader, prefix: str, fallback: TlsConfig | None, listener: str) -> TlsConfig | None:
-    """The ssl.* keys under `prefix` (a listener's own keys fall back to the global ones)."""
-    cert = r.existing_file(prefix + "ssl.certfile")
-    key = r.existing_file(prefix + "ssl.keyfile")
-    ca = r.existing_file(prefix + "ssl.cafile")
-    auth_key = prefix + "ssl.client.auth"
-    if cert is None and key is None and ca is None and r.text(auth_key) is None:
-        return fallback
-    base = fallback
-    cert = cert or (base.certfile if base else None)
-    key = key or (base.keyfile if base else None)
-    ca = ca or (base.cafile if base else None)
-    if cert is None or key is None:
-        raise r.error(prefix + "ssl.certfile", "", f"an SSL listener ({listener}) needs ssl.certfile and ssl.keyfile")
-    default_auth = "required" if ca is not None else "none"
-    # an explicit ssl.client.auth (the listener's, else the global one) wins; else a CA means "required"
-    explicit = r.text(auth_key) or r.text("ssl.client.auth")
-    client_auth = r.choice(auth_key, explicit or default_auth, CLIENT_AUTH)
-    if client_auth != "none" and ca is None:
-        raise r.error(auth_key, client_auth, "client certificates need ssl.cafile")
-    return TlsConfig(cert, key, ca, client_auth)
-
-
-def _listeners(r: _Reader, early: tuple[str, ...], anonymous: tuple[str, ...]) -> tuple[Listener, ...]:
-    raw = r.get("listeners")
-    if not raw:
-        raise r.error("listeners", raw or "", "required, e.g. CONTROLLER://127.0.0.1:9190,CLIENT://127.0.0.1:9191")
-    protocols: dict[str, str] = {}
-    for piece in r.names("listener.security.protocol.map"):
-        name, _, proto = piece.partition(":")
-        if proto.upper() not in PROTOCOLS:
-            raise r.error("listener.security.protocol.map", piece, f"protocol must be one of {', '.join(PROTOCOLS)}")
-        protocols[java_trim(name)] = proto.upper()
-    global_tls = _tls(r, "", None, "*")
-    out: list[Listener] = []
-    for piece in (java_trim(p) for p in raw.split(",") if java_trim(p)):
-        m = LISTENER_RE.match(piece)
-        if m is None:
-            raise r.error("listeners", piece, "expected NAME://host:port")
-        name, host, port = m.group(1), m.group(2).strip("[]"), int(m.group(3))
-        if not 0 <= port <= 65535:
-            raise r.error("listeners", piece, "port must be between 0 and 65535")
-        if any(existing.name == name for existing in out):
-            raise r.error("listeners", raw, f"listener name {name} appears twice")
-        proto = protocols.get(name, "SSL" if name.upper() == "SSL" else "PLAINTEXT")
-        tls = _tls(r, f"{LISTENER_SSL_PREFIX}{name.lower()}.", global_tls, name) if proto == "SSL" else None
-        if proto == "SSL" and tls is None:
-            raise r.error(
-                "listener.security.protocol.map", f"{name}:SSL", "SSL listeners need ssl.certfile and ssl.keyfile"
-            )
-        out.append(Listener(name, host, port, name in early, tls, name in anonymous))
-    names = {listener.name for listener in out}
-    for key, listed in ((EARLY_START_LISTENERS, early), ("auth.anonymous.listeners", anonymous)):
-        for name in listed:
-            if name not in names:
-                raise r.error(key, name, f"not a listener (listeners are {', '.join(sorted(names))})")
-    for name in protocols:
-        if name not in names:
-            raise r.error("listener.security.protocol.map", name, "not a listener")
-    return tuple(out)
-
-
-def _log(r: _Reader) -> LogConfig:
+def _log(r: PropertyReader) -> LogConfig:
     log_dir = r.text("metadata.log.dir")
     bootstrap = r.text("metadata.log.bootstrap.servers")
     if (log_dir is None) == (bootstrap is None):
@@ -333,14 +221,14 @@ def _log(r: _Reader) -> LogConfig:
     )
 
 
-def _replication_factor(r: _Reader) -> int:
+def _replication_factor(r: PropertyReader) -> int:
     factor = r.integer("metadata.log.replication.factor", -1, -1, 32767)
     if factor == 0:
         raise r.error("metadata.log.replication.factor", "0", "must be -1 (the brokers' default) or at least 1")
     return factor
 
 
-def _election_timeouts(r: _Reader) -> tuple[int, int]:
+def _election_timeouts(r: PropertyReader) -> tuple[int, int]:
     session = r.integer("controller.election.session.timeout.ms", 6000, 1000, 1_800_000)
     heartbeat = r.integer("controller.election.heartbeat.interval.ms", 500, 100, 60_000)
     if heartbeat >= session:
@@ -352,7 +240,7 @@ def _election_timeouts(r: _Reader) -> tuple[int, int]:
     return session, heartbeat
 
 
-def _authorizer(r: _Reader) -> AuthorizerConfig:
+def _authorizer(r: PropertyReader) -> AuthorizerConfig:
     allow = r.boolean(ALLOW_EVERYONE, False)
     return AuthorizerConfig(
         super_users=_principals(r, SUPER_USERS),
@@ -362,7 +250,7 @@ def _authorizer(r: _Reader) -> AuthorizerConfig:
     )
 
 
-def _roles(r: _Reader) -> bool:
+def _roles(r: PropertyReader) -> bool:
     roles = r.names("process.roles") or ("broker",)
     for role in roles:
         if role not in ROLES:
@@ -370,12 +258,54 @@ def _roles(r: _Reader) -> bool:
     return "controller" in roles
 
 
-def _public(r: _Reader) -> frozenset[str]:
+def _public(r: PropertyReader) -> frozenset[str]:
     endpoints = r.names("auth.public.endpoints")
     for name in endpoints:
         if name not in PUBLIC_ENDPOINTS:
             raise r.error("auth.public.endpoints", name, f"must be among {', '.join(PUBLIC_ENDPOINTS)}")
     return frozenset(endpoints)
+
+
+def _limits(r: PropertyReader) -> NetworkLimits:
+    max_connections = r.integer("max.connections", 1000, 1)
+    queued = r.integer("queued.max.request.bytes", 512 * MIB, 4096, 2**62)
+    share = queued * 3 // 4  # NetworkLimits.others_request_bytes
+    bodies = {}
+    for key, default in (("request.max.bytes", 16 * MIB), ("import.max.bytes", 256 * MIB)):
+        given = r.get(key) not in (None, "")
+        bodies[key] = r.integer(key, min(default, share), 1024)
+        if given and bodies[key] > share:
+            raise r.error(
+                key,
+                str(bodies[key]),
+                f"must be at most three quarters of queued.max.request.bytes ({queued}): a request that large "
+                "could never be read",
+            )
+    return NetworkLimits(
+        request_max_bytes=bodies["request.max.bytes"],
+        import_max_bytes=bodies["import.max.bytes"],
+        queued_max_request_bytes=queued,
+        max_connections=max_connections,
+        reserved_broker_connections=r.integer(
+            "max.connections.reserved.brokers", max_connections // 10, 0, max_connections - 1
+        ),
+        max_in_flight=r.integer("max.in.flight.requests.per.connection", 16, 1, 10_000),
+        max_unsent_bytes=r.integer("connections.max.unsent.bytes", MIB, 4096),
+        idle_timeout_s=r.integer("connections.max.idle.ms", 600_000, 1) / 1000,
+        request_timeout_s=r.integer("request.timeout.ms", 30_000, 1) / 1000,
+        request_max_actions=r.integer("request.max.actions", 100_000, 1),
+        self_query_max_actions=r.integer("self.query.max.actions", 1000, 1),
+        explain_max_actions=r.integer("explain.max.actions", 10_000, 1),
+    )
+
+
+def _decision_log(r: PropertyReader) -> DecisionLogConfig | None:
+    path = r.text("decision.log.file")
+    max_bytes = r.integer("decision.log.max.bytes", 100 * MIB, 1024)
+    backups = r.integer("decision.log.backups", 5, 0, 1000)
+    rate = r.integer("decision.log.self.query.rate", 1000, 0)
+    pending = r.integer("decision.log.max.pending.bytes", 64 * MIB, 65536)
+    return None if path is None else DecisionLogConfig(Path(path), max_bytes, backups, rate, pending)
 
 
 def _is_known(key: str) -> bool:
@@ -384,26 +314,23 @@ def _is_known(key: str) -> bool:
 
 def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
     """Validate every key (ServeConfigError on the first bad one) and collect warnings for unknown keys."""
-    r = _Reader(path, props)
+    r = PropertyReader(path, props)
     authorizer = _authorizer(r)
+    limits = _limits(r)
     config = ServeConfig(
         path=path,
         authorizer=authorizer,
-        listeners=_listeners(r, authorizer.early_start_listeners, r.names("auth.anonymous.listeners")),
+        listeners=parse_listeners(
+            r, authorizer.early_start_listeners, r.names("auth.anonymous.listeners"), limits.max_connections
+        ),
         controller=_roles(r),
         log=_log(r),
         token_file=r.existing_file("auth.token.file"),
         broker_principals=_principals(r, "broker.principals"),
         public_endpoints=_public(r),
-        decision_log=Path(p) if (p := r.text("decision.log.file")) else None,
-        decision_log_max_bytes=r.integer("decision.log.max.bytes", 100 * 1024 * 1024, 1024),
-        decision_log_backups=r.integer("decision.log.backups", 5, 0, 1000),
-        request_max_bytes=r.integer("request.max.bytes", 16 * 1024 * 1024, 1024),
-        request_max_actions=r.integer("request.max.actions", 100_000, 1),
-        import_max_bytes=r.integer("import.max.bytes", 256 * 1024 * 1024, 1024),
+        decision_log=_decision_log(r),
+        limits=limits,
         min_offset_wait_s=r.integer("min.offset.wait.max.ms", 10_000, 0, 600_000) / 1000,
-        idle_timeout_s=r.integer("connections.max.idle.ms", 600_000, 1) / 1000,
-        request_timeout_s=r.integer("request.timeout.ms", 30_000, 1) / 1000,
         shutdown_timeout_s=r.integer("shutdown.timeout.ms", 5_000, 0) / 1000,
         log_format=r.choice("log.format", "text", ("text", "json")),
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],

@@ -1,12 +1,13 @@
-"""What every serve handler reads: the node, the authorizer, the configuration, metrics, the decision log and the
-change feed.
+"""What every serve handler reads: the node, the authorizer, the configuration, metrics, the decision log, the
+change feed, the lane heavy calls take turns on, and the writer's health.
 
 One `ServeState` per process, built before any listener opens; its fields are set once, except
-`tailer`, which the process sets when the initial load has completed.
+`tailer` (set when the initial load has completed) and `stopping` (the process's stop event, set at start).
 """
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -19,6 +20,8 @@ from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.freeze_guard import FreezeGuard
 from kraftacl.server.metrics import ServeMetrics
+from kraftacl.server.slices import Lane
+from kraftacl.server.write_health import WriteHealth, WriteRecovery
 
 
 @dataclass
@@ -31,9 +34,15 @@ class ServeState:
     decision_log: DecisionLog | None
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
+    rules: ThreadPoolExecutor  # rules of decisions (explain, the decision log) are found here, one call at a time
     role: ControllerRole  # whether this serve writes the log now (active controller, standby, or broker role)
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
+    lane: Lane = field(default_factory=Lane)  # heavy calls take turns on the event loop (server.slices)
+    write_health: WriteHealth = field(default_factory=WriteHealth)
+    write_recovery: WriteRecovery | None = None  # reopens the embedded log after a failed write
+    stopping: asyncio.Event | None = None  # set on SIGTERM/SIGINT: long polls end, the process drains
+    start_error: str | None = None  # why the initial load waits (a broker-role serve's log directory is missing)
     changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
     freeze: FreezeGuard = field(default_factory=FreezeGuard)  # no decision from a state the process slept through
 

@@ -1,20 +1,21 @@
 """The decision endpoints: authorize (a batch of actions for one request context), authorize by resource type,
 authorized operations (KIP-430), and the OPA-compatible decision API.
 
-Handlers run on the event loop thread; each reads the authorizer's state once (`state()`), so every
-answer comes from one batch boundary of the log, and reports that state's offset.
+The broker's hot path (a small body, no explain, no decision log) is answered synchronously on the event loop:
+one msgspec decode, one compiled `decide_many`, the audit lines Kafka's logger wants, and the rule texts the
+caller asks for (`rules`). Everything heavier (a body
+above `json_body.SLICED_ABOVE`, explain, the decision log) goes to `server.explain`, which works in slices.
+Handlers read the authorizer's state once (`state()`), so every answer comes from one batch boundary of the log,
+and report that state's offset.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
 
 from kraftacl.api.wire import (
-    MAX_STRING_BYTES,
-    ActionIn,
     AuthorizedOperationsIn,
     AuthorizedOperationsOut,
     AuthorizeIn,
@@ -23,70 +24,66 @@ from kraftacl.api.wire import (
     OpaIn,
     OpaOut,
     ResultOut,
-    RuleOut,
 )
-from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
-from kraftacl.authorizer.decision.standard import (
-    BY_ACL_ALLOW,
-    BY_ACL_DENY,
-    RESULT_OF,
-    RULE_KIND_OF,
-    Action,
-    RequestContext,
-)
+from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
-from kraftacl.authorizer.index.acl_index import AclIndex
-from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
-from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.acls import AclOperation, PatternType, ResourceType
 from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
+from kraftacl.server import explain, json_body
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
-from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
-from kraftacl.server.errors import BadRequest, Forbidden, NotReady
-from kraftacl.server.http import Request, Response
-from kraftacl.server.read_your_writes import after_offset
+from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, check_bytes, enum_of
+from kraftacl.server.decision_inputs import (
+    RESULT_NAME,
+    check_limits,
+    check_subject,
+    context,
+    decide_codes,
+    parse_actions,
+    rule_texts,
+)
+from kraftacl.server.errors import BadRequest, NotReady
+from kraftacl.server.http_wire import Outcome, Request, Response
+from kraftacl.server.read_your_writes import after_offset, applied, reached
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _BY_TYPE = msgspec.json.Decoder(ByResourceTypeIn)
 _OPERATIONS = msgspec.json.Decoder(AuthorizedOperationsIn)
 _OPA = msgspec.json.Decoder(OpaIn)
 _ENCODE = msgspec.json.Encoder()
-ALLOWED = AuthorizationResult.ALLOWED
-OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the compiled decision loop's input
-TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
-RESULT_NAME = tuple(result.name for result in RESULT_OF)
-BY_ACL = frozenset((BY_ACL_DENY, BY_ACL_ALLOW))
 
 
-def check_subject(state: ServeState, caller: Caller, principal: str) -> None:
-    """Brokers (and super users) ask on behalf of anyone; every other caller only about itself."""
-    if caller.principal == principal or caller.principal in state.trusted:
-        return
-    raise Forbidden(
-        f"{caller.principal} may ask decisions only about itself; callers that ask on behalf of others "
-        "are listed in broker.principals",
-        "$.principal",
-    )
-
-
-def _context(principal: str, client_address: str, listener: str, request: str) -> RequestContext:
-    check_bytes(principal, "$.principal")
-    return RequestContext(principal, java_host_address(client_address), listener, request)
-
-
-def authorize(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
+def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
     """POST /v1/authorize (with `min_offset`, once this serve has applied it)."""
-    body = _AUTHORIZE.decode(request.body)
-    check_subject(state, caller, body.principal)
-    if len(body.actions) > state.config.request_max_actions:
-        raise BadRequest(f"more than request.max.actions ({state.config.request_max_actions}) actions", "$.actions")
-    ctx = _context(body.principal, body.client_address, body.listener, body.request)
+    if len(request.body) > json_body.SLICED_ABOVE:
+        return explain.authorize_large(state, request, caller)
+    body = json_body.decode(_AUTHORIZE, request.body)
+    trusted = check_limits(state, caller, body)
+    if applied(state, body.min_offset):
+        return _decide(state, body, trusted)
+    parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
+    return _decide_later(state, body, trusted)
+
+
+async def _decide_later(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
+    await reached(state, body.min_offset)
+    outcome = _decide(state, body, trusted)
+    return outcome if isinstance(outcome, Response) else await outcome
+
+
+def _decide(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response | Awaitable[Response]:
+    """The decisions of an authorize call, on the loop (the hot path) or with their rules (`server.explain`)."""
     if body.explain or state.decision_log is not None:
-        actions = [action_of(a, f"$.actions[{i}]") for i, a in enumerate(body.actions)]
-        return _after(state, body.min_offset, lambda: decide(state, ctx, actions, body.explain, body.rules))
-    if body.min_offset is not None:
-        parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
-    return _after(state, body.min_offset, lambda: _decide_fast(state, ctx, body.actions, body.rules))
+        return explain.answer(state, body, trusted)
+    ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
+    state.freeze.check(state.tailer)
+    index, offset = state.authorizer.state()
+    codes = decide_codes(state, index, ctx, body.actions)
+    results = [RESULT_NAME[code] for code in codes]
+    if body.rules is None:
+        return Response(200, _ENCODE.encode(AuthorizeOut(results, offset)))
+    texts = rule_texts(state, index, ctx, body.actions, codes, body.rules == "all")
+    return Response(200, _ENCODE.encode(AuthorizeOut(results, offset, rule_texts=texts)))
 
 
 def _after(
@@ -96,130 +93,11 @@ def _after(
     return after_offset(state, min_offset, lambda: Response(200, _ENCODE.encode(answer())))
 
 
-def _decide_fast(
-    state: ServeState, ctx: RequestContext, actions: list[ActionIn], rules: str | None = None
-) -> AuthorizeOut:
-    """The hot path: enum names looked up once per action, decisions as codes, audit lines only where the
-    audit logger wants them (denials at INFO), no Action objects otherwise; the rule texts a caller asks for
-    (`rules`: "denied" or "all") are looked up only for those actions."""
-    ops, rtypes, names = parse_actions(actions)
-    state.freeze.check(state.tailer)
-    authz = state.authorizer
-    index, offset = authz.state()
-    started = time.perf_counter()
-    try:
-        codes = authz.decide_codes(index, ctx, ops, rtypes, names)
-    except AuthorizerNotReadyError as exc:
-        state.metrics.figures.not_ready += 1
-        raise NotReady(str(exc)) from exc
-    figures = state.metrics.figures
-    figures.observe(time.perf_counter() - started)
-    figures.count_codes(codes)
-    results = [RESULT_NAME[code] for code in codes]
-    if AUDIT_LOGGER.isEnabledFor(TRACE):
-        for i, a in enumerate(actions):
-            allowed = RESULT_OF[codes[i]] is ALLOWED
-            if AUDIT_LOGGER.isEnabledFor(audit_level(allowed, a.log_if_allowed, a.log_if_denied)):
-                authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{i}]"), RESULT_OF[codes[i]])
-    if rules is None:
-        return AuthorizeOut(results, offset)
-    return AuthorizeOut(results, offset, rule_texts=_rule_texts(state, index, ctx, actions, codes, rules == "all"))
-
-
-def _rule_texts(
-    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], every: bool
-) -> list[str | None]:
-    """The audit rule of each denied action (of every action when `every`), None for the others; the matching ACL is
-    looked up only for the actions an ACL decided (a default or a super user is a constant)."""
-    authz = state.authorizer
-    texts: list[str | None] = []
-    for i, (a, code) in enumerate(zip(actions, codes, strict=True)):
-        if not every and RESULT_OF[code] is ALLOWED:
-            texts.append(None)
-        elif code in BY_ACL:
-            texts.append(authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code))
-        else:
-            texts.append(RULE_KIND_OF[code])
-    return texts
-
-
-def decide(
-    state: ServeState, ctx: RequestContext, actions: list[Action], explain: bool, rules_asked: str | None = None
-) -> AuthorizeOut:
-    """Decide every action against one state with its rule (for `explain`, the decision log or `rules_asked`);
-    count, time and log the decisions."""
-    state.freeze.check(state.tailer)
-    authz = state.authorizer
-    index, offset = authz.state()
-    log = state.decision_log
-    started = time.perf_counter()
-    try:
-        results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None or bool(rules_asked))
-    except AuthorizerNotReadyError as exc:
-        state.metrics.figures.not_ready += 1
-        raise NotReady(str(exc)) from exc
-    except InvalidActionError as exc:
-        raise BadRequest(str(exc), "$.actions") from exc
-    figures = state.metrics.figures
-    figures.observe(time.perf_counter() - started)
-    figures.count_codes(codes)
-    if log is not None and rules is not None:
-        log.write(ctx, actions, results, rules, offset)
-    names = [r.name for r in results]
-    texts: list[str | None] | None = None
-    if rules_asked is not None and rules is not None:
-        every = rules_asked == "all"
-        texts = [
-            str(rule) if every or result is not ALLOWED else None for rule, result in zip(rules, results, strict=True)
-        ]
-    if not explain or rules is None:
-        return AuthorizeOut(names, offset, rule_texts=texts)
-    ids = state.acl_ids
-    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules], texts)
-
-
-def parse_actions(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:
-    """Operation and resource type codes and names of LITERAL actions; BadRequest naming the first bad field.
-
-    The common request (upper-case names, LITERAL patterns, short names) is parsed by list comprehensions
-    and checked once for the whole list; anything else goes through `_parse_each`."""
-    ops = [OP_CODES.get(a.operation) for a in actions]
-    rtypes = [TYPE_CODES.get(a.resource_type) for a in actions]
-    names = [a.resource_name for a in actions]
-    if (
-        None in ops
-        or None in rtypes
-        or (names and max(map(len, names)) > MAX_STRING_BYTES // 4)
-        or any(a.pattern_type != "LITERAL" for a in actions)
-    ):
-        return _parse_each(actions)
-    return ops, rtypes, names  # type: ignore[return-value]  # no None left, checked above
-
-
-def _parse_each(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:
-    """`parse_actions` one action at a time, with Kafka's case rules and a BadRequest naming the first bad field."""
-    ops: list[int] = []
-    rtypes: list[int] = []
-    names: list[str] = []
-    get_op, get_type = OPERATIONS.get, RESOURCE_TYPES.get
-    for a in actions:
-        op = get_op(a.operation) or get_op(a.operation.upper())
-        rtype = get_type(a.resource_type) or get_type(a.resource_type.upper())
-        if op is None or rtype is None or a.pattern_type != "LITERAL" or len(a.resource_name) > MAX_STRING_BYTES // 4:
-            action_of(a, f"$.actions[{len(ops)}]")  # raises BadRequest naming the field, or passes
-            if a.pattern_type != "LITERAL":
-                raise BadRequest(f"Only literal resources are supported. Got: {a.pattern_type}", "$.actions")
-        ops.append(op)  # type: ignore[arg-type]
-        rtypes.append(rtype)  # type: ignore[arg-type]
-        names.append(a.resource_name)
-    return ops, rtypes, names
-
-
 def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorize-by-resource-type."""
-    body = _BY_TYPE.decode(request.body)
+    body = json_body.decode(_BY_TYPE, request.body)
     check_subject(state, caller, body.principal)
-    ctx = _context(body.principal, body.client_address, body.listener, body.request)
+    ctx = context(body.principal, body.client_address, body.listener, body.request, "AuthorizeByResourceType")
     op = enum_of(OPERATIONS, body.operation, "$.operation")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
     return _after(state, body.min_offset, lambda: _by_type(state, ctx, op, rtype))
@@ -241,9 +119,9 @@ def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: Re
 
 def authorized_operations(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorized-operations."""
-    body = _OPERATIONS.decode(request.body)
+    body = json_body.decode(_OPERATIONS, request.body)
     check_subject(state, caller, body.principal)
-    ctx = _context(body.principal, body.client_address, body.listener, "")
+    ctx = context(body.principal, body.client_address, body.listener, "", "AuthorizedOperations")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
     name = check_bytes(body.resource_name, "$.resource_name")
     return _after(state, body.min_offset, lambda: _operations(state, ctx, rtype, name))
@@ -263,30 +141,39 @@ def _operations(state: ServeState, ctx: RequestContext, rtype: ResourceType, nam
     return AuthorizedOperationsOut(field, sorted(names), offset)
 
 
-def opa(state: ServeState, request: Request, caller: Caller) -> Response:
-    """POST /v1/data/...: the OPA Kafka authorizer plugin's query, answered {"result": true|false}.
+def opa(state: ServeState, request: Request, caller: Caller) -> Outcome:
+    """POST /v1/data/...: the OPA Kafka authorizer plugin's query, answered {"result": true|false} (brokers
+    only, checked at the head).
 
     Accepts both the shape of the plugin's README (`clientAddress` "10.0.0.1", header under "data")
     and what its 1.5.x code sends ("/10.0.0.1", header under "name"). The plugin's
     authorizeByResourceType arrives as a PREFIXED pattern with the empty name.
     """
-    if caller.principal not in state.trusted:
-        raise Forbidden(f"{caller.principal} is not in broker.principals, so it may not use the OPA API")
-    body = _OPA.decode(request.body).input
+    body = json_body.decode(_OPA, request.body).input
     rc, action = body.requestContext, body.action
     principal = f"{rc.principal.principalType}:{rc.principal.name}"
     host = rc.clientAddress.rsplit("/", 1)[-1]  # InetAddress.toString(): "hostname/ip" or "/ip"
-    ctx = _context(principal, host, rc.listenerName, _api_name(rc.header))
+    ctx = context(principal, host, rc.listenerName, _api_name(rc.header), "OpaDecision")
     op = enum_of(OPERATIONS, action.operation, "$.input.action.operation")
     rtype = enum_of(RESOURCE_TYPES, action.resourcePattern.resourceType, "$.input.action.resourcePattern.resourceType")
     pattern = enum_of(PATTERNS, action.resourcePattern.patternType, "$.input.action.resourcePattern.patternType", False)
     name = check_bytes(action.resourcePattern.name, "$.input.action.resourcePattern.name")
     if pattern == PatternType.PREFIXED and name == "":
-        allowed = _by_type(state, ctx, op, rtype).result == "ALLOWED"
-    else:
-        act = Action(op, rtype, name, pattern, action.resourceReferenceCount, action.logIfAllowed, action.logIfDenied)
-        allowed = decide(state, ctx, [act], False).results[0] == "ALLOWED"
-    return Response(200, _ENCODE.encode(OpaOut(allowed)))
+        return Response(200, _ENCODE.encode(OpaOut(_by_type(state, ctx, op, rtype).result == "ALLOWED")))
+    act = Action(op, rtype, name, pattern, action.resourceReferenceCount, action.logIfAllowed, action.logIfDenied)
+    state.freeze.check(state.tailer)
+    if state.decision_log is not None:
+        return _opa_logged(state, ctx, act)
+    index, _ = state.authorizer.state()
+    results, codes, _ = explain.decide_at(state, index, ctx, [act], False, "$.input.action")
+    state.metrics.figures.count_codes(codes)
+    return Response(200, _ENCODE.encode(OpaOut(results[0].name == "ALLOWED")))
+
+
+async def _opa_logged(state: ServeState, ctx: RequestContext, act: Action) -> Response:
+    codes = await explain.decide_logged(state, ctx, act)
+    state.metrics.figures.count_codes(codes)
+    return Response(200, _ENCODE.encode(OpaOut(RESULT_NAME[codes[0]] == "ALLOWED")))
 
 
 def _api_name(header: dict[str, object] | None) -> str:

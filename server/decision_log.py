@@ -1,9 +1,14 @@
 """The optional decision log: one JSON line per decision (who, what, result, the rule and the deciding ACL's
 id), rotated by size, for audits and the Spark pipeline's usage report (`kraft-acl audit usage`).
 
-Written from the event loop thread through a RotatingFileHandler (files `<file>`, `<file>.1`, ...);
-one call's decisions are written together. The content -> id map it needs is kept up to date by a
-loader change listener, which runs on the publishing thread and swaps one map reference.
+The event loop thread encodes the lines and hands them to a writer thread (bounded: beyond
+decision.log.max.pending.bytes waiting for the disk, lines are dropped and counted, so a slow disk never makes
+a decision wait); the writer appends them through a RotatingFileHandler (files `<file>`, `<file>.1`, ...) in
+groups of at most 64 KiB, so the file rotates at its size even within one call of 100k decisions. Callers asking
+about themselves (not brokers or super users) have their own budget, decision.log.self.query.rate lines per
+second; the rest of theirs are counted, not written, so they cannot push broker decisions out of the rotation.
+The content -> id map is kept up to date by a loader change listener, which runs on the publishing thread and
+swaps one map reference.
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import islice
 from logging.handlers import RotatingFileHandler
-from pathlib import Path
 
 import immutables
 import msgspec
@@ -23,6 +29,9 @@ from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.model.acls import AuthorizationResult, StandardAcl
 from kraftacl.authorizer.state.image import AclsImage
 from kraftacl.authorizer.state.loader import Update
+from kraftacl.server.config import DecisionLogConfig
+
+GROUP_BYTES = 64 * 1024  # lines written at once: the file rotates between two groups
 
 
 class DecisionLine(msgspec.Struct, frozen=True):
@@ -88,18 +97,37 @@ class AclIds:
 
 
 def _by_content(image: AclsImage) -> immutables.Map[StandardAcl, str]:
-    return immutables.Map((acl, acl_id) for acl_id, acl in image.acls.items())
+    """One insert per Python statement (not one C call over the whole image): built on a worker thread, this
+    gives the event loop the GIL back at every switch interval."""
+    building = immutables.Map[StandardAcl, str]().mutate()
+    for acl_id, acl in image.acls.items():
+        building[acl] = acl_id
+    return building.finish()
 
 
 class DecisionLog:
-    """Appends decisions to a size-rotated JSON-lines file."""
+    """Encodes decisions as JSON lines on the caller's thread; a writer thread appends them to a size-rotated file."""
 
-    def __init__(self, path: Path, max_bytes: int, backups: int, ids: AclIds) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.handler = RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+    def __init__(self, config: DecisionLogConfig, ids: AclIds) -> None:
+        config.path.parent.mkdir(parents=True, exist_ok=True)
+        self.handler = RotatingFileHandler(
+            config.path, maxBytes=config.max_bytes, backupCount=config.backups, encoding="utf-8"
+        )
         self.handler.setFormatter(logging.Formatter("%(message)s"))
         self.ids = ids
+        self.group_bytes = min(GROUP_BYTES, max(config.max_bytes // 2, 1))
+        self.max_pending = config.max_pending_bytes
+        self.budget = SelfQueryBudget(config.self_query_rate)
         self.encoder = msgspec.json.Encoder()
+        self.written = 0
+        self.dropped = 0  # lines dropped because the disk fell behind
+        self.skipped = 0  # self-query lines over their budget
+        self._pending: deque[list[bytes]] = deque()
+        self._pending_bytes = 0
+        self._changed = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="kraft-acl-decision-log", daemon=True)
+        self._thread.start()
 
     def write(
         self,
@@ -108,8 +136,13 @@ class DecisionLog:
         results: Sequence[AuthorizationResult],
         rules: Sequence[Rule],
         offset: int,
+        trusted: bool = True,
     ) -> None:
-        """One line per action of one call."""
+        """One line per action of one call (a caller asking about itself: as many as its budget allows)."""
+        count = len(actions) if trusted else self.budget.take(len(actions))
+        self.skipped += len(actions) - count
+        if not count:
+            return
         now = time.time()
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
         ms = int(now * 1000)
@@ -130,12 +163,82 @@ class DecisionLog:
                     self.ids.id_of(rule),
                     offset,
                 )
-            ).decode()
-            for action, result, rule in zip(actions, results, rules, strict=True)
+            )
+            for action, result, rule in islice(zip(actions, results, rules, strict=True), count)
         ]
-        record = logging.LogRecord("kraft_acl.decisions", logging.INFO, "", 0, "\n".join(lines), None, None)
+        size = sum(map(len, lines)) + len(lines)
+        with self._changed:
+            if self._pending_bytes + size > self.max_pending:
+                self.dropped += len(lines)
+                return
+            self._pending.append(lines)
+            self._pending_bytes += size
+            self._changed.notify()
+
+    def _run(self) -> None:
+        """The writer thread: append waiting lines in groups (the handler rotates between two groups)."""
+        while True:
+            with self._changed:
+                while not self._pending and not self._closed:
+                    self._changed.wait()
+                if not self._pending and self._closed:
+                    return
+                lines = self._pending.popleft()
+            size = sum(map(len, lines)) + len(lines)
+            try:
+                self._append(lines)
+            except Exception:  # a full disk must not end the writer; the lines are counted as dropped
+                logging.getLogger(__name__).exception("cannot write the decision log")
+                self.dropped += len(lines)
+            with self._changed:
+                self._pending_bytes -= size
+
+    def _append(self, lines: list[bytes]) -> None:
+        group: list[str] = []
+        group_size = 0
+        for line in lines:
+            if group and group_size + len(line) + 1 > self.group_bytes:
+                self._emit(group)
+                group, group_size = [], 0
+            group.append(line.decode())
+            group_size += len(line) + 1
+        if group:
+            self._emit(group)
+        self.written += len(lines)
+
+    def _emit(self, group: list[str]) -> None:
+        record = logging.LogRecord("kraft_acl.decisions", logging.INFO, "", 0, "\n".join(group), None, None)
         self.handler.emit(record)
 
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait until every line handed over so far is written (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._pending_bytes and time.monotonic() < deadline:
+                self._changed.wait(0.01)
+
     def close(self) -> None:
-        """Flush and close the file."""
+        """Write what is waiting, then close the file."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        self._thread.join(30)
         self.handler.close()
+
+
+class SelfQueryBudget:
+    """A token bucket: `rate` lines per second, up to one second's worth at once (0: none at all)."""
+
+    def __init__(self, rate: int) -> None:
+        self.rate = rate
+        self.tokens = float(rate)
+        self.last = time.monotonic()
+
+    def take(self, wanted: int) -> int:
+        """How many of `wanted` lines may be written now."""
+        now = time.monotonic()
+        self.tokens = min(float(self.rate), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        granted = min(wanted, int(self.tokens))
+        self.tokens -= granted
+        return granted

@@ -1,15 +1,25 @@
-"""HTTP/1.1 for serve: an asyncio protocol over httptools (llhttp, Node's parser) with keep-alive, pipelining,
-limits and timeouts; handlers receive a parsed `Request` and return a `Response`.
+"""HTTP/1.1 for serve: an asyncio protocol over httptools (llhttp, Node's parser) that admits each request at its
+head (authentication, authorization, the body limit) before reading any body byte, bounds everything a caller can
+make it hold, and answers pipelined requests strictly in order.
 
 Why not an ASGI server: on this machine a minimal uvicorn/httptools ASGI app answers a keep-alive POST
 in 82 µs at p50, Sanic in 88 µs, aiohttp in 103 µs and granian in 133 µs, against 32 µs for this
-protocol with the same parser (client and server on one 2-vCPU guest; BENCHMARKS.md "serve"). The
-ASGI layer (a task, scope and message dicts per request) is most of the latency budget of the
-authorize call, so serve keeps the well-kept parser and event loop (httptools, uvloop) and drops the
-layer. Parsing is httptools'; this module only routes bytes and enforces limits.
+protocol with the same parser (BENCHMARKS.md "serve"). Parsing is httptools'; this module routes bytes,
+enforces limits and deadlines, and applies back-pressure:
 
-Everything here runs on the event loop thread. A connection answers its requests strictly in order:
-while an async handler (an ACL write) runs, reading pauses and further pipelined requests wait.
+* the head: URL plus headers at most 64 KiB; `admit` (the API) answers 401/403/404/413/503 before the body, after
+  which the connection discards what the client still sends (briefly) and closes;
+* the body: reserved from the process-wide `RequestMemory` before it is read (else the connection reads nothing
+  until it fits), never more than the endpoint's limit;
+* in flight: at most max.in.flight.requests.per.connection requests read and not answered; beyond it, and while the
+  client does not read its answers (unsent bytes above connections.max.unsent.bytes: asyncio's pause_writing),
+  the connection stops reading (bytes already received wait unparsed);
+* time: a new connection's first whole request within request.timeout.ms, each later request whole within it
+  from its first byte, an idle connection closed after connections.max.idle.ms, a client that stops reading
+  its answers closed after request.timeout.ms; a request being answered has no deadline (a long poll waits);
+* `Connection: close`: every request before it is answered in order, nothing after it is executed.
+
+Everything here runs on the event loop thread.
 """
 
 from __future__ import annotations
@@ -19,330 +29,510 @@ import logging
 import math
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import cast
 
 import httptools
 
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.server.config import Listener, NetworkLimits
+from kraftacl.server.connections import Connections
+from kraftacl.server.http_wire import (
+    Dispatch,
+    Outcome,
+    Request,
+    Response,
+    StreamedResponse,
+    encode_chunk,
+    encode_response,
+    encode_stream_head,
+    error_body,
+)
+
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 64 * 1024  # URL plus headers
-_STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
-_KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type"})
-
-
-@dataclass(slots=True)
-class Request:
-    """One parsed request; `principal_from_tls` is the client certificate's principal on mutual-TLS listeners."""
-
-    method: str
-    path: str
-    headers: dict[bytes, bytes]
-    body: bytes
-    peer_host: str
-    listener: str
-    principal_from_tls: str | None
-    query: str = ""  # the URL's query string, undecoded ("" without one)
-
-
-@dataclass(slots=True)
-class Response:
-    """Status, body and content type; `headers` are extra (name, value) pairs."""
-
-    status: int
-    body: bytes
-    content_type: bytes = b"application/json"
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
-
-
-Handler = Callable[[Request], "Response | Awaitable[Response]"]
-Dispatch = Callable[[Request], "Response | Awaitable[Response]"]
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Per-connection limits (serve's request.max.bytes, connections.max.idle.ms, request.timeout.ms)."""
-
-    max_body: int
-    idle_timeout_s: float
-    request_timeout_s: float
-    body_limits: Mapping[bytes, tuple[int, str]] = field(default_factory=dict)  # URL -> own limit, its config key
-
-
-def error_body(status: int, code: str, message: str) -> Response:
-    """A minimal JSON error for failures found before routing (malformed HTTP, limits)."""
-    import msgspec
-
-    body = msgspec.json.encode({"error": {"code": code, "message": message}})
-    return Response(status, body)
-
-
-def encode_response(response: Response, keep_alive: bool) -> bytes:
-    """The response's bytes: status line, Content-Type, Content-Length, extra headers, body."""
-    head = [
-        _STATUS_LINES.get(response.status) or f"HTTP/1.1 {response.status} Unknown\r\n".encode(),
-        b"content-type: ",
-        response.content_type,
-        b"\r\ncontent-length: ",
-        str(len(response.body)).encode(),
-        b"\r\n",
-    ]
-    for name, value in response.headers:
-        head += [name, b": ", value, b"\r\n"]
-    if not keep_alive:
-        head.append(b"connection: close\r\n")
-    head.append(b"\r\n")
-    head.append(response.body)
-    return b"".join(head)
-
-
-class Connections:
-    """Every open connection of one server process, so that shutdown can close them, and the one timer that
-    enforces their deadlines (a sweep every `tick` seconds instead of a timer armed per request)."""
-
-    def __init__(self, tick: float = 0.25) -> None:
-        self.open: set[HttpProtocol] = set()
-        self.closing = False
-        self.tick = tick
-        self._sweeper: asyncio.TimerHandle | None = None
-
-    def add(self, conn: HttpProtocol) -> None:
-        """A new connection; the sweep starts with the first one."""
-        self.open.add(conn)
-        if self._sweeper is None:
-            self._sweeper = conn.loop.call_later(self.tick, self._sweep, conn.loop)
-
-    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
-        now = loop.time()
-        for conn in [c for c in self.open if c.deadline <= now]:
-            conn.timed_out()
-        self._sweeper = loop.call_later(self.tick, self._sweep, loop)
-
-    def close_idle(self) -> None:
-        """Stop accepting new requests: idle connections close now, busy ones after their response."""
-        self.closing = True
-        for conn in list(self.open):
-            conn.close_when_idle()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-
-    def busy(self) -> int:
-        """Connections with a request in progress."""
-        return sum(1 for c in self.open if c.in_request)
+FEED_SLICE = 4096  # bytes parsed per step once a connection may have to stop mid-read (see `_feed`)
+LINGER_S = 2.0  # after refusing at the head: how long the client's unread bytes are discarded before closing
+_EVICTED = (
+    "serve has max.connections open; this connection held one of the places kept for broker principals without "
+    "sending a whole request head, and made room for a new connection; retry later"
+)
+_KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length"})
+Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
 
 
 class HttpProtocol(asyncio.Protocol):
-    """One client connection: parse with httptools, answer in order, enforce limits and timeouts."""
+    """One client connection; its state is the request being read, the requests waiting, and what blocks it."""
 
     def __init__(
         self,
+        admit: Admit,
         dispatch: Dispatch,
-        listener: str,
-        limits: Limits,
+        listener: Listener,
+        limits: NetworkLimits,
         connections: Connections,
         principal_of_cert: Callable[[Mapping[str, object]], str | None],
+        trusted: frozenset[str],
     ) -> None:
-        self.dispatch = dispatch
-        self.listener = listener
-        self.limits = limits
-        self.connections = connections
-        self.principal_of_cert = principal_of_cert
+        self.admit, self.dispatch = admit, dispatch
+        self.listener, self.limits, self.connections = listener, limits, connections
+        self.principal_of_cert, self.trusted = principal_of_cert, trusted
+        self.loop = asyncio.get_event_loop()
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self.peer_host = ""
         self.tls_principal: str | None = None
+        self.probation = False  # the first request must come from a broker principal (max.connections reserve)
+        self.requests_seen = 0
+        # the request being read
         self.url = b""
         self.headers: dict[bytes, bytes] = {}
+        self.repeated_auth = False
         self.head_bytes = 0
+        self.current: Request | None = None  # admitted at its head, its body being read
+        self.reading = False  # a request has begun (its first byte came) and is not whole yet
         self.body: list[bytes] = []
         self.body_bytes = 0
-        self.body_limit = (limits.max_body, "request.max.bytes")
-        self.in_request = False
-        self.queue: list[Request] = []  # pipelined requests waiting behind an async handler
-        self.busy = False  # an async handler is running
+        self.body_limit = 0
+        self.limit_key = ""
+        self.reserved = 0  # request-memory bytes reserved for `current`
+        self.awaiting_memory = 0  # bytes this connection waits to reserve (reading stopped meanwhile)
+        # requests read and not yet answered, and what blocks reading
+        # (request, reserved bytes) read and waiting their turn; a Response is a refusal at a later head, sent in turn
+        self.pending: list[tuple[Request | Response, int]] = []
+        self.running = False  # an asynchronous handler or a streamed answer is in progress
+        self._task: asyncio.Task[None] | None = None  # that answer: cancelled when the client leaves
+        self.unparsed = b""
+        self.write_paused = False
+        self._resumed: asyncio.Future[None] | None = None
+        self.reading_paused = False
+        self.accepting = True  # False after `Connection: close` or a refusal: nothing more is executed
+        self.discarding = False
         self.closing = False
-        self.deadline = math.inf  # loop time at which `timed_out` applies (see Connections' sweep)
-        self.loop = asyncio.get_event_loop()
+        self.deadline = math.inf  # loop time at which `timed_out` applies (the registry's sweep)
 
     # ---- connection lifecycle ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio classes
         peer = transport.get_extra_info("peername")
-        self.peer_host = peer[0] if isinstance(peer, tuple) else ""
+        self.peer_host = java_host_address(peer[0]) if isinstance(peer, tuple) else ""
+        refused, self.probation = self.connections.admit(self.listener)
+        self.connections.add(self, self.listener.name, self.loop)
+        if self.probation:
+            self.connections.on_probation(self, self.listener.name)
+        if refused is not None:
+            self.connections.refuse(self.listener.name, "limit" if "max.connections" in refused else "closing")
+            self.accepting = False
+            self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", f"{refused}; retry later"))
+            return
         ssl_object = transport.get_extra_info("ssl_object")
         if isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
             cert = ssl_object.getpeercert()
             if cert:
                 self.tls_principal = self.principal_of_cert(cert)
-        self.connections.add(self)
-        if self.connections.closing:
-            self.closing = True
-            transport.close()
-            return
-        self._arm(self.limits.idle_timeout_s)
+        self.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
+        self._arm(self.limits.request_timeout_s)  # the first whole request is due within request.timeout.ms
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.connections.open.discard(self)
+        self.connections.remove(self, self.listener.name)
+        self.connections.memory.forget(self._memory_granted)
+        self._release(self.reserved + sum(n for _, n in self.pending))
+        self.reserved, self.pending = 0, []
         self.deadline = math.inf
         self.transport = None
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()  # nobody waits for the answer: its work stops (a long poll ends)
+
+    def eof_received(self) -> bool:
+        """The client closed its side: nothing more is read; what it sent whole is answered, then serve closes."""
+        self.accepting, self.reading, self.current = False, False, None
+        if self.running or self.pending:
+            self.closing = True
+            return True  # keep the transport open to write the answers (a TLS transport closes anyway)
+        return False
 
     def _arm(self, seconds: float) -> None:
         self.deadline = self.loop.time() + seconds
 
+    def busy(self) -> bool:
+        """A request is being read, waits, or is being answered."""
+        return self.reading or self.running or bool(self.pending)
+
     def timed_out(self) -> None:
-        """The deadline passed: a request that did not arrive in time gets 408, an idle connection closes."""
+        """The deadline passed: a request not read whole in time gets 408; an idle connection, a client that does
+        not read its answers, or a lingering refused one is closed."""
         self.deadline = math.inf
-        if self.transport is None:
+        if self.transport is None or self.running:
             return
-        if self.in_request and not self.busy:
-            self._fail(HTTPStatus.REQUEST_TIMEOUT, "REQUEST_TIMED_OUT", "the request did not arrive in time")
-        elif not self.busy:
+        if self.write_paused:
+            self.transport.abort()  # it does not read its answers: a close would wait for it forever
+        elif self.reading and not self.discarding:
+            self._fail(HTTPStatus.REQUEST_TIMEOUT, "REQUEST_TIMED_OUT", "the request did not arrive whole in time")
+        else:
             self.transport.close()
 
-    def close_when_idle(self) -> None:
-        """Shutdown: close now if nothing is in progress, else after the current response."""
-        self.closing = True
-        if not self.in_request and not self.busy and not self.queue and self.transport is not None:
+    def abort(self) -> None:
+        """Close now (shutdown's deadline passed)."""
+        if self.transport is not None:
             self.transport.close()
+
+    def evict(self) -> None:
+        """Make room for a new connection: this one, in a kept place without having shown who it is, is answered
+        503 and closed (and no longer counted from now on)."""
+        self.connections.remove(self, self.listener.name)
+        self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", _EVICTED))
+        self.abort()  # no lingering: it is no longer counted, so no deadline would close it
+
+    def close_when_idle(self) -> None:
+        """Shutdown: close now if nothing is in progress, else after the answers in progress."""
+        self.closing = True
+        self.accepting = False
+        if not self.busy() and self.transport is not None:
+            self.transport.close()
+
+    # ---- write back-pressure ----------------------------------------------------------------------
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self._pause_reading()
+        if not self.running:
+            self._arm(self.limits.request_timeout_s)  # the client must read its answers in time
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+        self._pump()
+
+    async def writable(self) -> bool:
+        """Wait until the client has read enough (False: it did not within request.timeout.ms, or it left)."""
+        if self.write_paused and self.transport is not None:
+            self._resumed = self.loop.create_future()
+            try:
+                await asyncio.wait_for(self._resumed, self.limits.request_timeout_s)
+            except TimeoutError:
+                if self.transport is not None:
+                    self.transport.abort()  # a close would wait for a client that does not read
+                return False
+        return self.transport is not None and not self.transport.is_closing()
+
+    def _pause_reading(self) -> None:
+        if not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+
+    def _blocked(self) -> bool:
+        """True while this connection must not parse further requests."""
+        in_flight = len(self.pending) + self.running
+        return self.write_paused or self.awaiting_memory > 0 or in_flight >= self.limits.max_in_flight
 
     # ---- bytes in ---------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
+        if self.discarding or not self.accepting:
+            return
+        if self.unparsed or self._blocked():
+            self.unparsed += data  # at most one read: reading stops now
+            self._pause_reading()
+            return
+        self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        """Parse `data`; a large read is parsed in slices, and what follows a slice after which this connection
+        is blocked waits unparsed (so a read of tiny pipelined requests cannot queue thousands of them)."""
         try:
-            self.parser.feed_data(data)
+            if len(data) <= FEED_SLICE:
+                self.parser.feed_data(data)
+                return
+            for start in range(0, len(data), FEED_SLICE):
+                if self._blocked() or not self.accepting:
+                    if self.accepting:
+                        self.unparsed = data[start:]
+                        self._pause_reading()
+                    return
+                self.parser.feed_data(data[start : start + FEED_SLICE])
         except httptools.HttpParserUpgrade:
             self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "protocol upgrades are not supported")
         except httptools.HttpParserError as exc:
-            self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", f"malformed HTTP request: {exc}")
+            if not self.discarding and self.accepting:
+                self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", f"malformed HTTP request: {exc}")
 
     def _fail(self, status: int, code: str, message: str) -> None:
         """Answer an HTTP-level error and close (the byte stream can no longer be trusted)."""
+        self.accepting = False
+        self.current, self.reading = None, False
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(encode_response(error_body(status, code, message), keep_alive=False))
             self.transport.close()
-        self.closing = True
+
+    def _refuse(self, response: Response) -> None:
+        """Answer at the head and stop: the client's unread bytes are discarded for a moment (so that it reads the
+        answer instead of a reset), then the connection closes. Earlier requests are answered first, in order."""
+        self.accepting, self.discarding, self.current, self.reading = False, True, None, False
+        if self.running or self.pending:
+            self.pending.append((response, 0))
+            return
+        self._refusal(response)
+
+    def _refusal(self, response: Response) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(encode_response(response, keep_alive=False))
+        if transport.can_write_eof():
+            transport.write_eof()
+            self._arm(LINGER_S)
+        else:
+            transport.close()
 
     # ---- httptools callbacks ----------------------------------------------------------------------
     def on_message_begin(self) -> None:
-        self.in_request = True
+        self.reading = True
         self.url = b""
         self.headers = {}
+        self.repeated_auth = False
         self.head_bytes = 0
         self.body = []
         self.body_bytes = 0
-        if not self.busy:
-            self._arm(self.limits.request_timeout_s)
+        self.current = None
+        if self.requests_seen and not self.running and not self.pending:
+            self._arm(self.limits.request_timeout_s)  # a later request must arrive whole in time too
 
     def on_url(self, url: bytes) -> None:
         self.url += url
-        self._count_head(len(url))
+        self.head_bytes += len(url)
+        if self.head_bytes > MAX_HEAD_BYTES:
+            self._head_too_large()
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.head_bytes += len(name) + len(value)  # `_count_head`, inlined: every header of every request
+        self.head_bytes += len(name) + len(value)
         if self.head_bytes > MAX_HEAD_BYTES:
-            self._count_head(0)
+            self._head_too_large()
         lower = name.lower()
         if lower in _KEPT_HEADERS:
+            if lower == b"authorization" and lower in self.headers:
+                self.repeated_auth = True
             self.headers[lower] = value
 
-    def _count_head(self, n: int) -> None:
-        self.head_bytes += n
-        if self.head_bytes > MAX_HEAD_BYTES:
-            self._fail(
-                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
-                "INVALID_REQUEST",
-                f"the URL and headers exceed {MAX_HEAD_BYTES} bytes",
-            )
-            raise httptools.HttpParserError("head too large")
+    def _head_too_large(self) -> None:
+        self._fail(
+            HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "INVALID_REQUEST",
+            f"the URL and headers exceed {MAX_HEAD_BYTES} bytes",
+        )
+        raise httptools.HttpParserError("head too large")
 
     def on_headers_complete(self) -> None:
-        self.body_limit = self.limits.body_limits.get(self.url, (self.limits.max_body, "request.max.bytes"))
-        if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request = self._request_of_head()
+        if self.repeated_auth:
+            self._refuse(error_body(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "two Authorization headers"))
+            raise httptools.HttpParserError("refused at the head")
+        outcome = self.admit(request, self.probation)
+        if self.probation:
+            self.probation = False
+            self.connections.cleared(self)
+        if isinstance(outcome, Response):
+            self._refuse(outcome)
+            raise httptools.HttpParserError("refused at the head")
+        self.current, (self.body_limit, self.limit_key) = request, outcome
+        length = self.headers.get(b"content-length")
+        wanted = int(length) if length is not None else 0  # llhttp checked the digits
+        if wanted > self.body_limit:
+            self._refuse(_too_large(request.path, self.body_limit, self.limit_key))
+            raise httptools.HttpParserError("refused at the head")
+        self.reserved = 0
+        if wanted and not self._reserve(wanted):
+            return  # reading stops until the memory is granted; 100 Continue is sent then
+        self._continue()
 
-    def on_body(self, body: bytes) -> None:
-        self.body_bytes += len(body)
-        limit, key = self.body_limit
-        if self.body_bytes > limit:
-            self._fail(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "INVALID_REQUEST", f"the request body exceeds {key} ({limit})"
-            )
-            raise httptools.HttpParserError("body too large")
-        self.body.append(body)
-
-    def on_message_complete(self) -> None:
-        if self.closing and self.transport is None:
-            return
+    def _request_of_head(self) -> Request:
         url = self.url
         query = ""
         if not url:
             path = "/"
         elif b"?" in url or b"#" in url or not url.startswith(b"/"):
             parsed = httptools.parse_url(url)
-            path = parsed.path.decode("latin-1")
+            path = (parsed.path or b"/").decode("latin-1")
             query = (parsed.query or b"").decode("latin-1")
         else:
             path = url.decode("latin-1")  # a plain origin-form path, as every client of serve sends
-        request = Request(
-            self.parser.get_method().decode("latin-1"),
-            path,
-            self.headers,
-            b"".join(self.body),
-            self.peer_host,
-            self.listener,
-            self.tls_principal,
-            query,
-        )
-        keep_alive = self.parser.should_keep_alive()
-        if not keep_alive:
-            self.closing = True
-        if self.busy:
-            self.queue.append(request)
-            return
-        self._handle(request)
+        method = self.parser.get_method().decode("latin-1")
+        return Request(method, path, query, self.headers, self.peer_host, self.listener.name, self.tls_principal)
 
-    # ---- dispatch ---------------------------------------------------------------------------------
-    def _handle(self, request: Request) -> None:
+    def _continue(self) -> None:
+        if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _reserve(self, n: int) -> bool:
+        trusted = (
+            self.current is not None
+            and self.current.caller is not None
+            and self.current.caller.principal in self.trusted
+        )
+        if self.connections.memory.try_reserve(n, trusted):
+            self.reserved += n
+            return True
+        self.awaiting_memory = n
+        self.connections.memory.wait(n, trusted, self._memory_granted)
+        self._pause_reading()
+        return False
+
+    def _memory_granted(self) -> None:
+        self.reserved += self.awaiting_memory
+        self.awaiting_memory = 0
+        if self.current is not None and self.body_bytes == 0:
+            self._continue()
+        self._pump()
+
+    def _release(self, n: int) -> None:
+        if n:
+            self.connections.memory.release(n)
+
+    def on_body(self, body: bytes) -> None:
+        self.body_bytes += len(body)
+        if self.body_bytes > self.body_limit:  # a chunked body has no Content-Length to refuse at the head
+            self._refuse(_too_large("", self.body_limit, self.limit_key))
+            raise httptools.HttpParserError("body too large")
+        if self.body_bytes > self.reserved and not self.awaiting_memory:
+            self._reserve(self.body_bytes - self.reserved)  # chunked: reserved as it comes
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        request = self.current
+        self.reading = False
+        if request is None or not self.accepting:
+            return
+        self.current = None
+        self.requests_seen += 1
+        if self.awaiting_memory:  # the rest arrived in the same read: nothing left to wait for
+            self.connections.memory.forget(self._memory_granted)
+            self.awaiting_memory = 0
+        request.body = b"".join(self.body) if len(self.body) != 1 else self.body[0]
+        self.body = []
+        request.keep_alive = self.parser.should_keep_alive() and not self.closing
+        if not request.keep_alive:
+            self.accepting = False  # answered last; nothing after it is executed
+        reserved, self.reserved = self.reserved, 0
+        if self.running or self.pending or self.write_paused:
+            self.pending.append((request, reserved))
+            return
+        self._handle(request, reserved)
+
+    # ---- answering --------------------------------------------------------------------------------
+    def _handle(self, request: Request, reserved: int) -> None:
         try:
-            outcome = self.dispatch(request)
+            outcome: Outcome = self.dispatch(request)
         except Exception:  # a bug must cost one 500, never the connection or the process
             log.exception("unhandled error answering %s %s", request.method, request.path)
             outcome = error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
         if isinstance(outcome, Response):
-            self._write(outcome)
+            self._release(reserved)
+            self._write(outcome, request.keep_alive)
             return
-        self.busy = True
-        if self.transport is not None:
-            self.transport.pause_reading()
-        self.deadline = math.inf
-        task = self.loop.create_task(_await(outcome))
-        task.add_done_callback(self._async_done)
+        self.running = True
+        self.deadline = math.inf  # a request being answered (a long poll too) is in flight, not idle
+        self._task = self.loop.create_task(self._answer(outcome, request, reserved))
+        self._task.add_done_callback(_log_crash)
 
-    def _async_done(self, task: asyncio.Task[Response]) -> None:
-        self.busy = False
-        if self.transport is None:
-            return
-        self._write(task.result())
-        self.transport.resume_reading()
-        while self.queue and not self.busy:
-            self._handle(self.queue.pop(0))
+    async def _answer(self, outcome: Outcome, request: Request, reserved: int) -> None:
+        try:
+            response = outcome if isinstance(outcome, StreamedResponse | Response) else await _settled(outcome)
+            self._release(reserved)
+            reserved = 0
+            if isinstance(response, StreamedResponse):
+                await self._stream(response, request.keep_alive)
+            else:
+                self._write(response, request.keep_alive)
+        finally:
+            self._release(reserved)
+            self.running = False
+            self._after_answer(request.keep_alive)
+            self._pump()
 
-    def _write(self, response: Response) -> None:
-        self.in_request = False
-        if self.transport is None or self.transport.is_closing():
+    async def _stream(self, response: StreamedResponse, keep_alive: bool) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
             return
-        keep_alive = not self.closing
-        self.transport.write(encode_response(response, keep_alive))
+        transport.write(encode_stream_head(response, keep_alive))
+        try:
+            async for piece in response.pieces:
+                if piece:
+                    transport.write(encode_chunk(piece))
+                if not await self.writable():
+                    return
+        except Exception:  # the head is sent: the only honest signal left is an incomplete body
+            log.exception("a streamed answer failed midway; the connection is closed")
+            transport.close()
+            return
+        finally:
+            await _close_pieces(response)
+        transport.write(encode_chunk(b""))
         if not keep_alive:
+            transport.close()
+
+    def _write(self, response: Response, keep_alive: bool) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        transport.write(encode_response(response, keep_alive))
+        if not keep_alive:
+            transport.close()
+        elif not self.running:
+            self._after_answer(keep_alive)
+
+    def _after_answer(self, keep_alive: bool) -> None:
+        if not keep_alive or self.transport is None:
+            return
+        if self.closing and not self.pending:
             self.transport.close()
-        elif not self.busy:
+        elif not self.reading and not self.pending and not self.write_paused:
             self._arm(self.limits.idle_timeout_s)
+        elif self.reading:
+            self._arm(self.limits.request_timeout_s)
+
+    def _pump(self) -> None:
+        """Go on after whatever blocked: answer waiting requests, parse held bytes, read again."""
+        while self.pending and not self.running and not self.write_paused and self.transport is not None:
+            request, reserved = self.pending.pop(0)
+            if isinstance(request, Response):
+                self._refusal(request)
+                return
+            self._handle(request, reserved)
+        if self.transport is None or self.discarding or not self.accepting or self._blocked():
+            return
+        if self.unparsed:
+            data, self.unparsed = self.unparsed, b""
+            self._feed(data)
+        if not self.unparsed and not self._blocked() and self.reading_paused and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
 
 
-async def _await(outcome: Awaitable[Response]) -> Response:
+def _too_large(path: str, limit: int, key: str) -> Response:
+    where = f" of {path}" if path else ""
+    return error_body(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+        "INVALID_REQUEST",
+        f"the request body{where} exceeds {key} ({limit})",
+        "Content-Length",
+    )
+
+
+async def _settled(outcome: Awaitable[Response | StreamedResponse]) -> Response | StreamedResponse:
     try:
         return await outcome
     except Exception:
         log.exception("unhandled error in an asynchronous handler")
         return error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
+
+
+async def _close_pieces(response: StreamedResponse) -> None:
+    close = getattr(response.pieces, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("an answer task failed", exc_info=task.exception())

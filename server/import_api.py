@@ -1,10 +1,11 @@
 """POST /v1/acls/import: many ACLs written as ONE atomic batch by this serve's controller (what
 `kraft-acl import --server` calls), with duplicates skipped and counted as `kraft-acl import` counts them.
 
-The caller needs ALTER on the cluster (or is a super user or broker), like CreateAcls; a broker-role
-serve answers 421. The body is decoded, validated and imported on the writer thread, so the event loop
-keeps deciding while a million ACLs are parsed and written. Its size limit is `import.max.bytes`
-(not `request.max.bytes`). Stateless apart from the serve state it is given.
+The caller needs ALTER on the cluster (or is a super user or broker), like CreateAcls, checked at the request's
+head before any body byte is read; a broker-role serve answers 421. The body is decoded and its ACLs built in
+slices of the event loop (`server.json_body`, `server.slices`), then imported on the writer thread, so
+decisions keep being answered while a million ACLs are parsed and written. Its size limit is
+`import.max.bytes` (not `request.max.bytes`). Stateless apart from the serve state it is given.
 """
 
 from __future__ import annotations
@@ -17,18 +18,20 @@ import msgspec
 from kraftacl.api.convert import acl_in
 from kraftacl.api.import_wire import ImportIn, ImportOut
 from kraftacl.api.wire import AclIn
-from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
+from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
-from kraftacl.server.admin import on_writer, require_cluster, writable
+from kraftacl.server.admin import on_writer, writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
 from kraftacl.server.errors import BadRequest
-from kraftacl.server.http import Request, Response
+from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.json_body import decode_sliced
 
 log = logging.getLogger(__name__)
 _IMPORT = msgspec.json.Decoder(ImportIn)
+_ACLS = msgspec.json.Decoder(list[AclIn])
 _ENCODE = msgspec.json.Encoder()
 # Which field a message of Kafka's validateNewAcl is about (authorizer.state.controller.validate_new_acl's words).
 _FIELD_OF_MESSAGE = (
@@ -64,19 +67,17 @@ def _refused(exc: InvalidImportError) -> BadRequest:
     )
 
 
-def _run(state: ServeState, body: bytes) -> ImportOut:
-    """Decode, validate and import (on the writer thread)."""
+def _run(state: ServeState, acls: list[StandardAcl], dry_run: bool) -> ImportOut:
+    """Validate and import (on the writer thread)."""
     state.node.defer_snapshots = True  # the policy's snapshot of the new state is taken after the answer
     try:
         with paused_gc():
-            request = _IMPORT.decode(body)
-            acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(request.acls)]
-            result: ImportResult = state.node.controller.import_acls(acls, dry_run=request.dry_run)
+            result: ImportResult = state.node.controller.import_acls(acls, dry_run=dry_run)
     except InvalidImportError as exc:
         raise _refused(exc) from exc
     finally:
         state.node.defer_snapshots = False
-    would_add = [acl_in(a) for _, a in result.added] if request.dry_run else None
+    would_add = [acl_in(a) for _, a in result.added] if dry_run else None
     return ImportOut(
         read=len(acls),
         added=len(result.added),
@@ -89,10 +90,13 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
 
 
 async def import_acls(state: ServeState, request: Request, caller: Caller) -> Response:
-    """POST /v1/acls/import: who may is checked before the body is read."""
+    """POST /v1/acls/import (who may was checked at the head, before the body was read)."""
+    async with state.lane.slicer() as slicer:
+        body = await decode_sliced(request.body, _IMPORT, "acls", _ACLS, slicer)
+        with paused_gc():
+            acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls), 256)]
     await writable(state)
-    require_cluster(state, caller, AclOperation.ALTER)
-    out = await on_writer(state, lambda: _run(state, request.body))
+    out = await on_writer(state, lambda: _run(state, acls, body.dry_run))
     state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write
     return Response(200, _ENCODE.encode(out))
 

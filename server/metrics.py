@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kraftacl.authorizer.decision.standard import RULE_KIND_OF
+
+if TYPE_CHECKING:
+    from kraftacl.server.connections import Connections
+    from kraftacl.server.decision_log import DecisionLog
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST.encode()
 # authorize round trips inside the process: 2 µs to 1 s
@@ -37,6 +42,7 @@ class RequestFigures:
         self.latency_sum = 0.0
         self.requests: dict[tuple[str, int], int] = {}
         self.not_ready = 0
+        self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> requests refused for a connection limit
 
     def observe(self, seconds: float) -> None:
         """One authorize call's decision time."""
@@ -53,6 +59,11 @@ class RequestFigures:
         """One HTTP answer."""
         key = (endpoint, status)
         self.requests[key] = self.requests.get(key, 0) + 1
+
+    def count_refused(self, listener: str, reason: str) -> None:
+        """A connection refused at its first request (the places kept for brokers)."""
+        key = (listener, reason)
+        self.refused[key] = self.refused.get(key, 0) + 1
 
     def collect(self) -> Iterator[Metric]:
         """The metric families, in prometheus-client's custom-collector protocol."""
@@ -93,6 +104,9 @@ class ServeMetrics:
         ready: Callable[[], float],
         log_error: Callable[[], float],
         diverged: Callable[[], float],
+        writable: Callable[[], float],
+        connections: Callable[[], Connections],
+        decision_log: Callable[[], DecisionLog | None],
     ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -114,9 +128,52 @@ class ServeMetrics:
             "1 once the log no longer holds what was applied: the node stopped following it for good",
             registry=r,
         ).set_function(diverged)
+        Gauge(
+            "kraft_acl_log_writable", "1 while the controller can write its log (0 after a failed write)", registry=r
+        ).set_function(writable)
         self.figures = RequestFigures()
         r.register(self.figures)
+        r.register(_NetworkReadings(connections, decision_log, self.figures))
 
     def exposition(self) -> bytes:
         """The text format a Prometheus server scrapes."""
         return generate_latest(self.registry)
+
+
+class _NetworkReadings:
+    """Connections, request memory and the decision log's counts, read when scraped (a custom collector)."""
+
+    def __init__(
+        self,
+        connections: Callable[[], Connections],
+        decision_log: Callable[[], DecisionLog | None],
+        figures: RequestFigures,
+    ) -> None:
+        self.connections = connections
+        self.decision_log = decision_log
+        self.figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        """The metric families."""
+        conns = self.connections()
+        open_ = GaugeMetricFamily("kraft_acl_connections", "Open connections per listener", labels=["listener"])
+        for listener, n in sorted(conns.per_listener.items()):
+            open_.add_metric([listener], n)
+        yield open_
+        refused = CounterMetricFamily(
+            "kraft_acl_connections_refused",
+            "Connections refused for a limit (max.connections, a listener's, the places kept for brokers)",
+            labels=["listener", "reason"],
+        )
+        for (listener, reason), n in sorted({**conns.refused, **self.figures.refused}.items()):
+            refused.add_metric([listener, reason], n)
+        yield refused
+        yield GaugeMetricFamily(
+            "kraft_acl_request_bytes", "Request-body bytes held (queued.max.request.bytes)", value=conns.memory.held
+        )
+        log = self.decision_log()
+        if log is not None:
+            lines = CounterMetricFamily("kraft_acl_decision_log_lines", "Decision log lines by fate", labels=["fate"])
+            for fate, n in (("written", log.written), ("dropped", log.dropped), ("skipped", log.skipped)):
+                lines.add_metric([fate], n)
+            yield lines

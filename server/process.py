@@ -1,10 +1,12 @@
-"""The `kraft-acl serve` process: open the log, bind every listener, serve the early-start ones at once, load
-the ACLs (KIP-801), then open the other listeners and tail the log; on SIGTERM/SIGINT stop cleanly.
+"""The `kraft-acl serve` process: hold every listener's port, open the log, serve the early-start listeners at
+once, load the ACLs (KIP-801), then open the other listeners and tail the log; on SIGTERM/SIGINT stop cleanly.
 
 One process, one asyncio (uvloop) event loop that answers every request; the initial load runs on a
-daemon thread, the tailer on its own thread, ACL writes on one writer thread. A listener that is not
-early-start is bound at start-up (so a port conflict fails at once) but only listens after the load:
-until then its port refuses connections, as a Kafka broker's does.
+daemon thread, the tailer on its own thread, ACL writes on one writer thread. Every port is taken before any
+file is created (`server.listeners`), so a port conflict exits with nothing written. A listener that is not
+early-start only listens after the load: until then its port refuses connections, as a Kafka broker's does.
+The GIL switch interval is 1 ms instead of 5: a thread running Python code (a tail of many records, the
+decision log's writer) then gives the loop the GIL back within a millisecond when a decision arrives.
 """
 
 from __future__ import annotations
@@ -14,27 +16,23 @@ import contextlib
 import logging
 import signal
 import socket
-import ssl
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
-from kraftacl.api.endpoints import IMPORT_ACLS
-from kraftacl.authorizer.state.loader import OnPublish
-from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
+from kraftacl.server.connections import Connections
 from kraftacl.server.context import ServeState
-from kraftacl.server.controller_role import ControllerRole
-from kraftacl.server.decision_log import AclIds, DecisionLog
-from kraftacl.server.http import Connections, HttpProtocol, Limits
-from kraftacl.server.log_backend import ServeError, open_backend
-from kraftacl.server.metrics import ServeMetrics
-from kraftacl.snapshots.policy import SnapshotPolicy
+from kraftacl.server.http import HttpProtocol
+from kraftacl.server.listeners import bind_all, ready_to_listen, tls_context
+from kraftacl.server.log_backend import LogDirectoryMissingError, ServeError
+from kraftacl.server.state_build import build_state, warn_if_exposed
+
+SWITCH_INTERVAL_S = 0.001
 
 log = logging.getLogger("kraft_acl.serve")
 
@@ -44,129 +42,38 @@ def say(line: str) -> None:
     print(f"kraft-acl serve: {line}", flush=True)
 
 
-def tls_context(listener: Listener) -> ssl.SSLContext | None:
-    """The server-side TLS context of an SSL listener (mutual TLS when client certificates are required)."""
-    tls = listener.tls
-    if tls is None:
-        return None
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        ctx.load_cert_chain(tls.certfile, tls.keyfile)
-        if tls.cafile is not None:
-            ctx.load_verify_locations(cafile=str(tls.cafile))
-    except (OSError, ssl.SSLError) as exc:
-        raise ServeError(f"listener {listener.name}: cannot load its certificate, key or CA file: {exc}") from exc
-    ctx.verify_mode = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL}.get(
-        tls.client_auth, ssl.CERT_NONE
-    )
-    return ctx
-
-
-def bind(listener: Listener) -> socket.socket:
-    """A bound (not yet listening) socket for the listener; the port is taken now, connections refused until listen."""
-    family = socket.AF_INET6 if ":" in listener.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((listener.host, listener.port))
-    except OSError as exc:
-        sock.close()
-        raise ServeError(
-            f"listener {listener.name}: cannot bind {listener.host}:{listener.port}: {exc.strerror}"
-        ) from exc
-    sock.setblocking(False)
-    return sock
-
-
-def build_state(config: ServeConfig) -> ServeState:
-    """Open the log and build the node, metrics and decision log (nothing is loaded yet)."""
-    backend = open_backend(config)
-    lc = config.log
-    writes_snapshots = config.controller or lc.bootstrap_servers is not None
-    node = AclNode(
-        backend,
-        snapshot_dir=lc.snapshot_dir,
-        config=config.authorizer,
-        policy=SnapshotPolicy(lc.snapshot_max_records, lc.snapshot_max_bytes)
-        if writes_snapshots and lc.snapshot_dir
-        else None,
-        retain_snapshots=lc.snapshot_retain,
-    )
-    if lc.snapshot_dir is not None and writes_snapshots:
-        lc.snapshot_dir.mkdir(parents=True, exist_ok=True)
-    holder: list[ServeState] = []
-    metrics = ServeMetrics(
-        acl_count=lambda: float(len(node.authorizer.state()[0])),
-        last_offset=lambda: float(node.authorizer.state()[1]),
-        lag=lambda: _lag(holder[0]),
-        ready=lambda: 1.0 if node.ready else 0.0,
-        log_error=lambda: _log_error(holder[0]),
-        diverged=lambda: _diverged(holder[0]),
-    )
-    ids = AclIds(lambda: node.loader.image)
-    node.loader.publishers.append(OnPublish(ids.on_change))
-    decision_log = None
-    if config.decision_log is not None:
-        ids.enable()  # maintained from the first publish on
-        decision_log = DecisionLog(config.decision_log, config.decision_log_max_bytes, config.decision_log_backups, ids)
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer")
-    state = ServeState(
-        config,
-        node,
-        metrics,
-        decision_log,
-        ids,
-        writer,
-        ControllerRole(config, backend, writer),
-        trusted=config.broker_principals | config.authorizer.super_users,
-    )
-    node.loader.publishers.append(OnPublish(state.changes.on_change))
-    holder.append(state)
-    return state
-
-
-def _lag(state: ServeState) -> float:
-    tail = state.tailer.status() if state.tailer is not None else None
-    return float("nan") if tail is None or tail.lag is None else float(tail.lag)
-
-
-def _log_error(state: ServeState) -> float:
-    tail = state.tailer.status() if state.tailer is not None else None
-    return 1.0 if tail is not None and tail.last_error is not None and tail.diverged is None else 0.0
-
-
-def _diverged(state: ServeState) -> float:
-    tail = state.tailer.status() if state.tailer is not None else None
-    return 1.0 if tail is not None and tail.diverged is not None else 0.0
-
-
 class Serve:
     """The running process: listeners, the initial load, the tailer, and shutdown."""
 
-    def __init__(self, config: ServeConfig, state: ServeState, api: Api) -> None:
+    def __init__(
+        self, config: ServeConfig, state: ServeState, api: Api, sockets: dict[str, socket.socket], conns: Connections
+    ) -> None:
         self.config = config
         self.state = state
         self.api = api
-        self.connections = Connections()
-        self.limits = Limits(
-            config.request_max_bytes,
-            config.idle_timeout_s,
-            config.request_timeout_s,
-            {IMPORT_ACLS.path.encode(): (config.import_max_bytes, "import.max.bytes")},
-        )
+        self.connections = conns
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
-        self.sockets = {listener.name: bind(listener) for listener in config.listeners}
+        self.sockets = sockets
         self.servers: list[asyncio.AbstractServer] = []
         self.stop = asyncio.Event()
+        self._stop_flag = threading.Event()  # `stop`, for the load thread
 
     def _factory(self, listener: Listener) -> Callable[[], HttpProtocol]:
-        return lambda: HttpProtocol(self.api.dispatch, listener.name, self.limits, self.connections, principal_of_cert)
+        limits, trusted = self.config.limits, self.state.trusted
+        return lambda: HttpProtocol(
+            self.api.admit, self.api.dispatch, listener, limits, self.connections, principal_of_cert, trusted
+        )
 
     async def _open(self, listener: Listener, note: str) -> None:
         sock = self.sockets[listener.name]
+        ready_to_listen(sock)
+        tls = self.contexts[listener.name]
         server = await asyncio.get_running_loop().create_server(
-            self._factory(listener), sock=sock, ssl=self.contexts[listener.name], backlog=1024
+            self._factory(listener),
+            sock=sock,
+            ssl=tls,
+            backlog=1024,
+            ssl_handshake_timeout=self.config.limits.request_timeout_s if tls is not None else None,
         )
         self.servers.append(server)
         say(f"listening on {listener.name} {listener.url(sock.getsockname()[1])}{note}")
@@ -178,6 +85,7 @@ class Serve:
         self.state.freeze.start(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
+        self.state.stopping = self.stop
         early = [listener for listener in self.config.listeners if listener.early_start]
         for listener in early:
             await self._open(listener, " (early start: super users only until the ACLs are loaded)")
@@ -204,7 +112,7 @@ class Serve:
 
         def load() -> None:
             try:
-                self.state.node.start()
+                self._start_node()
             except BaseException as exc:
                 loop.call_soon_threadsafe(_settle, done, exc)
             else:
@@ -214,7 +122,7 @@ class Serve:
         stopping: asyncio.Future[None] = asyncio.ensure_future(self._stopped())
         await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
-        if not done.done():
+        if not done.done() or self.stop.is_set():
             say("stopped before the initial load completed")
             return False
         error = done.exception()
@@ -222,23 +130,45 @@ class Serve:
             raise ServeError(f"the initial load failed: {error}") from error
         return True
 
+    def _start_node(self) -> None:
+        """The node's start (on the load thread); a broker-role serve whose log directory does not exist yet
+        waits for it, not ready, and says so in /v1/status."""
+        waited = False
+        while True:
+            try:
+                self.state.node.start()
+                self.state.start_error = None
+                return
+            except LogDirectoryMissingError as exc:
+                if not waited:
+                    say(f"waiting for the metadata log: {exc}")
+                    waited = True
+                self.state.start_error = str(exc)
+                if self._stop_flag.wait(self.config.log.poll_interval_s * 10):
+                    raise ServeError("stopped while waiting for the metadata log") from exc
+
     async def _stopped(self) -> None:
         await self.stop.wait()
+        self._stop_flag.set()
 
     async def _shutdown(self) -> None:
         """Stop accepting, let in-flight requests finish (bounded), stop tailing, close the log."""
         for server in self.servers:
             server.close()
+        for sock in self.sockets.values():
+            sock.close()  # a listener that never listened (stopped during the load) too
         self.state.changes.close()  # the change feed's waiting polls answer now, not after their wait_ms
         self.connections.close_idle()
         deadline = asyncio.get_running_loop().time() + self.config.shutdown_timeout_s
         while self.connections.busy() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections.open):
-            if conn.transport is not None:
-                conn.transport.close()
+            conn.abort()
+        if self.state.write_recovery is not None:
+            self.state.write_recovery.stop()
         self.state.role.stop()  # leave the election first: a standby takes over at once
         self.state.writer.shutdown(wait=True, cancel_futures=True)
+        self.state.rules.shutdown(wait=False, cancel_futures=True)
         if self.state.tailer is not None:
             self.state.tailer.stop()
         if self.state.decision_log is not None:
@@ -257,11 +187,23 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
 
 
 def serve(config: ServeConfig) -> int:
-    """Run serve until stopped; 0 on a clean stop. ServeError when it cannot start or the load fails."""
+    """Run serve until stopped; 0 on a clean stop. ServeError when it cannot start or the load fails.
+
+    Every listener's port is taken first: a conflict ends here, before the log or any file is opened."""
     tokens = load_tokens(config.token_file) if config.token_file is not None else {}
-    state = build_state(config)
+    if config.token_file is not None:
+        warn_if_exposed(config.token_file)
+    sockets = bind_all(config.listeners)
+    connections = Connections(config.limits)
     try:
-        process = Serve(config, state, Api(state, Authenticator(tokens)))
+        state = build_state(config, connections)
+    except BaseException:
+        for sock in sockets.values():
+            sock.close()
+        raise
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        process = Serve(config, state, Api(state, Authenticator(tokens)), sockets, connections)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(process.run())
     except ServeError:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, BadRequest
-from kraftacl.server.http import Response
+from kraftacl.server.http_wire import Response
 
 RECHECK_S = 0.05  # also notices a batch that changed no ACL (the change feed wakes only on changes)
 
@@ -28,17 +28,31 @@ class OffsetNotReached(ApiFailure):
     code = "OFFSET_NOT_REACHED"
 
 
+def applied(state: ServeState, min_offset: int | None) -> bool:
+    """True when the answer need not wait: no `min_offset` asked, it is applied, or serve is still loading (the
+    answer is then AUTHORIZER_NOT_READY)."""
+    return min_offset is None or not state.authorizer.ready or state.authorizer.state()[1] >= min_offset
+
+
 def after_offset(
     state: ServeState, min_offset: int | None, answer: Callable[[], Response]
 ) -> Response | Awaitable[Response]:
-    """`answer()` now when no `min_offset` is asked, it is applied, or serve is still loading (the answer is then
-    AUTHORIZER_NOT_READY); else once it is applied."""
-    if min_offset is None or not state.authorizer.ready or state.authorizer.state()[1] >= min_offset:
+    """`answer()` now when `applied`; else once `min_offset` is applied."""
+    if applied(state, min_offset):
         return answer()
     return _later(state, min_offset, answer)
 
 
-async def _later(state: ServeState, min_offset: int, answer: Callable[[], Response]) -> Response:
+async def _later(state: ServeState, min_offset: int | None, answer: Callable[[], Response]) -> Response:
+    await reached(state, min_offset)
+    return answer()
+
+
+async def reached(state: ServeState, min_offset: int | None) -> None:
+    """Return once `min_offset` is applied (at once when `applied`); 400 when it lies beyond the log's end, 503
+    OFFSET_NOT_REACHED after min.offset.wait.max.ms."""
+    if min_offset is None or applied(state, min_offset):
+        return
     arrived = time.monotonic()
     deadline = arrived + state.config.min_offset_wait_s
     feed = state.changes
@@ -58,11 +72,10 @@ async def _later(state: ServeState, min_offset: int, answer: Callable[[], Respon
             )
         left = deadline - time.monotonic()
         if left <= 0:
-            applied = state.authorizer.state()[1]
+            done = state.authorizer.state()[1]
             raise OffsetNotReached(
-                f"this serve has applied the metadata log up to offset {applied}, not yet min_offset {min_offset} "
+                f"this serve has applied the metadata log up to offset {done}, not yet min_offset {min_offset} "
                 f"(waited {time.monotonic() - arrived:.1f} s, min.offset.wait.max.ms); ask again, or another serve",
                 "$.min_offset",
             )
         await feed.wait(feed.acl_offset, min(left, RECHECK_S))
-    return answer()

@@ -68,7 +68,27 @@ def group_acls(
     merged: list[tuple[dict[str, Grants], str]] = []
     # ids of the dicts `merged` lists: alive until interned, and never an interned one, so an id is unambiguous.
     fresh: set[int] = set()
-    for acl in acls:
+    group_acls_into(acls, 0, len(acls), out, merged, fresh, bits, singles, literal, prefixed)
+    intern_merged(merged, 0, len(merged), intern)
+    return out
+
+
+def group_acls_into(
+    acls: list[tuple[Any, ...]],
+    start: int,
+    end: int,
+    out: list[TypeGroups | None],
+    merged: list[tuple[dict[str, Grants], str]],
+    fresh: set[int],
+    bits: tuple[tuple[int, ...], ...],
+    singles: Any,
+    literal: object,
+    prefixed: object,
+) -> None:
+    """`group_acls`' pass over `acls[start:end]` into `out`, `merged` and `fresh`, so that a caller can group a
+    large list a step at a time (and give the GIL back between steps); `intern_merged` finishes."""
+    for position in range(start, end):
+        acl = acls[position]
         code: int = acl[0]
         name: str = acl[1]
         groups = out[code]
@@ -95,9 +115,15 @@ def group_acls(
         if by_name is None:
             by_name = views[principal] = hashed_dict()
         _file_grant(by_name, acl, bits, singles, fresh, merged)
-    for by_name, name in merged:
+
+
+def intern_merged(
+    merged: list[tuple[dict[str, Grants], str]], start: int, end: int, intern: Callable[[Grants], Grants]
+) -> None:
+    """Intern the merged grants `merged[start:end]` (complete once every ACL is grouped)."""
+    for position in range(start, end):
+        by_name, name = merged[position]
         by_name[name] = intern(by_name[name])
-    return out
 
 
 def prefix_tries(
@@ -111,10 +137,27 @@ def prefix_tries(
     """
     acls.sort(key=_principal)  # stable: each principal's ACLs stay in their order
     out: dict[str, Any] = {}
-    merged: list[tuple[dict[str, Grants], str]] = []
-    fresh: set[int] = set()
     start = 0
     while start < len(acls):
+        start = prefix_tries_from(acls, start, len(acls), out, bits, singles, intern)
+    return out
+
+
+def prefix_tries_from(
+    acls: list[tuple[Any, ...]],
+    start: int,
+    at_least: int,
+    out: dict[str, Any],
+    bits: tuple[tuple[int, ...], ...],
+    singles: Any,
+    intern: Callable[[Grants], Grants],
+) -> int:
+    """`prefix_tries`' work on `acls` (grouped by principal) from position `start`, whole principals only, until
+    `at_least` ACLs are done (or all): the position to go on from."""
+    merged: list[tuple[dict[str, Grants], str]] = []
+    fresh: set[int] = set()
+    done = 0
+    while start < len(acls) and done < at_least:
         principal: str = acls[start][3]
         by_name: dict[str, Grants] = {}
         end = start
@@ -126,8 +169,9 @@ def prefix_tries(
         merged.clear()
         fresh.clear()
         out[principal] = prefix_trie(by_name)
+        done += end - start
         start = end
-    return out
+    return start
 
 
 def _principal(acl: tuple[Any, ...]) -> str:

@@ -12,6 +12,9 @@ from kraftacl.metadata_log.native import load_native
 _compiled, BULK_ROWS = load_native(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native")
 _module = _compiled if _compiled is not None else bulk_rows
 group_acls = _module.group_acls
+group_acls_into = _module.group_acls_into
+intern_merged = _module.intern_merged
+prefix_tries_from = _module.prefix_tries_from
 apply_new_rows = _module.apply_new_rows
 add_columns = _module.add_columns
 hashed_dict = _module.hashed_dict

@@ -279,6 +279,9 @@ class StatusOut(msgspec.Struct, frozen=True):
     diverged: str | None = None  # why the node stopped following for good (the log lost or changed what it applied)
     failing_since: float | None = None  # epoch seconds the current run of failed polls began
     failures: int = 0  # failed polls in that run
+    writable: bool | None = None  # a controller: false after a failed write until the log takes writes again
+    write_error: str | None = None  # why the last write failed (ENOSPC, EIO, ...)
+    write_failing_since: float | None = None  # epoch seconds the writer has failed since
     controller: ControllerOut | None = None  # the controller role (null: process.roles=broker); since 1.2.0
 
 

@@ -35,6 +35,7 @@ USER = shapes.MEASURED
 
 def _serve(root: Path) -> ServeProcess:
     (root / "tokens").write_text(f"User:broker {TOKEN}\nUser:admin {ADMIN_TOKEN}\n")
+    (root / "tokens").chmod(0o600)
     (root / "plugin.token").write_text(TOKEN + "\n")
     return ServeProcess(
         root / "serve",

@@ -3,7 +3,9 @@
 Figures: one-action authorize round trip p50/p99, a batch of 100 actions, and decisions per second
 with 8 concurrent keep-alive clients (each in its own process, so the clients' interpreter is not the
 bottleneck), with the serve process's own CPU seconds so the rate per serve core is known. Data: the
-authorizer suite's mixed set (100k ACLs over 5,000 principals), loaded as one batch of records.
+authorizer suite's mixed set (100k ACLs over 5,000 principals), loaded as one batch of records. Then
+`noisy_neighbour` (`kraftacl.bench.noisy_neighbour`, its own serve of 300k ACLs): the broker's one-action latency
+while another caller does heavy work.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import msgspec
 from kraftacl.api.endpoints import AUTHORIZE
 from kraftacl.api.wire import ActionIn, AuthorizeIn
 from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.bench import noisy_neighbour
 from kraftacl.bench.datasets import mixed_requests, mixed_set
 from kraftacl.bench.http_client import KeepAlive
 from kraftacl.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
@@ -39,6 +42,7 @@ def _start(work: Path, acl_count: int) -> tuple[ServeProcess, int]:
         for start in range(0, len(records), 10_000):
             log.append(records[start : start + 10_000])
     (work / "tokens").write_text(f"User:broker {TOKEN}\n")
+    (work / "tokens").chmod(0o600)
     port = free_port()
     properties = {
         "listeners": f"CLIENT://127.0.0.1:{port}",
@@ -137,6 +141,8 @@ def run(quick: bool = False) -> dict[str, Any]:
             batched = _throughput(port, serve.proc.pid, hundreds, 100, 8, seconds)
         finally:
             serve.stop()
+    print("serve suite: noisy_neighbour", file=sys.stderr)
+    noisy = noisy_neighbour.run(quick=quick)
     return {
         "acls": acl_count,
         "cpu_probe_us": round(probe, 2),
@@ -149,4 +155,5 @@ def run(quick: bool = False) -> dict[str, Any]:
         "decisions_per_serve_cpu_s_at_reference": round(
             single["decisions_per_serve_cpu_s"] * probe / REFERENCE_PROBE_US
         ),
+        "noisy_neighbour": noisy,
     }

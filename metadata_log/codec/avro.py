@@ -89,10 +89,13 @@ def _check_lengths(index: int, record: AccessControlEntryRecord) -> None:
             raise EncodeError(index, f"field {name!r} is {size} UTF-8 bytes, over Kafka's limit of {MAX_STRING_BYTES}")
 
 
+_STEP = 8192  # ids converted per base64 call: a batch of 200k records is not one long C call (the GIL)
+
+
 def _raw_ids(records: Sequence[MetadataRecord]) -> list[bytes]:
     """The records' 16-byte ids; EncodeError for a non-record or an id that is not canonical text.
 
-    The ids are checked one by one (canonical text), then converted together (`texts_to_ids`).
+    The ids are checked one by one (canonical text), then converted `_STEP` at a time (`texts_to_ids`).
     """
     match = UUID_TEXT.fullmatch
     for index, record in enumerate(records):
@@ -100,7 +103,8 @@ def _raw_ids(records: Sequence[MetadataRecord]) -> list[bytes]:
             raise EncodeError(index, f"not a metadata record: {type(record).__name__}")
         if type(record.id) is not str or match(record.id) is None:
             raise EncodeError(index, str(InvalidUuidError(record.id, "not 22 canonical URL-safe base64 characters")))
-    return texts_to_ids([r.id for r in records])
+    texts = [r.id for r in records]
+    return [raw for start in range(0, len(texts), _STEP) for raw in texts_to_ids(texts[start : start + _STEP])]
 
 
 def _datums(records: Sequence[MetadataRecord]) -> list[Datum]:

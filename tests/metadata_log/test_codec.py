@@ -303,6 +303,18 @@ def test_the_fast_encoder_writes_fastavros_bytes_once_its_text_cache_is_full(
         codec_fast._TEXTS_CACHED = limit
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(aces, removes), max_size=60))
+def test_the_encoder_in_small_steps_writes_the_same_bytes(records: list[MetadataRecord]) -> None:
+    """Ids converted and pieces joined a step at a time (a large batch never one long C call) change no byte."""
+    steps = codec._STEP, codec_fast._JOIN_STEP
+    codec._STEP, codec_fast._JOIN_STEP = 3, 7
+    try:
+        assert codec.encode(records) == fastavro_bytes(records)
+    finally:
+        codec._STEP, codec_fast._JOIN_STEP = steps
+
+
 def test_the_fast_encoder_leaves_bad_records_to_fastavros_error() -> None:
     good = AccessControlEntryRecord("AAAAAAAAAAAAAAAAAAAAAQ", 2, "t", 3, "User:a", "*", 3, 3)
     for bad in (

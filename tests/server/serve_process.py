@@ -32,8 +32,9 @@ ALICE_READ_ORDERS = {
 
 
 def write_tokens(path: Path, tokens: Mapping[str, str] = TOKENS) -> Path:
-    """An auth.token.file."""
+    """An auth.token.file, readable by its owner only (serve warns about one that group or others may read)."""
     path.write_text("".join(f"{principal} {token}\n" for principal, token in tokens.items()))
+    path.chmod(0o600)
     return path
 
 

@@ -143,3 +143,18 @@ def test_rules_give_the_audit_rule_of_the_decisions_asked(serve: ServeProcess) -
         bad = broker.post("/v1/authorize", json={"principal": "User:bob", "client_address": "1.1.1.1", "actions": [],
                                                   "rules": "some"})  # fmt: skip
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "$.rules"
+
+
+def test_rules_of_a_large_call_are_found_on_the_rules_thread_and_agree(serve: ServeProcess) -> None:
+    """A body above 64 KiB is decoded in slices and its rules found on the rules thread: the same texts, in order,
+    as the small call's, for every action."""
+    create(serve, acl("big-ok", "User:bob"), acl("big-no", "User:bob", "DENY"))
+    names = ("big-ok", "big-no", "big-none") * 1000  # about 90 KB of JSON
+    small = _decide(serve, "all", "big-ok", "big-no", "big-none")["rule_texts"]
+    large = _decide(serve, "all", *names)
+    assert large["rule_texts"] == small * 1000
+    denied = _decide(serve, "denied", *names)
+    assert denied["results"] == ["ALLOWED", "DENIED", "DENIED"] * 1000
+    assert denied["rule_texts"] == [None, *small[1:]] * 1000
+    explained = _decide(serve, "denied", *names, explain=True)  # explain.max.actions (10,000) allows 3,000
+    assert explained["rule_texts"] == denied["rule_texts"] and len(explained["rules"]) == 3000

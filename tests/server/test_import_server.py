@@ -13,6 +13,7 @@ import pytest
 
 from kraftacl.authorizer.inputs.acls_json import acls_json_text
 from kraftacl.authorizer.inputs.whatif import load_acls
+from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.cli.test_log_cmds import assert_one_line_error
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
@@ -50,6 +51,7 @@ def _remote(serve: ServeProcess, token: str = ADMIN_TOKEN) -> list[str]:
 def broker_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     """A broker-role serve with small body limits: import.max.bytes is the import route's own."""
     work: Path = tmp_path_factory.mktemp("broker-serve")
+    FileLog(work / "log").close()  # a broker-role serve reads the log its controller created
     props = base_properties(work, process_roles="broker", request_max_bytes="1024", import_max_bytes="20000")
     process = ServeProcess(work, props).start()
     try:
@@ -184,16 +186,17 @@ def test_import_needs_alter_on_the_cluster_and_a_controller(
     assert len(not_controller.stderr.strip().splitlines()) == 1, not_controller.stderr
 
 
-def test_import_has_its_own_body_limit(broker_serve: ServeProcess) -> None:
-    """import.max.bytes (20,000 here) admits a body request.max.bytes (1,024) refuses elsewhere."""
+def test_import_has_its_own_body_limit(broker_serve: ServeProcess, tmp_path: Path) -> None:
+    """import.max.bytes (20,000 here) admits a body request.max.bytes (1,024) refuses elsewhere; both at the head."""
     body = json.dumps({"acls": ACLS}).encode()
     assert 1024 < len(body) < 20_000
     with broker_serve.client(token=ADMIN_TOKEN) as http:
-        assert http.post("/v1/acls/import", content=body).status_code == 421  # past the limit, then refused
-    with broker_serve.client(token=ADMIN_TOKEN) as http:
+        assert http.post("/v1/acls/import", content=body).status_code == 421  # a broker-role serve: at the head
+    props = base_properties(tmp_path, request_max_bytes="1024", import_max_bytes="20000")
+    with ServeProcess(tmp_path, props).start() as controller, controller.client(token=ADMIN_TOKEN) as http:
+        assert http.post("/v1/acls/import", content=body).status_code == 200
         too_big = http.post("/v1/acls/create", content=body)
         assert too_big.status_code == 413 and "request.max.bytes (1024)" in too_big.json()["error"]["message"]
-    with broker_serve.client(token=ADMIN_TOKEN) as http:
         huge = json.dumps({"acls": ACLS * 20}).encode()
         answer = http.post("/v1/acls/import", content=huge)
         assert answer.status_code == 413 and "import.max.bytes (20000)" in answer.json()["error"]["message"]

@@ -19,6 +19,7 @@ from kraftacl.authorizer.model.acls import (
     ResourceType,
     StandardAcl,
 )
+from kraftacl.harness.rss import rss_kb
 from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 CLIENTS = 16
@@ -51,13 +52,6 @@ def _json(acl: StandardAcl) -> dict[str, str]:
     }
 
 
-def _rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 def test_readers_see_only_batch_boundaries_under_writes(tmp_path: Path) -> None:
     states: dict[int, frozenset[StandardAcl]] = {-1: frozenset()}
     answers: list[tuple[int, str, list[str]]] = []
@@ -68,7 +62,7 @@ def test_readers_see_only_batch_boundaries_under_writes(tmp_path: Path) -> None:
         with serve.client(token=BROKER_TOKEN) as warm:  # warm up before the first memory reading
             for _ in range(200):
                 warm.post("/v1/authorize", json=_body("User:bob0"))
-        rss_before = _rss_kb(serve.proc.pid)
+        rss_before = rss_kb(serve.proc.pid)
 
         def reader(k: int) -> None:
             with serve.client(token=BROKER_TOKEN) as client:
@@ -105,7 +99,7 @@ def test_readers_see_only_batch_boundaries_under_writes(tmp_path: Path) -> None:
             thread.start()
         for thread in threads:
             thread.join(300)
-        rss_after = _rss_kb(serve.proc.pid)
+        rss_after = rss_kb(serve.proc.pid)
     assert done.is_set() and not errors, errors[:5]
     assert len(answers) == CLIENTS * REQUESTS_PER_CLIENT
     seen_offsets = {offset for offset, _, _ in answers}

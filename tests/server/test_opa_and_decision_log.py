@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,7 +135,7 @@ def test_decision_log_has_one_line_per_decision_with_the_deciding_acl(logged: Se
             ],
         }
         offset = broker.post("/v1/authorize", json=body).json()["offset"]
-    lines = [json.loads(line) for line in Path(logged.properties["decision.log.file"]).read_text().splitlines()]
+    lines = _decision_lines(Path(logged.properties["decision.log.file"]), lambda d: d.get("resource_name") == "orders")
     last = lines[-2:]
     assert [(d["operation"], d["resource_name"], d["result"], d["rule"], d["acl_id"]) for d in last] == [
         ("WRITE", "pay-1", "ALLOWED", "MatchingAcl", ids["pay-"]),
@@ -143,3 +145,15 @@ def test_decision_log_has_one_line_per_decision_with_the_deciding_acl(logged: Se
     assert {d["listener"] for d in last} == {"CLIENT"} and {d["request"] for d in last} == {"Produce"}
     assert {d["offset"] for d in last} == {offset}
     assert all(d["time"].endswith("Z") and d["ts_ms"] > 1_700_000_000_000 for d in last)
+
+
+def _decision_lines(
+    path: Path, last_is: Callable[[dict[str, Any]], bool], timeout: float = 10.0
+) -> list[dict[str, Any]]:
+    """The decision log's lines once the last one is the expected one (a writer thread appends them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        if (lines and last_is(lines[-1])) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.02)

@@ -55,6 +55,30 @@ def test_a_decision_with_min_offset_waits_for_the_write(pair: tuple[ServeProcess
     assert fresh["results"] == ["ALLOWED"] and fresh["offset"] >= created["offset"]
 
 
+def test_min_offset_on_the_heavier_paths_waits_too(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    """A large body (decoded in slices), explain (rules on the rules thread) and describe (streamed) wait for the
+    write as the hot path does."""
+    controller, reader = pair
+
+    def write(name: str) -> int:
+        with controller.client(token=ADMIN_TOKEN) as admin:
+            return int(admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name=name)]}).json()["offset"])
+
+    action = {"operation": "READ", "resource_type": "TOPIC", "resource_name": "large"}
+    with reader.client(token=BROKER_TOKEN, timeout=30) as client:
+        large = {**_body(write("large")), "actions": [action] * 1500}  # about 100 KB
+        answer = client.post("/v1/authorize", json=large).json()
+        assert answer["results"] == ["ALLOWED"] * 1500, answer
+        explained = {**_body(write("explained")), "explain": True}
+        explained["actions"] = [dict(action, resource_name="explained")]
+        answer = client.post("/v1/authorize", json=explained).json()
+        assert answer["results"] == ["ALLOWED"] and answer["rules"][0]["kind"] == "MatchingAcl", answer
+    offset = write("described")
+    with reader.client(token=ADMIN_TOKEN, timeout=30) as admin:
+        described = admin.post("/v1/acls/describe", json={"min_offset": offset}).json()
+    assert "described" in [a["resource_name"] for a in described["acls"]] and described["offset"] >= offset
+
+
 def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[ServeProcess, ServeProcess]) -> None:
     controller, reader = pair
     with reader.client(token=BROKER_TOKEN, timeout=30) as client:

@@ -318,6 +318,46 @@ class FileLog(LogBackend):
                 self._hwm = base + len(batch)
         return AppendResult(base, base + len(batch) - 1, self.epoch)
 
+    @property
+    def write_error(self) -> LogIOError | None:
+        """Why appends are refused (a failed write or sync) until `reopen` succeeds; None while writable."""
+        return self._failed
+
+    def reopen(self) -> None:
+        """After a failed append (disk full, I/O error): read the directory again up to the durable end, cut
+        what the failed append left beyond it, publish the end again, and take appends again. Raises
+        LogIOError (and stays failed) while the cause remains; a no-op on a healthy writer."""
+        with self._append_lock, self._state_lock:
+            self._check_open()
+            if self.read_only or self._failed is None:
+                return
+            path = self.directory
+            try:
+                limit = self._durable_end()
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+                self._segments = []
+                self._load(limit)
+                kept = {segment.path for segment in self._segments}
+                for _, seg_path in file_dir.list_segments(self.directory):
+                    if seg_path not in kept:
+                        path = seg_path
+                        self._remove(seg_path)  # rolled by the failed append: none of its batches is durable
+                self._check_not_lost(limit)
+                if self._segments:
+                    last = self._segments[-1]
+                    path = last.path
+                    self._fd = os.open(last.path, os.O_WRONLY)
+                    os.ftruncate(self._fd, last.end)  # bytes of the failed append beyond the durable end
+                    os.fsync(self._fd)
+                path = self._durable.path
+                self._durable.publish(self._hwm, self._log_id_bytes(), sync=True)
+            except OSError as exc:
+                self._failed = LogIOError(path, os_reason(exc))
+                raise self._failed from exc
+            self._failed = None
+
     def _must_roll(self, segment: Segment, frame_size: int) -> bool:
         too_big = segment.end + frame_size > self._segment_bytes
         return not segment.empty and (too_big or not segment.schema.same_as(self._codec.writer_schema))

@@ -49,7 +49,12 @@ each_implementation = pytest.mark.parametrize("module", IMPLEMENTATIONS)
 
 def built_by(module: ModuleType) -> Any:
     """The bulk build's loops taken from `module` (the source or the compiled copy)."""
-    return mock.patch.multiple(index_build, group_acls=module.group_acls, prefix_tries=module.prefix_tries)
+    return mock.patch.multiple(
+        index_build,
+        group_acls_into=module.group_acls_into,
+        intern_merged=module.intern_merged,
+        prefix_tries_from=module.prefix_tries_from,
+    )
 
 
 @each_implementation

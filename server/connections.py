@@ -1,0 +1,158 @@
+"""What serve's connections share: how many are open (over all listeners, per listener, with capacity kept for
+broker principals; early-start listeners exempt, as Kafka exempts its inter-broker listener from
+max.connections), the request-body bytes held over all of them (queued.max.request.bytes), and the one timer
+that enforces every connection's deadline.
+
+Everything here runs on the event loop thread; nothing is locked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Protocol
+
+from kraftacl.server.config import Listener, NetworkLimits
+
+
+class Connection(Protocol):
+    """What the registry needs of a connection (server.http.HttpProtocol)."""
+
+    deadline: float
+
+    def timed_out(self) -> None: ...
+    def close_when_idle(self) -> None: ...
+    def abort(self) -> None: ...
+    def evict(self) -> None: ...
+    def busy(self) -> bool: ...
+
+
+class RequestMemory:
+    """Request-body bytes held over all connections: a reservation before a body is read (its Content-Length),
+    released when the request is answered. Callers other than brokers and super users may hold three quarters of
+    the bound; a reservation that does not fit waits (its connection reads nothing meanwhile)."""
+
+    def __init__(self, limit: int, others_limit: int) -> None:
+        self.limit = limit
+        self.others_limit = others_limit
+        self.held = 0
+        self.peak = 0
+        self._waiting: list[tuple[int, bool, Callable[[], None]]] = []
+
+    def try_reserve(self, n: int, trusted: bool) -> bool:
+        """Reserve `n` bytes now if they fit."""
+        if self.held + n > (self.limit if trusted else self.others_limit) and self.held > 0:
+            return False
+        self.held += n
+        self.peak = max(self.peak, self.held)
+        return True
+
+    def wait(self, n: int, trusted: bool, granted: Callable[[], None]) -> None:
+        """Call `granted` once `n` bytes have been reserved (in the order asked, as far as each fits)."""
+        self._waiting.append((n, trusted, granted))
+
+    def forget(self, granted: Callable[[], None]) -> None:
+        """Stop waiting (the connection closed)."""
+        self._waiting = [w for w in self._waiting if w[2] is not granted]
+
+    def release(self, n: int) -> None:
+        """Give back `n` bytes and grant the waiting reservations that now fit."""
+        self.held -= n
+        waiting, self._waiting = self._waiting, []
+        for n_wanted, trusted, granted in waiting:
+            if self.try_reserve(n_wanted, trusted):
+                granted()
+            else:
+                self._waiting.append((n_wanted, trusted, granted))
+
+
+class Connections:
+    """Every open connection of one process: counts and limits, the deadline sweep, shutdown."""
+
+    def __init__(self, limits: NetworkLimits, tick: float = 0.25) -> None:
+        self.limits = limits
+        self.open: set[Connection] = set()
+        self.per_listener: dict[str, int] = {}
+        self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> connections refused
+        # connections in the kept places that have not shown a broker principal yet, oldest first
+        self.probation: dict[Connection, str] = {}
+        self.memory = RequestMemory(limits.queued_max_request_bytes, limits.others_request_bytes)
+        self.closing = False
+        self.tick = tick
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    def admit(self, listener: Listener) -> tuple[str | None, bool]:
+        """(why a new connection is refused or None, whether it must prove a broker principal on its first
+        request: the last max.connections.reserved.brokers places are kept for brokers and super users).
+
+        When every place is taken, the oldest connection in a kept place that has not yet shown who it is
+        makes room (it is answered 503): silent connections cannot hold the places kept for brokers, and a
+        broker shows its principal within milliseconds of connecting."""
+        if self.closing:
+            return "serve is shutting down", False
+        if self._full(listener):
+            victim = next((c for c, name in self.probation.items() if name == listener.name), None)
+            if victim is None and not listener.early_start:
+                victim = next(iter(self.probation), None)
+            if victim is not None:
+                self.refuse(self.probation[victim], "evicted")
+                victim.evict()
+        if self.per_listener.get(listener.name, 0) >= listener.max_connections:
+            return f"listener {listener.name} has its max.connections ({listener.max_connections}) open", False
+        if listener.early_start:
+            return None, False  # exempt from the process-wide limit
+        total, limit = len(self.open), self.limits.max_connections
+        if total >= limit:
+            return f"serve has max.connections ({limit}) open", False
+        return None, total >= limit - self.limits.reserved_broker_connections
+
+    def _full(self, listener: Listener) -> bool:
+        if self.per_listener.get(listener.name, 0) >= listener.max_connections:
+            return True
+        return not listener.early_start and len(self.open) >= self.limits.max_connections
+
+    def on_probation(self, conn: Connection, listener: str) -> None:
+        """`conn` holds a kept place until its first request shows a broker principal."""
+        self.probation[conn] = listener
+
+    def cleared(self, conn: Connection) -> None:
+        """`conn` showed who it is (or left)."""
+        self.probation.pop(conn, None)
+
+    def refuse(self, listener: str, reason: str) -> None:
+        """Count a refused connection."""
+        key = (listener, reason)
+        self.refused[key] = self.refused.get(key, 0) + 1
+
+    def add(self, conn: Connection, listener: str, loop: asyncio.AbstractEventLoop) -> None:
+        """A new connection; the sweep starts with the first one."""
+        self.open.add(conn)
+        self.per_listener[listener] = self.per_listener.get(listener, 0) + 1
+        if self._sweeper is None and not self.closing:
+            self._sweeper = loop.call_later(self.tick, self._sweep, loop)
+
+    def remove(self, conn: Connection, listener: str) -> None:
+        """A connection closed."""
+        self.probation.pop(conn, None)
+        if conn in self.open:
+            self.open.discard(conn)
+            self.per_listener[listener] -= 1
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = loop.time()
+        for conn in [c for c in self.open if c.deadline <= now]:
+            conn.timed_out()
+        self._sweeper = loop.call_later(self.tick, self._sweep, loop)
+
+    def close_idle(self) -> None:
+        """Stop accepting new requests: idle connections close now, busy ones after their response."""
+        self.closing = True
+        for conn in list(self.open):
+            conn.close_when_idle()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+
+    def busy(self) -> int:
+        """Connections with a request in progress."""
+        return sum(1 for c in self.open if c.busy())

@@ -1,0 +1,155 @@
+"""From an API request to the authorizer's inputs: who may ask about whom and how many actions at once, the
+request context in Kafka's form, the actions as the compiled decision loop's codes, and Kafka's audit lines and
+the rule texts a caller asks for, for decisions made as codes.
+
+Pure functions over the serve state they are given; used on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kraftacl.api.wire import MAX_STRING_BYTES, ActionIn, AuthorizeIn
+from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, audit_level
+from kraftacl.authorizer.decision.standard import BY_ACL_ALLOW, BY_ACL_DENY, RESULT_OF, RULE_KIND_OF, RequestContext
+from kraftacl.authorizer.errors import AuthorizerNotReadyError
+from kraftacl.authorizer.index.acl_index import AclIndex
+from kraftacl.authorizer.model.acls import AuthorizationResult
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.server.auth import Caller
+from kraftacl.server.context import ServeState
+from kraftacl.server.convert import OPERATIONS, RESOURCE_TYPES, action_of, check_bytes
+from kraftacl.server.errors import BadRequest, Forbidden, NotReady
+
+OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the compiled decision loop's input
+TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
+RESULT_NAME = tuple(result.name for result in RESULT_OF)
+DENIED_CODES = tuple(code for code, result in enumerate(RESULT_OF) if result.name == "DENIED")
+ALLOWED = AuthorizationResult.ALLOWED
+BY_ACL = frozenset((BY_ACL_DENY, BY_ACL_ALLOW))
+
+
+def check_subject(state: ServeState, caller: Caller, principal: str) -> bool:
+    """Brokers (and super users) ask on behalf of anyone; every other caller only about itself. True for a
+    trusted caller (its batches may be larger; its decisions are logged without the self-query budget)."""
+    if caller.principal in state.trusted:
+        return True
+    if caller.principal == principal:
+        return False
+    raise Forbidden(
+        f"{caller.principal} may ask decisions only about itself; callers that ask on behalf of others "
+        "are listed in broker.principals",
+        "$.principal",
+    )
+
+
+def context(principal: str, client_address: str, listener: str, request: str, endpoint: str) -> RequestContext:
+    """The request context in Kafka's form: the host as Java's getHostAddress() prints it, and a request name
+    (the caller's, else the endpoint's) for the audit log."""
+    check_bytes(principal, "$.principal")
+    return RequestContext(principal, java_host_address(client_address), listener, request or endpoint)
+
+
+def check_limits(state: ServeState, caller: Caller, body: AuthorizeIn) -> bool:
+    """Who may ask about whom, and how many actions at once; True for a trusted caller."""
+    trusted = check_subject(state, caller, body.principal)
+    limits = state.config.limits
+    limit, key = (limits.request_max_actions, "request.max.actions")
+    if not trusted and limits.self_query_max_actions < limit:
+        limit, key = limits.self_query_max_actions, "self.query.max.actions"
+    if body.explain and limits.explain_max_actions < limit:
+        limit, key = limits.explain_max_actions, "explain.max.actions"
+    if len(body.actions) > limit:
+        raise BadRequest(f"more than {key} ({limit}) actions in one call", "$.actions")
+    return trusted
+
+
+def decide_codes(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], base: int = 0, timed: bool = True
+) -> list[int]:
+    """The BY_* codes of `actions` (the call's actions from number `base` on) against `index` (one state for a
+    whole call), counted (and `timed`: one call in the latency histogram) in the metrics, with Kafka's audit lines
+    where its logger wants them (denials at INFO, allowed decisions at DEBUG)."""
+    ops, rtypes, names = parse_actions(actions, base)
+    authz = state.authorizer
+    started = time.perf_counter()
+    try:
+        codes = authz.decide_codes(index, ctx, ops, rtypes, names)
+    except AuthorizerNotReadyError as exc:
+        state.metrics.figures.not_ready += 1
+        raise NotReady(str(exc)) from exc
+    figures = state.metrics.figures
+    if timed:
+        figures.observe(time.perf_counter() - started)
+    figures.count_codes(codes)
+    if AUDIT_LOGGER.isEnabledFor(logging.DEBUG) or (
+        AUDIT_LOGGER.isEnabledFor(logging.INFO) and any(code in codes for code in DENIED_CODES)
+    ):
+        audit(state, index, ctx, actions, codes, base)
+    return codes
+
+
+def audit(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], base: int = 0
+) -> None:
+    """Kafka's audit line for every decided action its logger wants (the rule is looked up only for those)."""
+    authz = state.authorizer
+    for i, a in enumerate(actions):
+        result = RESULT_OF[codes[i]]
+        if AUDIT_LOGGER.isEnabledFor(audit_level(result.name == "ALLOWED", a.log_if_allowed, a.log_if_denied)):
+            authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{base + i}]"), result)
+
+
+def rule_texts(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], every: bool
+) -> list[str | None]:
+    """The audit rule of each denied action (of every action when `every`), None for the others; the matching ACL is
+    looked up only for the actions an ACL decided (a default or a super user is a constant)."""
+    authz = state.authorizer
+    texts: list[str | None] = []
+    for i, (a, code) in enumerate(zip(actions, codes, strict=True)):
+        if not every and RESULT_OF[code] is ALLOWED:
+            texts.append(None)
+        elif code in BY_ACL:
+            texts.append(authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code))
+        else:
+            texts.append(RULE_KIND_OF[code])
+    return texts
+
+
+def parse_actions(actions: list[ActionIn], base: int = 0) -> tuple[list[int], list[int], list[str]]:
+    """Operation and resource type codes and names of LITERAL actions; BadRequest naming the first bad field.
+
+    The common request (upper-case names, LITERAL patterns, short names) is parsed by list comprehensions
+    and checked once for the whole list; anything else goes through `_parse_each`."""
+    ops = [OP_CODES.get(a.operation) for a in actions]
+    rtypes = [TYPE_CODES.get(a.resource_type) for a in actions]
+    names = [a.resource_name for a in actions]
+    if (
+        None in ops
+        or None in rtypes
+        or (names and max(map(len, names)) > MAX_STRING_BYTES // 4)
+        or any(a.pattern_type != "LITERAL" for a in actions)
+    ):
+        return _parse_each(actions, base)
+    return ops, rtypes, names  # type: ignore[return-value]  # no None left, checked above
+
+
+def _parse_each(actions: list[ActionIn], base: int) -> tuple[list[int], list[int], list[str]]:
+    """`parse_actions` one action at a time, with Kafka's case rules and a BadRequest naming the first bad field."""
+    ops: list[int] = []
+    rtypes: list[int] = []
+    names: list[str] = []
+    get_op, get_type = OPERATIONS.get, RESOURCE_TYPES.get
+    for a in actions:
+        op = get_op(a.operation) or get_op(a.operation.upper())
+        rtype = get_type(a.resource_type) or get_type(a.resource_type.upper())
+        if op is None or rtype is None or a.pattern_type != "LITERAL" or len(a.resource_name) > MAX_STRING_BYTES // 4:
+            action_of(a, f"$.actions[{base + len(ops)}]")  # raises BadRequest naming the field, or passes
+            if a.pattern_type != "LITERAL":
+                raise BadRequest(f"Only literal resources are supported. Got: {a.pattern_type}", "$.actions")
+        ops.append(op)  # type: ignore[arg-type]
+        rtypes.append(rtype)  # type: ignore[arg-type]
+        names.append(a.resource_name)
+    return ops, rtypes, names

@@ -1,0 +1,107 @@
+"""Adversarial, class 8 (audit logging is Kafka's): every denial is logged by `kafka.authorizer.logger` at INFO and
+allowed decisions at DEBUG, on every decision path (the fast one included), with the request name; the decision
+log rotates at its size even within one large call, and a caller asking about itself has its own budget, so it
+cannot push broker decisions out of the rotation."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+
+ALLOW_ALICE = {
+    "resource_type": "TOPIC",
+    "resource_name": "open",
+    "pattern_type": "LITERAL",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
+}
+
+
+def _ask(serve: ServeProcess, token: str, actions: list[dict[str, Any]], request: str = "") -> httpx.Response:
+    body = {"principal": "User:alice", "client_address": "10.0.0.7", "request": request, "actions": actions}
+    with serve.client(token=token) as http:
+        return http.post("/v1/authorize", json=body)
+
+
+def _read(name: str, op: str = "READ", **flags: bool) -> dict[str, Any]:
+    return {"operation": op, "resource_type": "TOPIC", "resource_name": name, **flags}
+
+
+def _lines(serve: ServeProcess, words: str, timeout: float = 10.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [line for line in serve.stderr if words in line]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def test_denials_on_the_fast_path_are_logged_at_info_with_the_request_name(tmp_path: Path) -> None:
+    with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve:
+        with serve.client(token=ADMIN_TOKEN) as admin:
+            assert admin.post("/v1/acls/create", json={"acls": [ALLOW_ALICE]}).status_code == 200
+        answer = _ask(
+            serve, BROKER_TOKEN, [_read("open"), _read("closed"), _read("quiet", log_if_denied=False)], "Fetch"
+        )
+        assert answer.json()["results"] == ["ALLOWED", "DENIED", "DENIED"]
+        _ask(serve, BROKER_TOKEN, [_read("unnamed")])  # no request name given: the endpoint's
+        denied = _lines(serve, "is Denied operation = READ from host = 10.0.0.7 on resource = Topic:LITERAL:closed")
+        unnamed = _lines(serve, "Topic:LITERAL:unnamed")
+        assert len(denied) == 1 and " INFO kafka.authorizer.logger: " in denied[0]
+        assert "for request = Fetch with resourceRefCount = 1 based on rule DefaultDeny" in denied[0]
+        assert len(unnamed) == 1 and "for request = Authorize " in unnamed[0]
+        assert _lines(serve, "Topic:LITERAL:quiet", timeout=0.5) == []  # log_if_denied=false: TRACE
+        assert _lines(serve, "is Allowed", timeout=0.5) == []  # allowed: DEBUG
+
+
+def test_allowed_decisions_are_logged_at_debug(tmp_path: Path) -> None:
+    with ServeProcess(tmp_path, base_properties(tmp_path, log_level="DEBUG")).start() as serve:
+        with serve.client(token=ADMIN_TOKEN) as admin:
+            assert admin.post("/v1/acls/create", json={"acls": [ALLOW_ALICE]}).status_code == 200
+        _ask(serve, BROKER_TOKEN, [_read("open")], "Produce")
+        allowed = _lines(serve, "Principal = User:alice is Allowed operation = READ from host = 10.0.0.7")
+    assert len(allowed) == 1 and " DEBUG kafka.authorizer.logger: " in allowed[0]
+    assert "for request = Produce" in allowed[0] and "based on rule MatchingAcl(acl=StandardAcl(" in allowed[0]
+
+
+def test_the_decision_log_rotates_within_one_large_call_and_self_queries_have_their_own_budget(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "decisions" / "decisions.log"
+    props = base_properties(
+        tmp_path,
+        decision_log_file=str(path),
+        decision_log_max_bytes="20000",
+        decision_log_backups="3",
+        decision_log_self_query_rate="5",
+    )
+    with ServeProcess(tmp_path, props).start() as serve:
+        assert _ask(serve, BROKER_TOKEN, [_read(f"broker-{i}") for i in range(1000)]).status_code == 200
+        assert _ask(serve, ALICE_TOKEN, [_read(f"self-{i}") for i in range(200)]).status_code == 200
+        metrics: dict[str, float] = {}
+        deadline = time.monotonic() + 10
+        while metrics.get("written", 0) < 1005 and time.monotonic() < deadline:
+            text = httpx.get(serve.url("CLIENT") + "/metrics").text
+            metrics = {
+                line.split('fate="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("kraft_acl_decision_log_lines_total{")
+            }
+    files = sorted(path.parent.iterdir())
+    assert [f.name for f in files] == [f"decisions.log{suffix}" for suffix in ("", ".1", ".2", ".3")]
+    assert all(f.stat().st_size <= 20_000 for f in files), [f.stat().st_size for f in files]
+    oldest_first = [*sorted(files[1:], key=lambda f: -int(f.suffix[1:])), files[0]]
+    lines = [json.loads(line) for f in oldest_first for line in f.read_text().splitlines()]
+    self_lines = [d for d in lines if d["resource_name"].startswith("self-")]
+    assert 1 <= len(self_lines) <= 6  # the budget: 5 a second (plus what refilled meanwhile)
+    broker_lines = [d["resource_name"] for d in lines if d["resource_name"].startswith("broker-")]
+    assert broker_lines[-1] == "broker-999" and lines[-1]["resource_name"].startswith("self-")
+    assert metrics["skipped"] >= 194 and metrics["written"] == 1000 + len(self_lines)

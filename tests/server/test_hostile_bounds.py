@@ -1,0 +1,193 @@
+"""Adversarial, class 3 (everything a caller can make serve hold is bounded): request bodies over all connections
+(queued.max.request.bytes, with a share kept for brokers), answers a client does not read (write back-pressure),
+open connections (process-wide, per listener, places kept for brokers, early-start listeners exempt), and the
+deadlines of a new connection; resident memory before, during and after a flood (the figures are printed)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from kraftacl.harness.rss import rss_kb
+from tests.server.raw_http import Raw, address, head, post
+from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+
+ONE_ACTION = {
+    "principal": "User:alice",
+    "client_address": "10.0.0.1",
+    "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}],
+}
+
+
+def _padded(size: int) -> bytes:
+    """A valid authorize body of exactly `size` bytes (JSON allows trailing spaces)."""
+    body = json.dumps(ONE_ACTION).encode()
+    return body + b" " * (size - len(body))
+
+
+def test_request_memory_is_bounded_and_brokers_keep_their_share(tmp_path: Path) -> None:
+    # 3/4 of 256 KiB for alice (196,608 bytes): three 60,000-byte bodies fit, a fourth waits
+    props = base_properties(tmp_path, queued_max_request_bytes="262144", request_max_bytes="65536")
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        body = _padded(60_000)
+        uploads = [Raw(url) for _ in range(4)]
+        try:
+            for raw in uploads[:3]:
+                raw.send(head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body[:1000])
+            time.sleep(0.3)
+            uploads[3].send(head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body)  # all of it
+            uploads[3].sock.settimeout(1.0)
+            try:
+                early = uploads[3].sock.recv(1024)
+            except TimeoutError:
+                early = b""
+            assert early == b"", "the fourth body was read and answered although the memory was taken"
+            with Raw(url) as broker:  # a broker's request still fits (the share kept for brokers)
+                broker.send(post("/v1/authorize", ONE_ACTION, BROKER_TOKEN))
+                assert broker.answer().status == 200
+            uploads[0].send(body[1000:])  # the first upload completes: its memory comes back after its answer
+            assert uploads[0].answer().status == 200
+            uploads[3].sock.settimeout(10)
+            assert uploads[3].answer().status == 200  # now read and answered
+        finally:
+            for raw in uploads:
+                raw.close()
+
+
+def test_a_client_that_does_not_read_its_answers_stops_being_read(tmp_path: Path) -> None:
+    props = base_properties(tmp_path, connections_max_unsent_bytes="65536")
+    with ServeProcess(tmp_path, props).start() as serve:
+        assert serve.proc is not None
+        before = rss_kb(serve.proc.pid)
+        count = 3000  # 3,000 answers of the OpenAPI document: about 160 MB if serve kept writing them
+        with Raw(serve.url("CLIENT")) as raw:
+            raw.sock.setblocking(False)
+            pending = head("GET", "/v1/openapi.json") * count
+            sent, stalled_at = 0, None
+            deadline = time.monotonic() + 10
+            while sent < len(pending) and time.monotonic() < deadline:
+                try:
+                    sent += raw.sock.send(pending[sent : sent + 65536])
+                except BlockingIOError:
+                    stalled_at = sent
+                    time.sleep(0.05)
+                    continue
+            time.sleep(1.0)
+            during = rss_kb(serve.proc.pid)
+            raw.sock.setblocking(True)
+            raw.sock.settimeout(30)
+            answers = raw.answers(count) if sent == len(pending) else []
+        print(f"serve RSS before {before} kB, with {count} unread answers pending {during} kB")
+        assert during - before < 30_000, f"serve held the unread answers: RSS {before} -> {during} kB"
+        assert stalled_at is not None or len(answers) == count
+        if answers:
+            assert {a.status for a in answers} == {200}
+
+
+def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listeners(tmp_path: Path) -> None:
+    props = base_properties(
+        tmp_path, max_connections="12", max_connections_reserved_brokers="4", request_timeout_ms="60000"
+    )
+    props["listener.name.controller.max.connections"] = "2"
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        held = [Raw(url) for _ in range(8)]  # the places anyone may take
+        try:
+            time.sleep(0.2)
+            with Raw(url) as alice:  # a kept place: only a broker principal may use it
+                alice.send(head("GET", "/v1/acls/count", ALICE_TOKEN))
+                refused = alice.until_closed()
+            assert [a.status for a in refused] == [503] and refused[0].json()["error"]["code"] == "CONNECTION_LIMIT"
+            broker = Raw(url)
+            broker.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert broker.answer().status == 200
+            silent = [Raw(url) for _ in range(3)]  # 12 open: the last places are held by silent connections
+            time.sleep(0.2)
+            newcomer = Raw(url)  # the oldest silent one in a kept place makes room
+            newcomer.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert newcomer.answer().status == 200
+            evicted = silent[0].until_closed()
+            assert [a.status for a in evicted] == [503], evicted
+            early = httpx.get(serve.url("CONTROLLER") + "/v1/status", timeout=10)  # exempt
+            assert early.status_code == 200
+            with Raw(serve.url("CONTROLLER")) as a, Raw(serve.url("CONTROLLER")) as b:
+                time.sleep(0.2)
+                with Raw(serve.url("CONTROLLER")) as third:  # its own limit: 2
+                    assert [x.status for x in third.until_closed()] == [503]
+                a.send(head("GET", "/v1/status"))
+                assert a.answer().status == 200
+                del b
+            for raw in [*silent[1:], broker, newcomer]:
+                raw.close()
+        finally:
+            for raw in held:
+                raw.close()
+        metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+        assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="reserved"} 1.0' in metrics
+        assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="evicted"} 1.0' in metrics
+
+
+def test_a_new_connection_must_bring_its_first_request_within_the_request_timeout(tmp_path: Path) -> None:
+    props = base_properties(tmp_path, request_timeout_ms="800")  # connections.max.idle.ms stays 10 minutes
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        started = time.monotonic()
+        with Raw(url) as silent:
+            assert silent.until_closed() == []
+        silent_closed = time.monotonic() - started
+        started = time.monotonic()
+        with Raw(url) as trickle:  # a slow head: one byte every 200 ms, never whole
+            answers: list[object] = []
+            for byte in b"GET /v1/status HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":
+                try:
+                    trickle.send(bytes([byte]))
+                except OSError:
+                    break
+                time.sleep(0.2)
+                if time.monotonic() - started > 6:
+                    break
+            answers = trickle.until_closed()
+        trickled = time.monotonic() - started
+    assert silent_closed < 5, f"a silent connection stayed {silent_closed:.1f}s"
+    assert trickled < 6 and [getattr(a, "status", None) for a in answers] == [408], answers
+
+
+def test_memory_goes_back_down_after_an_unauthenticated_flood(tmp_path: Path) -> None:
+    """200 connections each announce a 16 MiB upload without credentials and send 1 MiB of it: refused at the head,
+    nothing buffered (before, serve read every body whole before answering 401)."""
+    with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve:
+        assert serve.proc is not None
+        host, port = address(serve.url("CLIENT"))
+        with httpx.Client(base_url=serve.url("CLIENT"), timeout=10) as warm:
+            for _ in range(50):
+                warm.get("/v1/status")
+        before = rss_kb(serve.proc.pid)
+        socks = []
+        chunk = b"x" * (1024 * 1024)
+        for _ in range(200):
+            s = socket.create_connection((host, port), timeout=10)
+            s.sendall(head("POST", "/v1/acls/import", None, 16 * 1024 * 1024))
+            with contextlib.suppress(OSError):  # serve answered and closed: the client sees it mid-upload
+                s.sendall(chunk)
+            socks.append(s)
+        during = rss_kb(serve.proc.pid)
+        statuses = []
+        for s in socks:
+            s.settimeout(10)
+            try:
+                statuses.append(s.recv(64)[:12])
+            except OSError:
+                statuses.append(b"reset")
+            s.close()
+        time.sleep(1.0)
+        after = rss_kb(serve.proc.pid)
+    print(f"serve RSS before {before} kB, during a 200 x 1 MiB unauthenticated flood {during} kB, after {after} kB")
+    assert set(statuses) <= {b"HTTP/1.1 401", b"reset"} and b"HTTP/1.1 401" in statuses
+    assert during - before < 40_000, f"{before} -> {during} kB"
+    assert after - before < 20_000, f"{before} -> {after} kB"
