@@ -24,6 +24,7 @@ import uvloop
 
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.server import import_api
+from kraftacl.server.announce import Announcer
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
@@ -35,11 +36,6 @@ from kraftacl.server.metrics import ServeMetrics
 from kraftacl.snapshots.policy import SnapshotPolicy
 
 log = logging.getLogger("kraft_acl.serve")
-
-
-def say(line: str) -> None:
-    """A line for the operator (and for scripts: tests read these) on stdout."""
-    print(f"kraft-acl serve: {line}", flush=True)
 
 
 def tls_context(listener: Listener) -> ssl.SSLContext | None:
@@ -139,8 +135,9 @@ def _diverged(state: ServeState) -> float:
 class Serve:
     """The running process: listeners, the initial load, the tailer, and shutdown."""
 
-    def __init__(self, config: ServeConfig, state: ServeState, api: Api) -> None:
+    def __init__(self, config: ServeConfig, state: ServeState, api: Api, out: Announcer | None = None) -> None:
         self.config = config
+        self.out = out or Announcer()
         self.state = state
         self.api = api
         self.connections = Connections()
@@ -164,7 +161,14 @@ class Serve:
             self._factory(listener), sock=sock, ssl=self.contexts[listener.name], backlog=1024
         )
         self.servers.append(server)
-        say(f"listening on {listener.name} {listener.url(sock.getsockname()[1])}{note}")
+        url = listener.url(sock.getsockname()[1])
+        self.out.say(
+            "listening",
+            f"listening on {listener.name} {url}{note}",
+            listener=listener.name,
+            url=url,
+            early_start=listener.early_start,
+        )
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
@@ -177,7 +181,10 @@ class Serve:
         for listener in self.config.listeners:
             if not listener.early_start:
                 port = self.sockets[listener.name].getsockname()[1]
-                say(f"{listener.name} {listener.url(port)} opens after the initial load")
+                url = listener.url(port)
+                self.out.say(
+                    "waiting", f"{listener.name} {url} opens after the initial load", listener=listener.name, url=url
+                )
         loaded = await self._initial_load()
         if loaded:
             for listener in self.config.listeners:
@@ -185,7 +192,9 @@ class Serve:
                     await self._open(listener, "")
             self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
             index, offset = self.state.authorizer.state()
-            say(f"ready: {len(index)} ACLs, last applied offset {offset}")
+            self.out.say(
+                "ready", f"ready: {len(index)} ACLs, last applied offset {offset}", acls=len(index), offset=offset
+            )
             await self.stop.wait()
         await self._shutdown()
 
@@ -207,7 +216,7 @@ class Serve:
         await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if not done.done():
-            say("stopped before the initial load completed")
+            self.out.say("stopped", "stopped before the initial load completed", loaded=False)
             return False
         error = done.exception()
         if error is not None:
@@ -234,7 +243,7 @@ class Serve:
         if self.state.decision_log is not None:
             self.state.decision_log.close()
         self.state.node.close()
-        say("stopped")
+        self.out.say("stopped", "stopped", loaded=True)
 
 
 def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
@@ -246,12 +255,13 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
         future.set_exception(error)
 
 
-def serve(config: ServeConfig) -> int:
-    """Run serve until stopped; 0 on a clean stop. ServeError when it cannot start or the load fails."""
+def serve(config: ServeConfig, out: Announcer | None = None) -> int:
+    """Run serve until stopped, its status lines through `out` (text on stdout by default); 0 on a clean stop.
+    ServeError when it cannot start or the load fails."""
     tokens = load_tokens(config.token_file) if config.token_file is not None else {}
     state = build_state(config)
     try:
-        process = Serve(config, state, Api(state, Authenticator(tokens)))
+        process = Serve(config, state, Api(state, Authenticator(tokens)), out)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(process.run())
     except ServeError:

@@ -51,15 +51,30 @@ class ServerTarget:
         if self.token:
             return self.token
         if self.token_file is not None:
-            try:
-                return self.token_file.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ServerError(f"--token-file {self.token_file}: {exc.strerror}") from exc
+            return read_token_file(self.token_file)
         return os.environ.get(TOKEN_ENV) or None
 
     def connect(self) -> ServerClient:
         """A client (nothing is sent until the first call)."""
         return ServerClient(self)
+
+
+class TokenFileError(ServerError):
+    """A token file that cannot be read or holds no token: the caller's input, not serve's answer."""
+
+
+def read_token_file(path: Path) -> str:
+    """The token in a token file: its first line that is not blank or a `#` comment, as the broker plugin reads
+    `kraft.acl.token.file`; TokenFileError when the file cannot be read or holds no such line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise TokenFileError(f"--token-file {path}: {reason}") from exc
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    raise TokenFileError(f"--token-file {path}: holds no token (every line is blank or a # comment)")
 
 
 def _filter_json(f: AclBindingFilter) -> dict[str, Any]:

@@ -53,10 +53,10 @@ from kraftacl.cli.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import acl_json
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
 from kraftacl.cli.output import Output
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.snapshots.errors import SnapshotError
@@ -143,7 +143,7 @@ def acls_command(
     if server is not None:
         if log_dir is not None or bootstrap_server is not None:
             fail("give one of --log-dir, --bootstrap-server and --server")
-        target = ServerTarget(server, token, token_file, cert, key, cacert)
+        target = server_target(server, token, token_file, cert, key, cacert)
     else:
         target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
         target.check()
@@ -175,7 +175,7 @@ def acls_command(
     except OptionError as exc:
         fail(str(exc))
     except ServerError as exc:
-        fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+        server_failed(exc)
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc), EXIT_FAILED)
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.api.client import ServerError, ServerTarget
+from kraftacl.api.client import ServerError
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerError, ConfigError, ImageError
@@ -24,10 +24,10 @@ from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.cli.acls_options import AclOptions as ResourceFlags
 from kraftacl.cli.acls_options import OptionError, check_principal, parse_operation, resources
 from kraftacl.cli.authorize_view import answers_table
-from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import STATE_AT_HELP, replayed
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
 from kraftacl.cli.output import Output, output_option, print_table
 
 Evaluator = Callable[[Request, bool], dict[str, Any]]
@@ -162,11 +162,11 @@ def authorize_command(
     except (InputError, ConfigError, OptionError) as exc:
         fail(str(exc))
     if server is not None:
-        client = ServerTarget(server, token, token_file, cert, key, cacert).connect()
+        client = server_target(server, token, token_file, cert, key, cacert).connect()
         try:
             _answer(client.evaluate, parsed, source, explain, output)
         except ServerError as exc:
-            fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+            server_failed(exc)
         finally:
             client.close()
         return

@@ -33,7 +33,7 @@ from kraftacl.cli.acls_flags import BootstrapServer, CommandConfig, MetadataTopi
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import library_errors
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
 from kraftacl.cli.output import Output, output_option
 
 
@@ -169,7 +169,7 @@ def import_command(
         --log-dir data/meta -o json
     """
     source = _source(from_json, from_kafka_dir, from_cluster, bootstrap_server, command_config)
-    remote = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
+    remote = None if server is None else server_target(server, token, token_file, cert, key, cacert)
     target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, remote, lock_timeout)
     acls = _read(source)
     with library_errors(), _server_errors(source):
@@ -199,9 +199,9 @@ def _server_errors(source: AclSource | None = None) -> Iterator[None]:
     try:
         yield
     except ServerError as exc:
-        if exc.status == 400:
-            fail(f"{source.label}: {exc}" if source is not None else str(exc), EXIT_INPUT)
-        fail(str(exc), EXIT_FAILED)
+        if exc.status == 400 and source is not None:
+            fail(f"{source.label}: {exc}", EXIT_INPUT)
+        server_failed(exc)
 
 
 def _report(
@@ -315,7 +315,7 @@ def export_command(
             fail("give one of --log-dir, --bootstrap-server and --server")
         if at_offset is not None:
             fail("--at-offset reads a log (--log-dir or --bootstrap-server); serve answers its current state")
-        target = ServerAclTarget(ServerTarget(server, token, token_file, cert, key, cacert))
+        target = ServerAclTarget(server_target(server, token, token_file, cert, key, cacert))
     else:
         log = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
         log.check()

@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from kraftacl.api.client import ServerTarget
+from kraftacl.api.client import ServerError
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.cli.errors import fail
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile
+from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
 from kraftacl.shell.parse import EXIT_USAGE
 from kraftacl.shell.session import Shell
 from kraftacl.shell.sources.base import AclSource, SourceError
@@ -110,7 +110,7 @@ def shell_command(
         cfg = load_config(config) if config is not None else AuthorizerConfig()
     except ConfigError as exc:
         fail(str(exc))
-    target = None if server is None else ServerTarget(server, token, token_file, cert, key, cacert)
+    target = None if server is None else server_target(server, token, token_file, cert, key, cacert)
     options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, target)
     interactive = not words and sys.stdin.isatty()
     if interactive:
@@ -118,6 +118,8 @@ def shell_command(
     try:
         source = open_source(options)
     except SourceError as exc:
+        if isinstance(exc.__cause__, ServerError):  # the one rule of every --server command (cli.options)
+            server_failed(exc.__cause__)
         fail(str(exc))
     try:
         status = _run(source, words or [], interactive, history_file)
