@@ -3,6 +3,7 @@
 #   make broker  a real Kafka broker whose authorizer is the plugin, asking the `make run` serve
 #   make test    the dev tools, PySpark, the plugin and the Kafka and Spark jars, then lint, types, every test
 PY ?= python3
+comma := ,
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/pip --disable-pip-version-check --quiet
@@ -12,6 +13,9 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 # what a step prints first: `kraft-acl: <what>`, so a user sees what the minutes go to
 say = @echo "kraft-acl: $(1)"
+# pip's own output (and the build backend's warnings) go to a log, shown only when the step fails
+INSTALL_LOG := $(VENV)/install.log
+pip_install = $(PIP) install $(1) >$(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
 
 .PHONY: setup run demo test lint typecheck unit kafka-jars kafka-tools plugin spark-jars broker broker-stop clean
 
@@ -20,13 +24,13 @@ $(RUN_STAMP): pyproject.toml setup.py metadata_log/codec/rows.py authorizer/inde
 	$(call say,creating $(VENV) (Python virtual environment, $(shell $(PY) --version 2>&1)))
 	@$(PY) -m venv $(VENV)
 	$(call say,installing kraft-acl and its runtime dependencies from PyPI and compiling its two hot loops with mypyc)
-	@$(PIP) install -e .
+	@$(call pip_install,-e .)
 	@touch $@
 
 $(DEV_STAMP): $(RUN_STAMP)
 	$(call say,installing the dev tools (pytest ruff mypy ...) and PySpark (the audit jobs) from PyPI)
-	@$(PIP) install --upgrade pip
-	@$(PIP) install -e '.[dev,spark]'
+	@$(call pip_install,--upgrade pip)
+	@$(call pip_install,-e '.[dev$(comma)spark]')
 	@touch $@
 
 ## setup: everything `make test` needs: the full .venv, the plugin jar and the Spark Kafka connector jars
@@ -53,13 +57,15 @@ $(PLUGIN_JAR): $(PLUGIN_SOURCES)
 ## run: the runtime install, then the main job: `kraft-acl serve` on the embedded log with the demo config and ACLs
 DEMO_LOG := data/serve-demo
 DEMO_CONFIG := examples/serve/server.properties
+# the demo's CLIENT listener, for the hints make run prints (the port is written once, in DEMO_CONFIG)
+DEMO_URL = http://$(shell sed -n 's|^listeners=.*CLIENT://\([^,]*\).*|\1|p' $(DEMO_CONFIG))
 run: $(RUN_STAMP)
 	$(call say,loading the demo ACLs of examples/serve/acls.json into $(DEMO_LOG))
 	@$(BIN)/kraft-acl import --from-json examples/serve/acls.json --log-dir $(DEMO_LOG)
 	@$(BIN)/kraft-acl serve --config $(DEMO_CONFIG) --check-config -o table
 	$(call say,starting serve in the foreground (Ctrl-C stops it). In another terminal:)
 	@echo "  source .venv/bin/activate"
-	@echo "  kraft-acl acls --server http://127.0.0.1:9191 --token-file examples/serve/admin.token --list"
+	@echo "  kraft-acl acls --server $(DEMO_URL) --token-file examples/serve/admin.token --list"
 	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: 'A broker authorized by serve')"
 	@exec $(BIN)/kraft-acl serve --config $(DEMO_CONFIG)
 

@@ -70,7 +70,8 @@ cmd_run() {
   ready || cmd_fetch >&2
   # shellcheck disable=SC2086  # the *_OPTS variables are lists of flags
   exec java ${KAFKA_TOOLS_HEAP_OPTS:--Xmx256m} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 ${KAFKA_TOOLS_JVM_OPTS:-} \
-    "-Dlog4j2.configurationFile=$SCRIPT_DIR/kafka/tools-log4j2.yaml" -cp "$LIB/*" "$class" "$@"
+    "-Dlog4j2.configurationFile=$SCRIPT_DIR/kafka/tools-log4j2.yaml" -Dlog4j2.shutdownHookEnabled=false \
+    -cp "$LIB/*" "$class" "$@"
 }
 
 main() {

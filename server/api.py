@@ -47,6 +47,7 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("GET", "/v1/acls/count"): Route(admin.count, "acl_count"),
     ("GET", "/v1/acls/image"): Route(admin.image, "acl_image"),
     ("POST", "/v1/acls/history"): Route(acl_history.history, "acl_history"),
+    ("POST", "/v1/snapshots"): Route(admin.snapshot, "snapshot"),
     ("GET", "/v1/status"): Route(admin.status, "status", "status"),
     ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics"),
     ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always"),

@@ -155,6 +155,12 @@ class ServeConfig:
     warnings: tuple[str, ...] = field(default=())
     unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
 
+    @property
+    def writes_snapshots(self) -> bool:
+        """True when this serve writes the log's snapshots: the controller of an embedded log (whose directory
+        it owns), or any serve of a Kafka-backed log (each keeps its own snapshot directory)."""
+        return (self.controller or self.log.bootstrap_servers is not None) and self.log.snapshot_dir is not None
+
     def listener_anonymous(self, name: str) -> bool:
         """True when callers without credentials on this listener are User:ANONYMOUS (auth.anonymous.listeners)."""
         return any(listener.name == name and listener.anonymous for listener in self.listeners)

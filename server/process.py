@@ -77,17 +77,14 @@ def build_state(config: ServeConfig) -> ServeState:
     """Open the log and build the node, metrics and decision log (nothing is loaded yet)."""
     backend = open_backend(config)
     lc = config.log
-    writes_snapshots = config.controller or lc.bootstrap_servers is not None
     node = AclNode(
         backend,
         snapshot_dir=lc.snapshot_dir,
         config=config.authorizer,
-        policy=SnapshotPolicy(lc.snapshot_max_records, lc.snapshot_max_bytes)
-        if writes_snapshots and lc.snapshot_dir
-        else None,
+        policy=SnapshotPolicy(lc.snapshot_max_records, lc.snapshot_max_bytes) if config.writes_snapshots else None,
         retain_snapshots=lc.snapshot_retain,
     )
-    if lc.snapshot_dir is not None and writes_snapshots:
+    if lc.snapshot_dir is not None and config.writes_snapshots:
         lc.snapshot_dir.mkdir(parents=True, exist_ok=True)
     holder: list[ServeState] = []
     metrics = ServeMetrics(

@@ -188,6 +188,11 @@ class ServerClient:
             events[e["id"]].append(AclEvent(e["offset"], e["epoch"], e["timestamp_ms"], acl))
         return AclHistory(answer["log_start"], answer["end"], {i: tuple(found) for i, found in events.items()})
 
+    def create_snapshot(self) -> dict[str, Any]:
+        """POST /v1/snapshots: serve writes a snapshot of its current state now (path, end_offset, epoch, acls,
+        deleted)."""
+        return self.call("POST", "/v1/snapshots")
+
     def status(self) -> dict[str, Any]:
         """GET /v1/status (ServerError with status 503 while serve is still loading)."""
         return self.call("GET", "/v1/status")

@@ -12,7 +12,7 @@ import msgspec
 
 from kraftacl.api import import_wire, wire
 
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -87,6 +87,15 @@ OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.
         "When each ACL id was added and removed, read from the metadata log (DESCRIBE on the cluster; since 1.1.0)",
         wire.HistoryIn,
         wire.HistoryOut,
+    ),
+    (
+        "post",
+        "/v1/snapshots",
+        "Write a snapshot of the current state into the snapshot directory now, retention applied (ALTER on the "
+        "cluster; the serve that writes the log's snapshots: a controller, or any serve of a Kafka-backed log; "
+        "since 1.2.0)",
+        None,
+        wire.SnapshotOut,
     ),
     (
         "get",

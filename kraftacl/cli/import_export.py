@@ -235,6 +235,7 @@ def _check(source: AclSource, target: AclTarget, acls: list[StandardAcl]) -> dic
     missing, extra = _sorted(expected - actual), _sorted(actual - expected)
     return {
         "equal": not missing and not extra,
+        "target": "serve" if isinstance(target, ServerAclTarget) else "the log",  # where the extra ACLs are
         "count": len(actual),
         "missing": [acl_to_json(a) for a in missing],
         "extra": [acl_to_json(a) for a in extra],
@@ -262,7 +263,7 @@ def _print_report(r: dict[str, Any]) -> None:
     typer.echo(
         f"Check: {len(check['missing']) + len(check['extra'])} difference(s) between the source and {r['target']}:"
     )
-    for sign, key, where in (("-", "missing", "in the source only"), ("+", "extra", "in the log only")):
+    for sign, key, where in (("-", "missing", "in the source only"), ("+", "extra", f"in {check['target']} only")):
         for acl in check[key]:
             typer.echo(f"{sign} {_acl_text(acl)} ({where})")
 

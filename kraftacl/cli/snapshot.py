@@ -1,7 +1,8 @@
 """`kraft-acl snapshot create|list|inspect|verify`: write, list and check ACL snapshot files.
 
 Stateless; only `create` writes (as the log's one writer, so it waits up to --lock-timeout for another
-writer's lock). `list` and `verify --log-dir` also say whether each snapshot belongs to the log, at
+writer's lock; or, with --server, through the running serve that writes the log). `list` and
+`verify --log-dir` also say whether each snapshot belongs to the log, at
 one of its batch boundaries (`snapshots.binding`).
 """
 
@@ -11,11 +12,12 @@ import json
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
+from kraftacl.api.client import ServerError
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.cli.errors import fail
@@ -23,6 +25,7 @@ from kraftacl.cli.kafka_files import kafka_files
 from kraftacl.cli.kafka_files_dump import inspect_kafka, verify_kafka
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import LIBRARY_ERRORS, acl_json, acl_table, check_log_dir, library_errors, sorted_acls
+from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
 from kraftacl.cli.output import Output, OutputOpt, print_table
 from kraftacl.metadata_log.backends.file.check import scan_directory
 from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
@@ -79,19 +82,46 @@ def load_image(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 @snapshot_app.command("create")
 def create_command(
-    log_dir: LogDir,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (no serve may be writing it)"),
+    ] = None,
     retain: Annotated[
         int, typer.Option("--retain", metavar="N", help="keep the newest N usable snapshots (0: all)")
     ] = 3,
     output: OutputOpt = Output.table,
     lock_timeout: LockTimeout = 5.0,
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
 ) -> None:
     """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
+
+    A log a running serve writes is snapshotted through that serve (`--server`: it writes the snapshot between
+    two of its writes, into its snapshot directory, with its own retention; ALTER on the cluster), since the
+    directory has one writer at a time.
 
     \b
     Example:
       kraft-acl snapshot create --log-dir data/meta --retain 3
+      kraft-acl snapshot create --server http://127.0.0.1:9191 --token-file admin.token
     """
+    if (log_dir is None) == (server is None):
+        fail("give one of --log-dir DIR (a log no serve is writing) and --server URL (the serve writing it)")
+    if server is not None:
+        client = server_target(server, token, token_file, cert, key, cacert).connect()
+        try:
+            made = client.create_snapshot()
+        except ServerError as exc:
+            server_failed(exc)
+        finally:
+            client.close()
+        _report_created(made, output, f"retention: serve's metadata.log.snapshot.retain at {server}")
+        return
+    assert log_dir is not None
     check_log_dir(log_dir)
     if retain < 0:
         fail(f"--retain {retain} is negative")
@@ -112,23 +142,19 @@ def create_command(
         node.close()
     deleted = sorted(before - {p.name for p in log_dir.glob(f"*{SUFFIX}")})
     snap = parse_name(path)
+    made = {"path": str(path), "end_offset": snap.end_offset, "epoch": snap.epoch, "acls": len(image)}
+    _report_created({**made, "deleted": deleted}, output, f"--retain {retain}")
+
+
+def _report_created(made: dict[str, Any], output: Output, retention: str) -> None:
+    """What `snapshot create` prints: the path (or the whole report as JSON), then what retention deleted."""
     if output.is_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "path": str(path),
-                    "end_offset": snap.end_offset,
-                    "epoch": snap.epoch,
-                    "acls": len(image),
-                    "deleted": deleted,
-                }
-            )
-        )
+        typer.echo(json.dumps(made))
         return
-    typer.echo(str(path))
-    print(f"end offset {snap.end_offset}, epoch {snap.epoch}, {len(image)} ACL(s)", file=sys.stderr)
-    for name in deleted:
-        print(f"deleted by retention (--retain {retain}): {name}", file=sys.stderr)
+    typer.echo(made["path"])
+    print(f"end offset {made['end_offset']}, epoch {made['epoch']}, {made['acls']} ACL(s)", file=sys.stderr)
+    for name in made["deleted"]:
+        print(f"deleted by retention ({retention}): {name}", file=sys.stderr)
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,10 +153,9 @@ def start(directory: Path, port: int, serve_config: Path, plugin_jar: Path, temp
         f"{shown}/plugin.properties",
         "kraft-acl: client properties (SASL/PLAIN; --command-config, --producer.config, --consumer.config):",
     ]
-    lines += [f"  {shown}/{path.name}  {USERS[user][1]}" for user, path in clients.items()]
-    lines.append(
-        "kraft-acl: Kafka's tools: scripts/kafka/bin/kafka-acls.sh, kafka-topics.sh, kafka-console-producer.sh, ..."
-    )
+    width = max(len(f"{shown}/{path.name}") for path in clients.values())
+    lines += [f"  {f'{shown}/{path.name}':<{width}}  {USERS[user][1]}" for user, path in clients.items()]
+    lines.append("kraft-acl: Kafka's own tools: scripts/kafka/bin/kafka-acls.sh, kafka-console-producer.sh, ...")
     lines.append("kraft-acl: stop it with `make broker-stop`")
     return lines
 

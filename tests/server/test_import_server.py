@@ -118,7 +118,7 @@ def test_import_check_through_serve_lists_differences(serve: ServeProcess, tmp_p
     checked = _run("import", "--from-json", source, *_remote(serve), "--check")
     assert checked.returncode == 1, checked.stderr
     assert (
-        "+ resource_type=TOPIC resource_name=only-in-serve" in checked.stdout and "(in the log only)" in checked.stdout
+        "+ resource_type=TOPIC resource_name=only-in-serve" in checked.stdout and "(in serve only)" in checked.stdout
     )
 
 
