@@ -96,7 +96,8 @@ def make_run(tmp: Path) -> Iterator[Demo]:
     try:
         deadline = time.monotonic() + 300
         while not any(line.startswith(READY) for line in demo.lines):
-            assert proc.poll() is None, f"make run exited {proc.returncode}:\n" + "\n".join(demo.lines) + demo.serve_log()
+            said = "\n".join(demo.lines) + demo.serve_log()
+            assert proc.poll() is None, f"make run exited {proc.returncode}:\n{said}"
             assert time.monotonic() < deadline, "make run: no ready line in 300 s:\n" + "\n".join(demo.lines)
             time.sleep(0.1)
         yield demo

@@ -14,8 +14,10 @@ import typer
 
 from kraftacl.authorizer.state.recovery import RecoveryOutcome, RecoveryRefused, recover
 from kraftacl.cli.errors import EXIT_FAILED, fail
+from kraftacl.cli.kafka_files import kafka_files
 from kraftacl.cli.log_state import check_log_dir, library_errors
 from kraftacl.cli.output import Output, OutputOpt, output_option
+from kraftacl.metadata_log.kafka_files.check import KIND, KafkaCheck, check_kafka
 from kraftacl.snapshots.history import USABLE, HistoryReport, check_history
 
 LogDir = Annotated[
@@ -31,19 +33,63 @@ def check_command(log_dir: LogDir, output: OutputOpt = Output.table) -> None:
     """Whether the segments, their batches, the log identity, the durable end and the snapshots form one
     consistent history, and exactly where not (exit 1). Read-only: works next to a running writer.
 
+    Apache Kafka's own KRaft metadata (a metadata.log.dir or `__cluster_metadata-0`) is checked as the other
+    commands read it: every batch's CRC-32C and records, offsets contiguous across segments, every snapshot
+    whole, the log start covered by a snapshot. The first line says which kind of log was checked.
+
     \b
     Example:
       kraft-acl log check --log-dir data/meta
+      kraft-acl log check --log-dir /var/lib/kafka/meta -o json
     """
     check_log_dir(log_dir)
+    kafka = kafka_files(log_dir)
+    if kafka is not None:
+        with library_errors():
+            found = check_kafka(kafka)
+        if output.is_json:
+            typer.echo(json.dumps(found.to_json()))
+        else:
+            typer.echo("\n".join(_kafka_lines(log_dir, found)))
+        if not found.consistent:
+            raise typer.Exit(EXIT_FAILED)
+        return
     with library_errors():
         report = check_history(log_dir)
     if output.is_json:
-        typer.echo(json.dumps(report.to_json()))
+        typer.echo(json.dumps({"kind": "kraft-acl", **report.to_json()}))
     else:
         typer.echo("\n".join(_check_lines(report)))
     if not report.consistent:
         raise typer.Exit(EXIT_FAILED)
+
+
+def _kafka_lines(log_dir: Path, k: KafkaCheck) -> list[str]:
+    lines = [
+        f"Log directory: {log_dir} ({KIND}, read-only: {k.directory})",
+        f"Offsets: log start {k.log_start}, end {k.end}",
+        f"Segments: {len(k.segments)}",
+    ]
+    for i, seg in enumerate(k.segments):
+        if i < SHOWN_SEGMENTS // 2 or i >= len(k.segments) - SHOWN_SEGMENTS // 2:
+            span = f"offsets {seg.base_offset}..{seg.next_offset - 1}" if seg.next_offset > seg.base_offset else "empty"
+            lines.append(f"  {seg.file}  {span}, {seg.batches} batches, {seg.records} records")
+        elif i == SHOWN_SEGMENTS // 2:
+            lines.append(f"  ... {len(k.segments) - SHOWN_SEGMENTS} more")
+    lines.append(f"Snapshots: {len(k.snapshots)} ({sum(s.valid for s in k.snapshots)} valid)")
+    for snap in k.snapshots:
+        state = f"valid, {snap.records} records" if snap.valid else f"DAMAGED: {snap.error}"
+        lines.append(f"  {snap.file}  {state}")
+    for title, findings in (("Problems", k.problems), ("Warnings", k.warnings)):
+        if findings:
+            lines.append(f"{title}: {len(findings)}")
+            lines.extend(f"  {f.where}: {f.what}" for f in findings)
+    if k.consistent:
+        held = f"offsets {k.log_start}..{k.end - 1}" if k.end > k.log_start else "no batch yet"
+        lines.append(f"OK: one consistent history of Kafka's metadata, {held}")
+    else:
+        lines.append(f"NOT one consistent history: {len(k.problems)} problem(s) in Kafka's metadata files")
+    return lines
 
 
 def _check_lines(report: HistoryReport) -> list[str]:
@@ -51,7 +97,7 @@ def _check_lines(report: HistoryReport) -> list[str]:
     identity = f"{s.log_id}{' (legacy: predates log identities)' if s.legacy else ''}" if s.log_id else "none"
     durable = "none" if s.durable_end is None else str(s.durable_end)
     lines = [
-        f"Log directory: {s.directory}",
+        f"Log directory: {s.directory} (kraft-acl's embedded log)",
         f"Log id: {identity}",
         f"Offsets: log start {s.log_start_offset}, end {s.high_watermark}, durable end {durable}",
         f"Segments: {len(s.segments)}",
