@@ -60,7 +60,7 @@ class Demo:
         assert proc.returncode == block.exit_code, (
             f"{block.where} exited {proc.returncode}, the README says {block.exit_code}:\n{block.text}\n{said}"
         )
-        for text in block.expect:
+        for text in (with_ports(expected, self.ports) for expected in block.expect):
             assert text in said, f"{block.where}: {text!r} is not in its output:\n{block.text}\n{said}"
         return proc
 
@@ -155,7 +155,8 @@ def test_readme_broker_walkthrough(tmp_path: Path) -> None:
                 ["make", "--no-print-directory", "broker-stop"], cwd=demo.root, env=demo.env(), timeout=120, check=False
             )
         log = demo.serve_log()
-        assert "kafka.authorizer.logger" in log and "Principal = User:alice is Denied operation = WRITE" in log, log
+        denied = "INFO kafka.authorizer.logger: Principal = User:alice is Denied operation = DESCRIBE from host = "
+        assert denied in log and "on resource = Topic:LITERAL:payments for request = Metadata" in log, log
     status = subprocess.run(
         ["bash", "scripts/kafka-broker.sh", "status", "data/broker"], cwd=demo.root, capture_output=True, text=True
     )
