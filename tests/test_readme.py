@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from kraftacl.harness.checkout import MakeRun, clean_path_env
 from kraftacl.harness.serve_process import free_port
 from tests.integration.conftest import _unavailable
 from tests.kafka_broker import java_problem, maven_problem
@@ -28,26 +26,21 @@ from tests.readme_blocks import PORTS, REPO, Block, blocks, checkout, with_ports
 
 README = REPO / "README.md"
 DOCS = [README, REPO / "docs" / "serve.md", REPO / "docs" / "cli.md"]
-READY = "kraft-acl serve: ready: "
 
 
 @dataclass
 class Demo:
-    """`make run` in a checkout: its process (a group of its own), its output, and this run's ports."""
+    """`make run` in a checkout (harness.checkout.MakeRun), its serve's log, and this run's ports."""
 
     root: Path
     ports: dict[str, int]
-    proc: subprocess.Popen[str]
+    make: MakeRun
     stderr: Path
-    lines: list[str] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
-        """A user's environment before `source .venv/bin/activate`: no virtualenv on PATH (so the README's
+        """A user's environment before `source .venv/bin/activate` (no virtualenv on PATH, so the README's
         activation is what makes `kraft-acl` a command), the demo broker's port, a watchdog for its JVM."""
-        path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if "/.venv/" not in p and p]
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "KRAFT_ACL_TOKEN", "PYTHONPATH")}
-        env.update(PATH=os.pathsep.join(path), BROKER_PORT=str(self.ports["broker"]), KAFKA_WATCH_PID=str(os.getpid()))
-        return env
+        return clean_path_env({"BROKER_PORT": str(self.ports["broker"]), "KAFKA_WATCH_PID": str(os.getpid())})
 
     def run(self, block: Block, prelude: str) -> subprocess.CompletedProcess[str]:
         """Run one block as the README writes it (on this run's ports); fail with its output unless it did what
@@ -69,46 +62,20 @@ class Demo:
         return self.stderr.read_text(encoding="utf-8", errors="replace")
 
 
-def _read(demo: Demo) -> None:
-    assert demo.proc.stdout is not None
-    for line in demo.proc.stdout:
-        demo.lines.append(line.rstrip("\n"))
-
-
 @contextlib.contextmanager
 def make_run(tmp: Path) -> Iterator[Demo]:
     """`make run` in a fresh checkout until serve's ready line; stopped with Ctrl-C's SIGINT, as a user stops it."""
     ports = {name: free_port() for name in PORTS}
     root = checkout(tmp / "checkout", ports)
-    stderr = tmp / "make-run.err"
-    with open(stderr, "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            ["make", "--no-print-directory", "run"],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    demo = Demo(root, ports, proc, stderr)
-    threading.Thread(target=_read, args=(demo,), daemon=True).start()
+    demo = Demo(root, ports, MakeRun(root, clean_path_env(), tmp / "make-run.err"), tmp / "make-run.err")
     try:
-        deadline = time.monotonic() + 300
-        while not any(line.startswith(READY) for line in demo.lines):
-            said = "\n".join(demo.lines) + demo.serve_log()
-            assert proc.poll() is None, f"make run exited {proc.returncode}:\n{said}"
-            assert time.monotonic() < deadline, "make run: no ready line in 300 s:\n" + "\n".join(demo.lines)
-            time.sleep(0.1)
+        try:
+            demo.make.wait_ready(300)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}\n{demo.serve_log()}", pytrace=False)
         yield demo
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        demo.make.stop()
 
 
 def _keep(path: Path) -> str:

@@ -26,6 +26,7 @@ class Suite(StrEnum):
     plugin = "plugin"  # the Kafka broker plugin on real brokers (not part of `all`: needs Java, takes minutes)
     shell = "shell"
     pipeline = "pipeline"
+    first_hour = "first-hour"  # make run from a fresh checkout with empty caches, a small audit job (not in `all`)
     all = "all"
 
 
@@ -50,7 +51,9 @@ def bench_command(
     suite: Annotated[
         Suite,
         typer.Option(
-            "--suite", metavar="authorizer|log|serve|import|plugin|shell|pipeline|all", help="which suite to run"
+            "--suite",
+            metavar="authorizer|log|serve|import|plugin|shell|pipeline|first-hour|all",
+            help="which suite to run",
         ),
     ] = Suite.authorizer,
     output: Annotated[Output, output_option("json (the only format: one object)")] = Output.json,
@@ -104,6 +107,10 @@ def bench_command(
             from kraftacl.bench import pipeline_suite
 
             result["pipeline"] = pipeline_suite.run(quick=quick)
+        if suite is Suite.first_hour:  # not in `all`: it installs from PyPI into a temporary checkout
+            from kraftacl.bench import first_hour_suite
+
+            result["first-hour"] = first_hour_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line
         fail(str(exc), EXIT_FAILED)
     progress("done")
