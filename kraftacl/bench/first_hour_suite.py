@@ -1,9 +1,10 @@
 """`kraft-acl bench --suite first-hour`: what an operator waits for in the first hour.
 
-* `make_run`: a fresh checkout (harness.checkout), `make run` with EMPTY pip and Maven caches (`PIP_CACHE_DIR` and
-  `-Dmaven.repo.local` pointed at new directories) until serve's ready line: the seconds of each phase (the
-  virtualenv, the PyPI install with the mypyc compile, loading the demo ACLs and starting serve), the size of
-  the runtime .venv, and proof of what it did not do (no dev tools, no PySpark, nothing fetched by Maven).
+* `make_run`: a fresh checkout (harness.checkout), `make run` with EMPTY pip, uv and Maven caches
+  (`PIP_CACHE_DIR`, `UV_CACHE_DIR` and `-Dmaven.repo.local` pointed at new directories) until serve's ready line:
+  the seconds of each phase (the virtualenv with uv in it, the PyPI install with the mypyc compile, loading the
+  demo ACLs and starting serve), the size of the runtime .venv, and proof of what it did not do (no dev tools, no
+  PySpark, nothing fetched by Maven).
 * `audit_small`: `kraft-acl audit changes` on a 19-record log (the driver in local mode, its progress lines
   timed), with Spark's event log read back: how much of the wall time Spark spent running jobs, in how many
   jobs, stages and tasks, and how much before them (the JVM and the SparkContext) and between them.
@@ -50,10 +51,11 @@ def make_run(work: Path) -> dict[str, Any]:
     for port in ("9190", "9191"):  # never meet a `make run` of this machine on the demo's ports
         text = re.sub(rf"127\.0\.0\.1:{port}\b", f"127.0.0.1:{free_port()}", text)
     config.write_text(text, encoding="utf-8")
-    pip_cache, m2 = work / "pip-cache", work / "m2"
-    pip_cache.mkdir()
-    m2.mkdir()
-    env = clean_path_env({"PIP_CACHE_DIR": str(pip_cache), "MAVEN_OPTS": f"-Dmaven.repo.local={m2}"})
+    pip_cache, uv_cache, m2 = work / "pip-cache", work / "uv-cache", work / "m2"
+    for empty in (pip_cache, uv_cache, m2):
+        empty.mkdir()
+    caches = {"PIP_CACHE_DIR": str(pip_cache), "UV_CACHE_DIR": str(uv_cache), "MAVEN_OPTS": f"-Dmaven.repo.local={m2}"}
+    env = clean_path_env(caches)
     before = {"probe_us": round(cpu_probe_us(2000), 2), "load": _load()}
     progress("make_run: make run in a fresh checkout, empty pip and Maven caches")
     run = MakeRun(root, env, work / "make-run.err")
@@ -74,7 +76,7 @@ def make_run(work: Path) -> dict[str, Any]:
     )
     packages = {p["name"].lower() for p in json.loads(installed.stdout)}
     phases = {
-        "venv_s": marks["install"],
+        "venv_and_uv_s": marks["install"],
         "pip_install_and_mypyc_s": _span(marks["install"], marks["demo_acls"]),
         "demo_acls_and_config_check_s": _span(marks["demo_acls"], marks["serve"]),
         "serve_start_to_ready_s": _span(marks["serve"], ready),
@@ -88,7 +90,7 @@ def make_run(work: Path) -> dict[str, Any]:
         "dev_or_spark_packages": sorted(p for p in packages if p in NOT_FOR_RUN),
         "compiled_modules": sorted(p.name.split(".")[0] for p in root.rglob("_*_native*.so")),
         "maven_fetched_files": sum(1 for p in m2.rglob("*") if p.is_file()),
-        "pip_cache_mb_after": round(_dir_bytes(pip_cache) / 1e6),
+        "cache_mb_after": {"pip": round(_dir_bytes(pip_cache) / 1e6), "uv": round(_dir_bytes(uv_cache) / 1e6)},
         "before": before,
         "after": {"probe_us": round(cpu_probe_us(2000), 2), "load": _load()},
     }
@@ -143,7 +145,8 @@ def _event_log(path: Path) -> dict[str, Any]:
     stages = tasks = 0
     run_ms = deserialize_ms = gc_ms = 0
     app_start = app_end = 0
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    files = sorted(path.glob("events_*")) if path.is_dir() else [path]  # a rolling log is a directory of parts
+    for raw in (line for part in files for line in part.read_text(encoding="utf-8").splitlines()):
         event = json.loads(raw)
         kind = event.get("Event")
         if kind == "SparkListenerApplicationStart":
