@@ -26,7 +26,6 @@ POM="$SCRIPT_DIR/kafka/tools/pom.xml"
 PARENT_POM="$SCRIPT_DIR/kafka/pom.xml"
 
 die() { echo "kafka-tools.sh: $*" >&2; exit 1; }
-note() { echo "kafka-tools.sh: $*" >&2; }
 
 VERSION="${KAFKA_VERSION:-$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$PARENT_POM" | head -n 1)}"
 stamp() { echo "$(cat "$POM" "$PARENT_POM" | sha256sum | cut -d' ' -f1) $VERSION"; }
@@ -35,32 +34,12 @@ set_lib() {
   LIB="${KAFKA_TOOLS_DIR:-$ROOT/.kafka/tools-$VERSION}"
 }
 ready() { [[ -f "$LIB/.fetched" && "$(cat "$LIB/.fetched")" == "$(stamp)" ]]; }
+# shellcheck source=scripts/lib/mvn-fetch.sh
+source "$SCRIPT_DIR/lib/mvn-fetch.sh"
 
 cmd_fetch() {
-  if ready; then note "Kafka $VERSION tools up to date in $LIB"; return 0; fi
-  command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (needed once to fetch Kafka's tools)"
-  local parent tmp
-  parent="$(dirname "$LIB")"
-  mkdir -p "$parent"
-  exec 9>"$parent/.tools-fetch.lock"
-  command -v flock >/dev/null 2>&1 && { flock -w 900 9 || die "timed out waiting for another fetch"; }
-  if ready; then exec 9>&-; note "Kafka $VERSION tools up to date in $LIB"; return 0; fi
-  tmp="$(mktemp -d "$parent/.tools.tmp.XXXXXX")"
-  note "fetching Kafka $VERSION's command-line tools with Maven into $LIB ..."
   # shellcheck disable=SC2086  # KAFKA_MVN_ARGS is a list of flags
-  if ! mvn -B -q -Dstyle.color=never "-Dkafka.version=$VERSION" ${KAFKA_MVN_ARGS:-} -f "$POM" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
-    cat "$tmp.log" >&2
-    rm -rf "$tmp" "$tmp.log"
-    die "mvn dependency:copy-dependencies failed"
-  fi
-  rm -f "$tmp.log"
-  compgen -G "$tmp/kafka-tools-$VERSION.jar" >/dev/null || { rm -rf "$tmp"; die "no kafka-tools-$VERSION jar was fetched"; }
-  stamp >"$tmp/.fetched"
-  rm -rf "$LIB"
-  mv "$tmp" "$LIB"
-  exec 9>&-
-  note "fetched $(find "$LIB" -name '*.jar' | wc -l) jars of Kafka $VERSION's tools into $LIB"
+  mvn_fetch kafka-tools.sh "$POM" "$LIB" "$(stamp)" "kafka-tools-$VERSION.jar" "-Dkafka.version=$VERSION" ${KAFKA_MVN_ARGS:-}
 }
 
 cmd_run() {

@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from kraftacl.metadata_log.backends.file.check import Finding  # the same fact type `log check` reports for its own logs
 from kraftacl.metadata_log.errors import CorruptLogError
 from kraftacl.metadata_log.kafka_files.batches import TornTail
 from kraftacl.metadata_log.kafka_files.files import KafkaMetadataFiles, SnapshotFile
 from kraftacl.metadata_log.kafka_files.reader import decode_batch, file_batches, read_snapshot
 
 KIND = "Apache Kafka's own KRaft metadata"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A problem or a warning: the file it is in (and the byte) and what is wrong."""
-
-    where: str
-    what: str
 
 
 @dataclass(frozen=True, slots=True)
