@@ -114,6 +114,7 @@ def audit_small(work: Path) -> dict[str, Any]:
     events.mkdir()
     argv = [sys.executable, "-m", "kraftacl.pipeline", "changes", "--log-dir", str(meta), "--from-offset", "0"]
     argv += ["--progress", "--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}"]
+    argv += ["--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false"]
     before = {"probe_us": round(cpu_probe_us(2000), 2), "load": _load()}
     progress("audit_small: kraft-acl audit changes on a 19-record log")
     started = time.monotonic()
