@@ -25,7 +25,7 @@ from tests.kafka_broker import java_problem, maven_problem
 from tests.readme_blocks import PORTS, REPO, Block, blocks, checkout, with_ports
 
 README = REPO / "README.md"
-DOCS = [README, REPO / "docs" / "serve.md", REPO / "docs" / "cli.md"]
+DOCS = [README, *(REPO / "docs" / name for name in ("serve.md", "cli.md", "shell.md"))]
 
 
 @dataclass
