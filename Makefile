@@ -7,8 +7,8 @@ comma := ,
 VENV := .venv
 BIN := $(VENV)/bin
 # uv (from PyPI, into .venv by its pip) installs the packages: it downloads in parallel and skips compiling every
-# .pyc up front, which makes a first `make run` about 3 times faster than pip on a busy 2-core machine (BENCHMARKS.md,
-# "The first hour"). pip stays in .venv for the user.
+# .pyc up front, which halves the install of a first `make run` against pip's on a busy 2-core machine
+# (BENCHMARKS.md, "The first hour"). pip stays in .venv for the user.
 UV := $(BIN)/uv
 # Two stamps: the runtime install (`make run`) and the full one (`make setup`, `make test`); the full one builds
 # on the runtime one, so a `make run` after `make test` installs nothing.
