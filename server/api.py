@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any
 
 import msgspec
 
+from kraftacl.api import endpoints as ep
+from kraftacl.api.endpoints import Endpoint
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
-from kraftacl.server import acl_history, admin, decide, import_api
+from kraftacl.server import acl_history, admin, changes, decide, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, Unauthenticated
@@ -24,7 +27,6 @@ from kraftacl.server.metrics import CONTENT_TYPE
 _ENCODE = msgspec.json.Encoder()
 Handler = Callable[[ServeState, Request, Caller], "Response | Awaitable[Response]"]
 PublicHandler = Callable[[ServeState, Request, "Caller | None"], Response]
-OPA_PREFIX = "/v1/data/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,23 +38,36 @@ class Route:
     public_as: str | None = None  # "status", "metrics"; "always" for the OpenAPI document
 
 
-ROUTES: dict[tuple[str, str], Route] = {
-    ("POST", "/v1/authorize"): Route(decide.authorize, "authorize"),
-    ("POST", "/v1/authorize-by-resource-type"): Route(decide.by_resource_type, "authorize_by_resource_type"),
-    ("POST", "/v1/authorized-operations"): Route(decide.authorized_operations, "authorized_operations"),
-    ("POST", "/v1/acls/describe"): Route(admin.describe, "describe_acls"),
-    ("POST", "/v1/acls/create"): Route(admin.create, "create_acls"),
-    ("POST", "/v1/acls/delete"): Route(admin.delete, "delete_acls"),
-    ("POST", import_api.PATH): Route(import_api.import_acls, "import_acls"),
-    ("GET", "/v1/acls/count"): Route(admin.count, "acl_count"),
-    ("GET", "/v1/acls/image"): Route(admin.image, "acl_image"),
-    ("POST", "/v1/acls/history"): Route(acl_history.history, "acl_history"),
-    ("POST", "/v1/snapshots"): Route(admin.snapshot, "snapshot"),
-    ("GET", "/v1/status"): Route(admin.status, "status", "status"),
-    ("GET", "/metrics"): Route(lambda state, request, caller: _metrics(state), "metrics", "metrics"),
-    ("GET", "/v1/openapi.json"): Route(lambda state, request, caller: _openapi(), "openapi", "always"),
-}
-_OPA_ROUTE = Route(decide.opa, "opa")
+RouteEntry = tuple[tuple[str, str], Route]
+
+
+def _on(
+    endpoint: Endpoint[Any, Any], handler: Callable[..., Response | Awaitable[Response]], public_as: str | None = None
+) -> RouteEntry:
+    return (endpoint.method, endpoint.path), Route(handler, endpoint.name, public_as)
+
+
+# Which handler answers which endpoint of the contract (`api.endpoints`), plus the two that are no JSON API.
+ROUTES: dict[tuple[str, str], Route] = dict(
+    [
+        _on(ep.AUTHORIZE, decide.authorize),
+        _on(ep.BY_RESOURCE_TYPE, decide.by_resource_type),
+        _on(ep.AUTHORIZED_OPERATIONS, decide.authorized_operations),
+        _on(ep.DESCRIBE_ACLS, admin.describe),
+        _on(ep.CREATE_ACLS, admin.create),
+        _on(ep.DELETE_ACLS, admin.delete),
+        _on(ep.IMPORT_ACLS, import_api.import_acls),
+        _on(ep.ACL_COUNT, admin.count),
+        _on(ep.ACL_IMAGE, admin.image),
+        _on(ep.ACL_HISTORY, acl_history.history),
+        _on(ep.CREATE_SNAPSHOT, admin.snapshot),
+        _on(ep.STATUS, admin.status, "status"),
+        _on(ep.CHANGES, changes.changes),
+        (("GET", ep.METRICS_PATH), Route(lambda state, request, caller: _metrics(state), "metrics", "metrics")),
+        (("GET", ep.OPENAPI_PATH), Route(lambda state, request, caller: _openapi(), "openapi", "always")),
+    ]
+)
+_OPA_ROUTE = Route(decide.opa, ep.OPA.name)
 _PATHS = {path for _, path in ROUTES}
 
 
@@ -102,7 +117,7 @@ class Api:
         """Answer one request (an awaitable for ACL writes)."""
         route = ROUTES.get((request.method, request.path))
         if route is None:
-            if request.method == "POST" and request.path.startswith(OPA_PREFIX):
+            if request.method == "POST" and request.path.startswith(ep.OPA_PREFIX):
                 route = _OPA_ROUTE
             else:
                 return self._count("unknown", self._no_route(request))
@@ -140,7 +155,7 @@ class Api:
         raise Unauthenticated("authenticate with a bearer token (Authorization: Bearer ...) or a client certificate")
 
     def _no_route(self, request: Request) -> Response:
-        if request.path in _PATHS or request.path.startswith(OPA_PREFIX):
+        if request.path in _PATHS or request.path.startswith(ep.OPA_PREFIX):
             allowed = sorted(m for m, p in ROUTES if p == request.path) or ["POST"]
             body = ErrorOut(ErrorBody("METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}"))
             return Response(

@@ -1,4 +1,5 @@
-"""What every serve handler reads: the node, the authorizer, the configuration, metrics and the decision log.
+"""What every serve handler reads: the node, the authorizer, the configuration, metrics, the decision log and the
+change feed.
 
 One `ServeState` per process, built before any listener opens; its fields are set once, except
 `tailer`, which the process sets when the initial load has completed.
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
+from kraftacl.server.change_feed import ChangeFeed
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.metrics import ServeMetrics
@@ -29,6 +31,7 @@ class ServeState:
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
+    changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
 
     @property
     def authorizer(self) -> StandardAuthorizer:

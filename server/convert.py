@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TypeVar
 
+from kraftacl.api.convert import acl_fields
 from kraftacl.api.wire import MAX_STRING_BYTES, AclIn, AclOut, ActionIn, FilterIn
 from kraftacl.authorizer.decision.standard import Action
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
@@ -91,19 +92,6 @@ def filter_of(f: FilterIn) -> AclBindingFilter:
             lenient_enum(OPERATIONS, f.operation),
             lenient_enum(PERMISSIONS, f.permission_type),
         ),
-    )
-
-
-def acl_fields(acl: StandardAcl) -> tuple[str, str, str, str, str, str, str]:
-    """The seven fields of an ACL as the API writes them (enums by name)."""
-    return (
-        acl.resource_type.name,
-        acl.resource_name,
-        acl.pattern_type.name,
-        acl.principal,
-        acl.host,
-        acl.operation.name,
-        acl.permission_type.name,
     )
 
 

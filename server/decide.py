@@ -25,8 +25,16 @@ from kraftacl.api.wire import (
     RuleOut,
 )
 from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, TRACE, audit_level
-from kraftacl.authorizer.decision.standard import RESULT_OF, Action, RequestContext
+from kraftacl.authorizer.decision.standard import (
+    BY_ACL_ALLOW,
+    BY_ACL_DENY,
+    RESULT_OF,
+    RULE_KIND_OF,
+    Action,
+    RequestContext,
+)
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
+from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import AclOperation, AuthorizationResult, PatternType, ResourceType
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
@@ -45,6 +53,7 @@ ALLOWED = AuthorizationResult.ALLOWED
 OP_CODES = {name: int(op) for name, op in OPERATIONS.items()}  # plain ints: the compiled decision loop's input
 TYPE_CODES = {name: int(rtype) for name, rtype in RESOURCE_TYPES.items()}
 RESULT_NAME = tuple(result.name for result in RESULT_OF)
+BY_ACL = frozenset((BY_ACL_DENY, BY_ACL_ALLOW))
 
 
 def check_subject(state: ServeState, caller: Caller, principal: str) -> None:
@@ -72,13 +81,16 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Response:
     ctx = _context(body.principal, body.client_address, body.listener, body.request)
     if body.explain or state.decision_log is not None:
         actions = [action_of(a, f"$.actions[{i}]") for i, a in enumerate(body.actions)]
-        return Response(200, _ENCODE.encode(decide(state, ctx, actions, body.explain)))
-    return Response(200, _ENCODE.encode(_decide_fast(state, ctx, body.actions)))
+        return Response(200, _ENCODE.encode(decide(state, ctx, actions, body.explain, body.rules)))
+    return Response(200, _ENCODE.encode(_decide_fast(state, ctx, body.actions, body.rules)))
 
 
-def _decide_fast(state: ServeState, ctx: RequestContext, actions: list[ActionIn]) -> AuthorizeOut:
+def _decide_fast(
+    state: ServeState, ctx: RequestContext, actions: list[ActionIn], rules: str | None = None
+) -> AuthorizeOut:
     """The hot path: enum names looked up once per action, decisions as codes, audit lines only where the
-    audit logger wants them (denials at INFO), no Action objects otherwise."""
+    audit logger wants them (denials at INFO), no Action objects otherwise; the rule texts a caller asks for
+    (`rules`: "denied" or "all") are looked up only for those actions."""
     ops, rtypes, names = parse_actions(actions)
     authz = state.authorizer
     index, offset = authz.state()
@@ -97,18 +109,39 @@ def _decide_fast(state: ServeState, ctx: RequestContext, actions: list[ActionIn]
             allowed = RESULT_OF[codes[i]] is ALLOWED
             if AUDIT_LOGGER.isEnabledFor(audit_level(allowed, a.log_if_allowed, a.log_if_denied)):
                 authz.maybe_audit(index, ctx, action_of(a, f"$.actions[{i}]"), RESULT_OF[codes[i]])
-    return AuthorizeOut(results, offset)
+    if rules is None:
+        return AuthorizeOut(results, offset)
+    return AuthorizeOut(results, offset, rule_texts=_rule_texts(state, index, ctx, actions, codes, rules == "all"))
 
 
-def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explain: bool) -> AuthorizeOut:
-    """Decide every action against one state with its rule (for `explain` or the decision log); count, time
-    and log the decisions."""
+def _rule_texts(
+    state: ServeState, index: AclIndex, ctx: RequestContext, actions: list[ActionIn], codes: list[int], every: bool
+) -> list[str | None]:
+    """The audit rule of each denied action (of every action when `every`), None for the others; the matching ACL is
+    looked up only for the actions an ACL decided (a default or a super user is a constant)."""
+    authz = state.authorizer
+    texts: list[str | None] = []
+    for i, (a, code) in enumerate(zip(actions, codes, strict=True)):
+        if not every and RESULT_OF[code] is ALLOWED:
+            texts.append(None)
+        elif code in BY_ACL:
+            texts.append(authz.rule_text(index, ctx, action_of(a, f"$.actions[{i}]"), code))
+        else:
+            texts.append(RULE_KIND_OF[code])
+    return texts
+
+
+def decide(
+    state: ServeState, ctx: RequestContext, actions: list[Action], explain: bool, rules_asked: str | None = None
+) -> AuthorizeOut:
+    """Decide every action against one state with its rule (for `explain`, the decision log or `rules_asked`);
+    count, time and log the decisions."""
     authz = state.authorizer
     index, offset = authz.state()
     log = state.decision_log
     started = time.perf_counter()
     try:
-        results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None)
+        results, codes, rules = authz.authorize_at(index, ctx, actions, explain or log is not None or bool(rules_asked))
     except AuthorizerNotReadyError as exc:
         state.metrics.figures.not_ready += 1
         raise NotReady(str(exc)) from exc
@@ -120,10 +153,16 @@ def decide(state: ServeState, ctx: RequestContext, actions: list[Action], explai
     if log is not None and rules is not None:
         log.write(ctx, actions, results, rules, offset)
     names = [r.name for r in results]
+    texts: list[str | None] | None = None
+    if rules_asked is not None and rules is not None:
+        every = rules_asked == "all"
+        texts = [
+            str(rule) if every or result is not ALLOWED else None for rule, result in zip(rules, results, strict=True)
+        ]
     if not explain or rules is None:
-        return AuthorizeOut(names, offset)
+        return AuthorizeOut(names, offset, rule_texts=texts)
     ids = state.acl_ids
-    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules])
+    return AuthorizeOut(names, offset, [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules], texts)
 
 
 def parse_actions(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str]]:

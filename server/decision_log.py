@@ -22,6 +22,7 @@ from kraftacl.authorizer.decision.audit import Rule
 from kraftacl.authorizer.decision.standard import Action, RequestContext
 from kraftacl.authorizer.model.acls import AuthorizationResult, StandardAcl
 from kraftacl.authorizer.state.image import AclsImage
+from kraftacl.authorizer.state.loader import Update
 
 
 class DecisionLine(msgspec.Struct, frozen=True):
@@ -53,23 +54,18 @@ class AclIds:
         self.by_content: immutables.Map[StandardAcl, str] | None = None
         self._lock = threading.Lock()
 
-    def on_change(
-        self,
-        before: AclsImage,
-        after: AclsImage,
-        removed: list[str] | None,
-        added: list[tuple[str, StandardAcl]] | None,
-    ) -> None:
-        """Loader change listener: a full rebuild for a replaced state, else the net changes."""
+    def on_change(self, update: Update) -> None:
+        """Loader publisher: a full rebuild for a replaced state, else the net changes."""
         with self._lock:
             if self.by_content is None:
                 return
+            removed, added = update.removed, update.added
             if removed is None or added is None:
-                self.by_content = _by_content(after)
+                self.by_content = _by_content(update.image)
                 return
             with self.by_content.mutate() as fresh:
                 for acl_id in removed:
-                    acl = before.acls.get(acl_id)
+                    acl = update.before.acls.get(acl_id)
                     if acl is not None:
                         fresh.pop(acl, None)
                 for acl_id, acl in added:

@@ -43,6 +43,7 @@ class Request:
     peer_host: str
     listener: str
     principal_from_tls: str | None
+    query: str = ""  # the URL's query string, undecoded ("" without one)
 
 
 @dataclass(slots=True)
@@ -274,10 +275,13 @@ class HttpProtocol(asyncio.Protocol):
         if self.closing and self.transport is None:
             return
         url = self.url
+        query = ""
         if not url:
             path = "/"
         elif b"?" in url or b"#" in url or not url.startswith(b"/"):
-            path = httptools.parse_url(url).path.decode("latin-1")
+            parsed = httptools.parse_url(url)
+            path = parsed.path.decode("latin-1")
+            query = (parsed.query or b"").decode("latin-1")
         else:
             path = url.decode("latin-1")  # a plain origin-form path, as every client of serve sends
         request = Request(
@@ -288,6 +292,7 @@ class HttpProtocol(asyncio.Protocol):
             self.peer_host,
             self.listener,
             self.tls_principal,
+            query,
         )
         keep_alive = self.parser.should_keep_alive()
         if not keep_alive:

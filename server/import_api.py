@@ -14,6 +14,7 @@ import sys
 
 import msgspec
 
+from kraftacl.api.convert import acl_in
 from kraftacl.api.import_wire import ImportIn, ImportOut
 from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
@@ -22,12 +23,11 @@ from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.server.admin import on_writer, require_cluster, require_ready, require_writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
-from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, acl_fields, check_bytes, enum_of
+from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
 from kraftacl.server.errors import BadRequest
 from kraftacl.server.http import Request, Response
 
 log = logging.getLogger(__name__)
-PATH = "/v1/acls/import"
 _IMPORT = msgspec.json.Decoder(ImportIn)
 _ENCODE = msgspec.json.Encoder()
 # Which field a message of Kafka's validateNewAcl is about (authorizer.state.controller.validate_new_acl's words).
@@ -76,7 +76,7 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
         raise _refused(exc) from exc
     finally:
         state.node.defer_snapshots = False
-    would_add = [AclIn(*acl_fields(a)) for _, a in result.added] if request.dry_run else None
+    would_add = [acl_in(a) for _, a in result.added] if request.dry_run else None
     return ImportOut(
         read=len(acls),
         added=len(result.added),

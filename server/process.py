@@ -22,8 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import uvloop
 
+from kraftacl.api.endpoints import IMPORT_ACLS
+from kraftacl.authorizer.state.loader import OnPublish
 from kraftacl.authorizer.state.node import AclNode
-from kraftacl.server import import_api
 from kraftacl.server.announce import Announcer
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
@@ -96,7 +97,7 @@ def build_state(config: ServeConfig) -> ServeState:
         diverged=lambda: _diverged(holder[0]),
     )
     ids = AclIds(lambda: node.loader.image)
-    node.loader.change_listeners.append(ids.on_change)
+    node.loader.publishers.append(OnPublish(ids.on_change))
     decision_log = None
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
@@ -110,6 +111,7 @@ def build_state(config: ServeConfig) -> ServeState:
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer"),
         trusted=config.broker_principals | config.authorizer.super_users,
     )
+    node.loader.publishers.append(OnPublish(state.changes.on_change))
     holder.append(state)
     return state
 
@@ -142,7 +144,7 @@ class Serve:
             config.request_max_bytes,
             config.idle_timeout_s,
             config.request_timeout_s,
-            {import_api.PATH.encode(): (config.import_max_bytes, "import.max.bytes")},
+            {IMPORT_ACLS.path.encode(): (config.import_max_bytes, "import.max.bytes")},
         )
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = {listener.name: bind(listener) for listener in config.listeners}
@@ -170,6 +172,7 @@ class Serve:
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
+        self.state.changes.bind(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         early = [listener for listener in self.config.listeners if listener.early_start]
@@ -227,6 +230,7 @@ class Serve:
         """Stop accepting, let in-flight requests finish (bounded), stop tailing, close the log."""
         for server in self.servers:
             server.close()
+        self.state.changes.close()  # the change feed's waiting polls answer now, not after their wait_ms
         self.connections.close_idle()
         deadline = asyncio.get_running_loop().time() + self.config.shutdown_timeout_s
         while self.connections.busy() and asyncio.get_running_loop().time() < deadline:

@@ -24,9 +24,7 @@ from typing import Any, NamedTuple
 
 import fastavro
 
-from kraftacl.metadata_log.codec import avro_strict
-from kraftacl.metadata_log.codec.avro import BatchSchema
-from kraftacl.metadata_log.codec.rows import MAX_STRING_BYTES
+from kraftacl.metadata_log.codec import MAX_STRING_BYTES, BatchSchema, check_indexes
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.metadata_log.uuids import UUID_TEXT, raw_ids_to_text, texts_to_ids
 from kraftacl.schemas import load_schema
@@ -135,7 +133,7 @@ def decode_chunk(payload: bytes, writer: BatchSchema = CHUNK_SCHEMA) -> AclColum
     buf = io.BytesIO(payload)
     try:
         if writer.indexed:
-            avro_strict.check_indexes(payload, writer.parsed)
+            check_indexes(payload, writer.parsed)
         datum: Any = fastavro.schemaless_reader(buf, writer.parsed, reader)
     except Exception as exc:  # EOFError, UnicodeDecodeError, SchemaResolutionError, ...
         raise ValueError(f"{type(exc).__name__}: {exc}") from exc

@@ -31,7 +31,7 @@ from typing import BinaryIO
 
 from kraftacl.metadata_log import strict_json
 from kraftacl.metadata_log.backends.file.dir_files import SNAPSHOT_MAGIC
-from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec import BatchSchema, Codec
 from kraftacl.metadata_log.errors import DecodeError
 from kraftacl.metadata_log.records import AccessControlEntryRecord
 from kraftacl.metadata_log.uuids import UUID_TEXT

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from kraftacl.harness.serve_process import kraft_acl_command
 
 # No per-example deadlines (a loaded CI machine must not turn slowness into failures), and print the
 # blob that reproduces a failing example.
@@ -16,15 +16,6 @@ settings.load_profile("kraft-acl")
 
 REPO = Path(__file__).resolve().parent.parent
 pytest_plugins = ("tests.spark_session",)  # the session-scoped `spark` fixture of the spark-marked tests
-
-
-def kraft_acl_command() -> list[str]:
-    """The installed console script, or the module form when the script is not on PATH."""
-    script = Path(sys.executable).parent / "kraft-acl"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("kraft-acl")
-    return [found] if found else [sys.executable, "-c", "from kraftacl.main import main; main()"]
 
 
 @pytest.fixture(scope="session")

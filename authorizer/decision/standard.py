@@ -23,7 +23,7 @@ from kraftacl.authorizer.decision.audit import (
 )
 from kraftacl.authorizer.decision.by_resource_type import authorize_by_resource_type_scan
 from kraftacl.authorizer.decision.config import AuthorizerConfig
-from kraftacl.authorizer.decision.walk_order import walk_order
+from kraftacl.authorizer.decision.walk_order import decider, walk_order
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
 from kraftacl.authorizer.index.acl_index import AclId, AclIndex, TypeIndex
 from kraftacl.authorizer.index.bulk_rows import DECISION_CODES
@@ -254,6 +254,13 @@ class StandardAuthorizer:
         )
         return Decision(result, self._rule(index, ctx, action, result))
 
+    def rule_text(self, index: AclIndex, ctx: RequestContext, action: Action, code: int) -> str:
+        """Kafka's audit-log words for the rule of an action already decided against `index` with this BY_* code
+        (the matching ACL is looked up only for the BY_ACL_* codes)."""
+        if code in (BY_ACL_DENY, BY_ACL_ALLOW):
+            return str(self._rule(index, ctx, action, RESULT_OF[code]))
+        return RULE_KIND_OF[code]
+
     def _rule(self, index: AclIndex, ctx: RequestContext, action: Action, result: AuthorizationResult) -> Rule:
         """Name the ACL Kafka would: the first applying DENY its index walk meets, else the last applying ALLOW."""
         tindex = index.types[action.resource_type]
@@ -261,12 +268,11 @@ class StandardAuthorizer:
             return DEFAULT_DENY if result is DENIED else DEFAULT_ALLOW
         candidates = tindex.candidates(action.resource_name)
         applying = [acl for acl in candidates if _applies(acl, ctx, action.operation)]
-        met = walk_order(tindex, action.resource_name, applying)
-        if result is DENIED:
-            denies = [a for a in met if a.permission_type != AclPermissionType.ALLOW]
-            return Rule("MatchingAcl", denies[0]) if denies else DEFAULT_DENY
-        allows = [a for a in met if a.permission_type == AclPermissionType.ALLOW]
-        return Rule("MatchingAcl", allows[-1]) if allows else DEFAULT_ALLOW
+        met = applying if len(applying) < 2 else walk_order(tindex, action.resource_name, applying)  # one: no order
+        acl = decider(met, result is DENIED, _is_allow)
+        if acl is None:
+            return DEFAULT_DENY if result is DENIED else DEFAULT_ALLOW
+        return Rule("MatchingAcl", acl)
 
     def _maybe_audit(
         self,
@@ -340,6 +346,10 @@ class StandardAuthorizer:
     def acl_count(self) -> int:
         """KIP-801's `aclCount()`."""
         return len(self._index)
+
+
+def _is_allow(acl: StandardAcl) -> bool:
+    return acl.permission_type == AclPermissionType.ALLOW
 
 
 def _applies(acl: StandardAcl, ctx: RequestContext, op: AclOperation) -> bool:

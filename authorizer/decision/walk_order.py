@@ -21,8 +21,13 @@ Names that start with "*" or sort below it are where Kafka hangs, throws or skip
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
 from kraftacl.authorizer.index.type_index import TypeIndex, members
 from kraftacl.authorizer.model.acls import PatternType, StandardAcl, kafka_order
+
+A = TypeVar("A")
 
 _LITERAL = PatternType.LITERAL
 
@@ -49,3 +54,17 @@ def walk_order(tindex: TypeIndex, name: str, applying: list[StandardAcl]) -> lis
     straight = not below_star and not any(pattern > _LITERAL for pattern in star_patterns)
     first = prefixes + (star if star_next else []) + empty
     return first + star + (empty if straight else [acl for acl in empty if acl.pattern_type >= _LITERAL])
+
+
+def decider(met: Sequence[A], denied: bool, is_allow: Callable[[A], bool]) -> A | None:
+    """The ACL Kafka names for a decision (spec §5.6), of the applying ACLs in the order its walk meets them:
+    the first DENY when the result is DENIED, else the last ALLOW (None: the default decided)."""
+    if denied:
+        for acl in met:
+            if not is_allow(acl):
+                return acl
+        return None
+    for acl in reversed(met):
+        if is_allow(acl):
+            return acl
+    return None

@@ -20,3 +20,4 @@ prefix_tries = _module.prefix_tries
 grant_mask = _module.grant_mask
 decide_many = _module.decide_many
 decide_code = _module.decide_code
+code_of_mask = _module.code_of_mask

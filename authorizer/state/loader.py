@@ -1,8 +1,11 @@
-"""The metadata loader: replays the log onto the ACL image and publishes image + index at batch boundaries.
+"""The metadata loader: replays the log onto the ACL image and publishes each `Update` (image + index, the image
+before and the net changes) at batch boundaries to its publishers, in list order: the authorizer's index swap
+(`AuthorizerPublisher`) is one publisher among others (the node's snapshot policy, serve's decision-log ids, the
+shell's view), as Kafka's MetadataLoader publishes to its AclPublisher.
 
 One thread drives a loader (start-up, then tailing); readers only see published, immutable state.
-KIP-801 initialization: `initial_load` replays up to the high-water mark read at start, then
-completes the authorizer's initial load, even when the log is empty.
+KIP-801 initialization: `initial_load` replays up to the high-water mark read at start, then tells every
+publisher the initial load is complete (the authorizer starts answering), even when the log is empty.
 
 Every catch-up first checks that the log still holds what was applied (the batch below
 `next_offset`, by end offset, epoch and timestamp): a log that is now shorter or holds another
@@ -14,6 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
 
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.index.acl_index import AclIndex
@@ -27,12 +32,56 @@ from kraftacl.metadata_log.replayer import AppliedBatch, Replayer
 from kraftacl.snapshots.columns import AclColumns
 
 log = logging.getLogger(__name__)
-Publisher = Callable[[AclsImage], None]
-# (image before, image after, removed ids, added (id, ACL) pairs; None for both when the whole state was replaced)
-ChangeListener = Callable[[AclsImage, AclsImage, "list[str] | None", "list[tuple[str, StandardAcl]] | None"], None]
 # A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
 # against the rebuild's hundreds; below it the trim would cost more than the rebuild).
 TRIM_AFTER_ACLS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """One publish: the new image and its index, the image before, and the net changes (`removed` ids and `added`
+    (id, ACL) pairs; None for both when the whole state was replaced, as by a snapshot)."""
+
+    image: AclsImage
+    index: AclIndex
+    before: AclsImage
+    removed: list[str] | None = None
+    added: list[tuple[str, StandardAcl]] | None = None
+
+
+class Publisher(Protocol):
+    """What the loader publishes to: every update (called on the loader's thread, in list order, the image and
+    index already current in the loader), and once, the end of the initial load."""
+
+    def publish(self, update: Update) -> None: ...
+
+    def complete_initial_load(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class AuthorizerPublisher:
+    """Swaps the authorizer's index at every publish; its initial load completes with the loader's (KIP-801)."""
+
+    authorizer: StandardAuthorizer
+
+    def publish(self, update: Update) -> None:
+        self.authorizer.publish(update.index, update.image.provenance.last_offset)
+
+    def complete_initial_load(self) -> None:
+        self.authorizer.complete_initial_load()
+
+
+@dataclass(frozen=True)
+class OnPublish:
+    """A publisher that only wants each update (`callback(update)`), not the end of the initial load."""
+
+    callback: Callable[[Update], None]
+
+    def publish(self, update: Update) -> None:
+        self.callback(update)
+
+    def complete_initial_load(self) -> None:
+        """Nothing to do."""
 
 
 class MetadataLoader:
@@ -41,19 +90,17 @@ class MetadataLoader:
     def __init__(
         self,
         backend: LogBackend,
-        authorizer: StandardAuthorizer | None = None,
         publishers: Iterable[Publisher] = (),
         publish_every_records: int = 50_000,
     ) -> None:
         self.backend = backend
-        self.authorizer = authorizer
         self.publishers = list(publishers)
         self.publish_every_records = publish_every_records
         self.replayer = Replayer(backend)
         self.image = AclsImage.empty()
-        self.index = authorizer.index if authorizer is not None else AclIndex.empty()
+        self.index = AclIndex.empty()
+        self.loaded = False  # the initial load completed: publishers are serving
         self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
-        self.change_listeners: list[ChangeListener] = []  # told the net changes of every publish
         self._lock = threading.Lock()
         self._from_log = False  # the provenance came from a whole log batch (else a snapshot, or nothing)
         self._cut = False  # the last batch applied was cut at a `to_offset` inside it: nothing to check against
@@ -77,9 +124,8 @@ class MetadataLoader:
         with self._lock:
             if len(self.image) == 0:  # cold start: build the image directly, one pass
                 acls = image_from_snapshot(records) if columns is None else image_from_columns(columns)
-                before, image = self.image, AclsImage(acls, provenance)
-                self._swap(image, AclIndex.build(image.acls.items(), by_id=image.acls))
-                self._notify(before, image, None, None)
+                image = AclsImage(acls, provenance)
+                self._swap(Update(image, AclIndex.build(image.acls.items(), by_id=image.acls), self.image))
             else:
                 delta = AclsDelta(self.image)
                 for number, record in enumerate(records):
@@ -140,11 +186,16 @@ class MetadataLoader:
         return AppliedBatch(p.last_offset, p.epoch, p.timestamp_ms if self._from_log else None)
 
     def initial_load(self) -> int:
-        """Replay to the high-water mark seen now (publishing once), then complete the authorizer's initial load."""
+        """Replay to the high-water mark seen now (publishing once), then complete the initial load."""
         applied = self.catch_up(self.backend.high_watermark(), publish_every_records=None)
-        if self.authorizer is not None:
-            self.authorizer.complete_initial_load()
+        self.complete_initial_load()
         return applied
+
+    def complete_initial_load(self) -> None:
+        """Tell every publisher, in order, that the initial load is complete (KIP-801: the authorizer answers)."""
+        self.loaded = True
+        for publisher in self.publishers:
+            publisher.complete_initial_load()
 
     def _publish(self, delta: AclsDelta, provenance: Provenance, full: bool = False) -> None:
         """Build the next index off to the side (it validates content), then swap image and index in."""
@@ -160,28 +211,15 @@ class MetadataLoader:
             removed, added = delta.net_changes()
             image = delta.apply(provenance)
             index = self.index.apply(removed, added, by_id_after=image.acls)
-        self._swap(image, index)
-        self._notify(before, image, removed, added)
-        if bulk and len(index) >= TRIM_AFTER_ACLS and self.authorizer is not None and self.authorizer.ready:
+        self._swap(Update(image, index, before, removed, added))
+        if bulk and len(index) >= TRIM_AFTER_ACLS and self.loaded:
             release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
 
-    def _notify(
-        self,
-        before: AclsImage,
-        after: AclsImage,
-        removed: list[str] | None,
-        added: list[tuple[str, StandardAcl]] | None,
-    ) -> None:
-        for listener in self.change_listeners:
-            listener(before, after, removed, added)
-
-    def _swap(self, image: AclsImage, index: AclIndex) -> None:
-        """Publish: the authorizer's index first, then the image, then the other publishers, in order."""
-        if self.authorizer is not None:
-            self.authorizer.publish(index, image.provenance.last_offset)
-        self.image, self.index = image, index
+    def _swap(self, update: Update) -> None:
+        """Publish: the loader's own image and index, then every publisher, in order."""
+        self.image, self.index = update.image, update.index
         for publisher in self.publishers:
-            publisher(image)
+            publisher.publish(update)
 
 
 def _provenance(batch: RecordBatch) -> Provenance:

@@ -28,12 +28,12 @@ from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.state.controller import AclController
 from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.authorizer.state.image import AclsImage, Provenance
-from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader, OnPublish, Update
 from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backend import LogBackend
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.errors import LogLostDataError
+from kraftacl.metadata_log.uuids import new_uuid
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
 from kraftacl.snapshots.policy import SnapshotPolicy
 from kraftacl.snapshots.store import SnapshotStore
@@ -60,7 +60,7 @@ class AclNode:
         self.authorizer = StandardAuthorizer(config)
         self.snapshots = SnapshotStore(snapshot_dir, retain_snapshots, backend) if snapshot_dir is not None else None
         self.policy = policy
-        self.loader = MetadataLoader(backend, self.authorizer, publishers=[self._on_publish])
+        self.loader = MetadataLoader(backend, [AuthorizerPublisher(self.authorizer), OnPublish(self._on_publish)])
         self.controller = AclController(backend, self.loader, new_uuid)
         self._last_published = -1
         self._last_bytes = 0  # loader.applied_bytes at the last publish
@@ -93,7 +93,7 @@ class AclNode:
             gc.enable()
         gc.freeze()
         release_free_memory()
-        self.authorizer.complete_initial_load()
+        self.loader.complete_initial_load()
 
     def _load(self, to_offset: int | None) -> None:
         if to_offset is None:
@@ -173,10 +173,11 @@ class AclNode:
             self.policy.reset()
         return path
 
-    def _on_publish(self, image: AclsImage) -> None:
+    def _on_publish(self, update: Update) -> None:
         """Publisher: account for applied records and write a snapshot when the policy says so."""
         if self.policy is None or self.snapshots is None:
             return
+        image = update.image
         applied = image.provenance.last_offset - self._last_published
         self._last_published = image.provenance.last_offset
         applied_bytes = self.loader.applied_bytes - self._last_bytes

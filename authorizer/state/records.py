@@ -9,10 +9,8 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
-from kraftacl.metadata_log.codec.fast import ace_records
-from kraftacl.metadata_log.codec.lazy_records import LazyRecords
-from kraftacl.metadata_log.codec.rows import RowTables
-from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.codec import RowTables, ace_records, acl_rows
+from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
 
 _new_acl = tuple.__new__
 _intern = sys.intern
@@ -85,20 +83,6 @@ def records_from_acls(ids: list[str], acls: list[StandardAcl]) -> list[AccessCon
 
 
 def batch_rows(records: Sequence[MetadataRecord]) -> tuple[list[str], list[StandardAcl | None]]:
-    """A batch as (ids, rows: the StandardAcl an add creates, None for a remove), decoded straight from
-    the payload when the batch is still undecoded (LazyRecords), converted from the records otherwise."""
-    if isinstance(records, LazyRecords):
-        rows = records.acl_rows(ACL_ROWS)
-        if rows is not None:
-            return rows
-    ids: list[str] = []
-    out: list[StandardAcl | None] = []
-    for record in records:
-        if type(record) is AccessControlEntryRecord:
-            out.append(acl_from_record(record))
-        elif type(record) is RemoveAccessControlEntryRecord:
-            out.append(None)
-        else:
-            raise TypeError(f"not a metadata record: {type(record).__name__}")
-        ids.append(record.id)
-    return ids, out
+    """A batch as (ids, rows: the StandardAcl an add creates, None for a remove), through the codec's entry point
+    (decoded straight from the payload when the batch is still undecoded; converted as `acl_from_record` does)."""
+    return acl_rows(records, ACL_ROWS)

@@ -11,17 +11,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 
 from kraftacl.api.client import ServerTarget
-from kraftacl.api.client import acl_of_json as server_acl
+from kraftacl.api.convert import acl_in, acl_of_in, stored_acl
+from kraftacl.api.endpoints import DESCRIBE_ACLS, IMPORT_ACLS
+from kraftacl.api.import_wire import ImportIn
 from kraftacl.api.targets import LogTarget
+from kraftacl.api.wire import DescribeIn
 from kraftacl.authorizer.history.metadata_source import read_state
-from kraftacl.authorizer.inputs.validate import AclEntry
-from kraftacl.authorizer.inputs.whatif import acl_to_json
-from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
@@ -135,11 +136,11 @@ class ServerAclTarget:
         client = self.server.connect()
         client.http.timeout = httpx.Timeout(IMPORT_TIMEOUT_S)
         try:
-            answer = client.call("POST", "/v1/acls/import", {"acls": list(map(acl_to_json, acls)), "dry_run": dry_run})
+            answer = client.call(IMPORT_ACLS, ImportIn(list(map(acl_in, acls)), dry_run))
         finally:
             client.close()
-        would_add = [AclEntry.model_validate(a).to_acl() for a in answer.get("would_add") or []]
-        return Imported(answer["added"], answer["present"], answer["repeated"], answer.get("base_offset"), would_add)
+        would_add = [acl_of_in(a) for a in answer.would_add or []]
+        return Imported(answer.added, answer.present, answer.repeated, answer.base_offset, would_add)
 
     def acls_at(self, offset: int | None) -> Mapping[str, StandardAcl]:
         """Every ACL of serve's current state, all from one state (one describe call); `offset` must be None."""
@@ -148,38 +149,7 @@ class ServerAclTarget:
         client = self.server.connect()
         client.http.timeout = httpx.Timeout(IMPORT_TIMEOUT_S)
         try:
-            answer = client.call("POST", "/v1/acls/describe", {})
+            with paused_gc():  # a million ACLs become objects: no collection pass walks them meanwhile
+                return dict(map(stored_acl, client.call(DESCRIBE_ACLS, DescribeIn()).acls))
         finally:
             client.close()
-        with paused_gc():
-            return dict(map(_stored, answer["acls"]))
-
-
-_BY_NAME = (
-    dict(ResourceType.__members__),
-    dict(PatternType.__members__),
-    dict(AclOperation.__members__),
-    dict(AclPermissionType.__members__),
-)
-
-
-def _stored(a: dict[str, Any]) -> tuple[str, StandardAcl]:
-    """One ACL of serve's describe answer by dict lookups (serve writes Kafka's names; a million of them in an
-    export), or through the validating parse when anything is unexpected (which names the field)."""
-    types, patterns, operations, permissions = _BY_NAME
-    try:
-        name, principal, host = a["resource_name"], a["principal"], a["host"]
-        if type(name) is str and type(principal) is str and type(host) is str:
-            acl = StandardAcl(
-                types[a["resource_type"]],
-                name,
-                patterns[a["pattern_type"]],
-                principal,
-                host,
-                operations[a["operation"]],
-                permissions[a["permission_type"]],
-            )
-            return str(a["id"]), acl
-    except (KeyError, TypeError):
-        pass
-    return server_acl(a)

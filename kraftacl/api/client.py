@@ -2,7 +2,8 @@
 against a log, asked over serve's HTTP API with a bearer token or a client certificate.
 
 A `ServerClient` holds one keep-alive connection; it is used by one thread. Failures raise
-`ServerError` with one line naming the URL, the HTTP status, serve's error code and the field.
+`ServerError` with one line naming the URL, the HTTP status, serve's error code and the field. Every request
+and answer is a Struct of the contract (`api.wire`), sent to the endpoint `api.endpoints` names.
 """
 
 from __future__ import annotations
@@ -13,10 +14,28 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
+from kraftacl.api import endpoints as ep
+from kraftacl.api.convert import acl_in, filter_in, stored_acl
+from kraftacl.api.endpoints import Endpoint, In, Out
+from kraftacl.api.wire import (
+    ActionIn,
+    AuthorizedOperationsIn,
+    AuthorizeIn,
+    ByResourceTypeIn,
+    CreateIn,
+    DeleteIn,
+    DescribeIn,
+    ErrorBody,
+    ErrorOut,
+    HistoryIn,
+    ImageOut,
+    SnapshotOut,
+    StatusOut,
+)
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.history.acl_history import AclEvent, AclHistory
-from kraftacl.authorizer.inputs.validate import parse_acl
 from kraftacl.authorizer.inputs.whatif import Request, acl_to_json
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.model.filters import AclBindingFilter
@@ -24,6 +43,7 @@ from kraftacl.authorizer.state.controller import NONE, ApiError, CreateResult, D
 from kraftacl.authorizer.state.gc_pause import paused_gc
 
 TOKEN_ENV = "KRAFT_ACL_TOKEN"
+_ENCODE = msgspec.json.Encoder()
 
 
 class ServerError(AuthorizerError):
@@ -77,75 +97,52 @@ def read_token_file(path: Path) -> str:
     raise TokenFileError(f"--token-file {path}: holds no token (every line is blank or a # comment)")
 
 
-def _filter_json(f: AclBindingFilter) -> dict[str, Any]:
-    p, e = f.pattern, f.entry
-    return {
-        "resource_type": p.resource_type.name,
-        "resource_name": p.name,
-        "pattern_type": p.pattern_type.name,
-        "principal": e.principal,
-        "host": e.host,
-        "operation": e.operation.name,
-        "permission_type": e.permission_type.name,
-    }
-
-
-def acl_of_json(obj: dict[str, Any]) -> tuple[str, StandardAcl]:
-    """(id, ACL) of one ACL as serve's API writes it."""
-    fields = dict(obj)
-    acl_id = fields.pop("id")
-    return str(acl_id), parse_acl(fields)
-
-
-def _error(item: dict[str, Any]) -> ApiError:
-    return NONE if item["error_code"] == 0 else ApiError(item["error_code"], item["error"], item.get("message"))
-
-
 class ServerClient:
-    """The ACL operations and decisions of one serve, over HTTP."""
+    """The ACL operations and decisions of one serve, over HTTP: every request and answer a Struct of the contract."""
 
     def __init__(self, target: ServerTarget) -> None:
         self.target = target
         headers = {"Authorization": f"Bearer {token}"} if (token := target.bearer()) else {}
+        headers["Content-Type"] = "application/json"
         cert: Any = None
         if target.cert is not None:
             cert = (str(target.cert), str(target.key)) if target.key is not None else str(target.cert)
         verify: Any = str(target.cacert) if target.cacert is not None else True
         self.http = httpx.Client(base_url=target.url, headers=headers, cert=cert, verify=verify, timeout=60.0)
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One call; ServerError with serve's code, message and field on anything but 2xx."""
+    def call(self, endpoint: Endpoint[In, Out], body: In | None = None, query: msgspec.Struct | None = None) -> Out:
+        """One call; ServerError with serve's code, message and field on anything but 2xx, or on an answer that
+        is not the endpoint's response Struct."""
+        where = f"{self.target.url}{endpoint.path}"
+        content = None if body is None else _ENCODE.encode(body)
+        params = None if query is None else {k: v for k, v in msgspec.structs.asdict(query).items() if v is not None}
         try:
-            response = self.http.request(method, path, json=body)
+            response = self.http.request(endpoint.method, endpoint.path, content=content, params=params)
         except httpx.HTTPError as exc:
             raise ServerError(f"{self.target.url}: cannot reach serve: {exc}") from exc
-        try:
-            payload: dict[str, Any] = response.json()
-        except ValueError:
-            payload = {}
         if response.status_code >= 300:
-            err = payload.get("error", {})
-            where = f" (field {err['field']})" if err.get("field") else ""
-            message = err.get("message", response.text)
-            text = f"{self.target.url}{path}: HTTP {response.status_code} {err.get('code', '')}: {message}{where}"
-            raise ServerError(text, response.status_code, str(err.get("code", "")))
-        return payload
+            raise _refused(where, response)
+        try:
+            return msgspec.json.decode(response.content, type=endpoint.response)
+        except msgspec.DecodeError as exc:
+            raise ServerError(f"{where}: serve's answer is not a {endpoint.response.__name__}: {exc}", 200) from exc
 
     def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
         """ACLs matching the filter, with their ids."""
-        return [
-            acl_of_json(a) for a in self.call("POST", "/v1/acls/describe", {"filter": _filter_json(acl_filter)})["acls"]
-        ]
+        return [stored_acl(a) for a in self.call(ep.DESCRIBE_ACLS, DescribeIn(filter_in(acl_filter))).acls]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         """CreateAcls: per-entry results, one atomic batch on serve's log."""
-        answer = self.call("POST", "/v1/acls/create", {"acls": [acl_to_json(a) for a in acls]})
-        return [CreateResult(_error(r), r.get("id")) for r in answer["results"]]
+        answer = self.call(ep.CREATE_ACLS, CreateIn([acl_in(a) for a in acls]))
+        return [CreateResult(_error(r.error_code, r.error, r.message), r.id) for r in answer.results]
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
         """DeleteAcls: per-filter results, one atomic batch on serve's log."""
-        answer = self.call("POST", "/v1/acls/delete", {"filters": [_filter_json(f) for f in filters]})
-        return [DeleteResult(_error(r), [acl_of_json(a) for a in r["acls"]]) for r in answer["results"]]
+        answer = self.call(ep.DELETE_ACLS, DeleteIn([filter_in(f) for f in filters]))
+        return [
+            DeleteResult(_error(r.error_code, r.error, r.message), [stored_acl(a) for a in r.acls])
+            for r in answer.results
+        ]
 
     def evaluate(self, request: Request, explain: bool) -> dict[str, Any]:
         """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form."""
@@ -154,49 +151,68 @@ class ServerClient:
             found = self.describe(request.filter.to_filter())
             return {"acls": sorted((acl_to_json(a) for _, a in found), key=lambda a: tuple(a.values()))}
         assert request.principal is not None and request.host is not None and request.resource_type is not None
-        ctx = {"principal": request.principal, "client_address": request.host}
-        rtype = request.resource_type.name
+        who, rtype = (request.principal, request.host), request.resource_type.name
         if request.kind == "authorized_operations":
-            body = {**ctx, "resource_type": rtype, "resource_name": request.resource_name}
-            return {
-                "authorized_operations": self.call("POST", "/v1/authorized-operations", body)["authorized_operations"]
-            }
+            assert request.resource_name is not None
+            ops = self.call(ep.AUTHORIZED_OPERATIONS, AuthorizedOperationsIn(*who, rtype, request.resource_name))
+            return {"authorized_operations": ops.authorized_operations}
         assert request.operation is not None
         if request.kind == "by_resource_type":
-            body = {**ctx, "operation": request.operation.name, "resource_type": rtype}
-            return {"result": self.call("POST", "/v1/authorize-by-resource-type", body)["result"]}
-        action = {"operation": request.operation.name, "resource_type": rtype, "resource_name": request.resource_name}
-        answer = self.call("POST", "/v1/authorize", {**ctx, "actions": [action], "explain": explain})
-        out = {"result": answer["results"][0]}
+            answer = self.call(ep.BY_RESOURCE_TYPE, ByResourceTypeIn(*who, request.operation.name, rtype))
+            return {"result": answer.result}
+        assert request.resource_name is not None
+        action = ActionIn(request.operation.name, rtype, request.resource_name)
+        decided = self.call(ep.AUTHORIZE, AuthorizeIn(*who, [action], explain=explain))
+        out = {"result": decided.results[0]}
         if explain:
-            out["rule"] = answer["rules"][0]["text"]
+            if not decided.rules:
+                raise ServerError(f"{self.target.url}{ep.AUTHORIZE.path}: serve sent no rule for an explain request")
+            out["rule"] = decided.rules[0].text
         return out
 
-    def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], dict[str, Any]]:
+    def acl_image(self) -> tuple[list[tuple[str, StandardAcl]], ImageOut]:
         """GET /v1/acls/image: every ACL with its id at one offset, and the rest of the answer (offset, epoch,
         timestamp_ms, super_users, allow_everyone_if_no_acl_found)."""
         with paused_gc():  # a million ACLs become objects: no collection pass walks them meanwhile
-            answer = self.call("GET", "/v1/acls/image")
-            return [acl_of_json(a) for a in answer.pop("acls")], answer
+            answer = self.call(ep.ACL_IMAGE)
+            return [stored_acl(a) for a in answer.acls], answer
 
     def acl_history(self, acl_ids: list[str]) -> AclHistory:
         """POST /v1/acls/history: when each id was added and removed, from serve's log."""
-        answer = self.call("POST", "/v1/acls/history", {"ids": acl_ids})
+        answer = self.call(ep.ACL_HISTORY, HistoryIn(acl_ids))
         events: dict[str, list[AclEvent]] = {acl_id: [] for acl_id in acl_ids}
-        for e in answer["events"]:
-            acl = None if e.get("acl") is None else acl_of_json(e["acl"])[1]
-            events[e["id"]].append(AclEvent(e["offset"], e["epoch"], e["timestamp_ms"], acl))
-        return AclHistory(answer["log_start"], answer["end"], {i: tuple(found) for i, found in events.items()})
+        for e in answer.events:
+            acl = None if e.acl is None else stored_acl(e.acl)[1]
+            events[e.id].append(AclEvent(e.offset, e.epoch, e.timestamp_ms, acl))
+        return AclHistory(answer.log_start, answer.end, {i: tuple(found) for i, found in events.items()})
 
-    def create_snapshot(self) -> dict[str, Any]:
-        """POST /v1/snapshots: serve writes a snapshot of its current state now (path, end_offset, epoch, acls,
-        deleted)."""
-        return self.call("POST", "/v1/snapshots")
+    def create_snapshot(self) -> SnapshotOut:
+        """POST /v1/snapshots: serve writes a snapshot of its current state now."""
+        return self.call(ep.CREATE_SNAPSHOT)
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusOut:
         """GET /v1/status (ServerError with status 503 while serve is still loading)."""
-        return self.call("GET", "/v1/status")
+        return self.call(ep.STATUS)
 
     def close(self) -> None:
         """Close the connection."""
         self.http.close()
+
+
+def _error(code: int, name: str, message: str | None) -> ApiError:
+    return NONE if code == 0 else ApiError(code, name, message)
+
+
+def _refused(where: str, response: httpx.Response) -> ServerError:
+    """serve's error body (code, message, field) as one line; the raw text when the body is no ErrorOut."""
+    try:
+        err: ErrorBody | None = msgspec.json.decode(response.content, type=ErrorOut).error
+    except msgspec.DecodeError:
+        err = None
+    if err is None:
+        text = f"{where}: HTTP {response.status_code} : {response.text}"
+        return ServerError(text, response.status_code)
+    field = f" (field {err.field})" if err.field else ""
+    return ServerError(
+        f"{where}: HTTP {response.status_code} {err.code}: {err.message}{field}", response.status_code, err.code
+    )

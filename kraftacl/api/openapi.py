@@ -1,4 +1,5 @@
-"""The OpenAPI 3.1 document of serve's API, generated from the msgspec Structs the handlers decode and encode.
+"""The OpenAPI 3.1 document of serve's API, generated from the endpoint table (`api.endpoints`) and the msgspec
+Structs the handlers decode and encode.
 
 `openapi_document()` is pure; `kraftacl/api/openapi.json` in the repository is its committed copy (a test
 keeps the two equal), which the Java plugin's tests read.
@@ -10,9 +11,10 @@ from typing import Any
 
 import msgspec
 
-from kraftacl.api import import_wire, wire
+from kraftacl.api import wire
+from kraftacl.api.endpoints import ENDPOINTS, METRICS_PATH, Endpoint
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -20,124 +22,49 @@ ERRORS = {
     "421": "ACL writes go to a controller (process.roles=controller)",
     "503": "AUTHORIZER_NOT_READY: the initial load has not completed",
 }
-# (method, path, summary, request Struct or None, response Struct, public when configured)
-OPERATIONS: list[tuple[str, str, str, type[msgspec.Struct] | None, type[msgspec.Struct]]] = [
-    (
-        "post",
-        "/v1/authorize",
-        "Authorize a batch of actions for one request context",
-        wire.AuthorizeIn,
-        wire.AuthorizeOut,
-    ),
-    (
-        "post",
-        "/v1/authorize-by-resource-type",
-        "KIP-679 authorizeByResourceType",
-        wire.ByResourceTypeIn,
-        wire.ResultOut,
-    ),
-    (
-        "post",
-        "/v1/authorized-operations",
-        "KIP-430 authorized operations of one resource",
-        wire.AuthorizedOperationsIn,
-        wire.AuthorizedOperationsOut,
-    ),
-    (
-        "post",
-        "/v1/acls/describe",
-        "DescribeAcls by filter (DESCRIBE on the cluster)",
-        wire.DescribeIn,
-        wire.DescribeOut,
-    ),
-    (
-        "post",
-        "/v1/acls/create",
-        "CreateAcls, KIP-140 per-entry results (ALTER on the cluster; controller role)",
-        wire.CreateIn,
-        wire.CreateOut,
-    ),
-    (
-        "post",
-        "/v1/acls/delete",
-        "DeleteAcls, KIP-140 per-filter results (ALTER on the cluster; controller role)",
-        wire.DeleteIn,
-        wire.DeleteOut,
-    ),
-    (
-        "post",
-        "/v1/acls/import",
-        "Import ACLs as ONE atomic batch, duplicates skipped and counted (ALTER on the cluster; controller role; "
-        "body limit import.max.bytes)",
-        import_wire.ImportIn,
-        import_wire.ImportOut,
-    ),
-    ("get", "/v1/acls/count", "KIP-801 AclCount", None, wire.CountOut),
-    (
-        "get",
-        "/v1/acls/image",
-        "Every ACL with its id at one offset, with super.users and allow.everyone.if.no.acl.found (DESCRIBE on "
-        "the cluster; since 1.1.0)",
-        None,
-        wire.ImageOut,
-    ),
-    (
-        "post",
-        "/v1/acls/history",
-        "When each ACL id was added and removed, read from the metadata log (DESCRIBE on the cluster; since 1.1.0)",
-        wire.HistoryIn,
-        wire.HistoryOut,
-    ),
-    (
-        "post",
-        "/v1/snapshots",
-        "Write a snapshot of the current state into the snapshot directory now, retention applied (ALTER on the "
-        "cluster; the serve that writes the log's snapshots: a controller, or any serve of a Kafka-backed log; "
-        "since 1.2.0)",
-        None,
-        wire.SnapshotOut,
-    ),
-    (
-        "get",
-        "/v1/status",
-        "Readiness and replay progress (503 until the initial load completes, and while the log is not followed)",
-        None,
-        wire.StatusOut,
-    ),
-    (
-        "post",
-        "/v1/data/kafka/authz/allow",
-        "OPA-compatible decision (opa-kafka-plugin's input; any path under /v1/data/)",
-        wire.OpaIn,
-        wire.OpaOut,
-    ),
-]
 
 
 def _ref(struct: type[msgspec.Struct]) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{struct.__name__}"}
 
 
-def openapi_document() -> dict[str, Any]:
-    """The whole document."""
-    structs = [s for _, _, _, req, resp in OPERATIONS for s in (req, resp) if s is not None] + [wire.ErrorOut]
-    _, components = msgspec.json.schema_components(structs, ref_template="#/components/schemas/{name}")
-    paths: dict[str, Any] = {}
-    for method, path, summary, request, response in OPERATIONS:
-        op: dict[str, Any] = {
-            "summary": summary,
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": _ref(response)}}},
-                **{
-                    code: {"description": why, "content": {"application/json": {"schema": _ref(wire.ErrorOut)}}}
-                    for code, why in ERRORS.items()
-                },
+def _parameters(query: type[msgspec.Struct]) -> list[dict[str, Any]]:
+    """One `in: query` parameter per field of the query Struct (required when it has no default)."""
+    _, components = msgspec.json.schema_components([query])
+    schema = components[query.__name__]
+    required = set(schema.get("required", []))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": field}
+        for name, field in schema["properties"].items()
+    ]
+
+
+def _operation(endpoint: Endpoint[Any, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": endpoint.summary,
+        "responses": {
+            "200": {"description": "OK", "content": {"application/json": {"schema": _ref(endpoint.response)}}},
+            **{
+                code: {"description": why, "content": {"application/json": {"schema": _ref(wire.ErrorOut)}}}
+                for code, why in ERRORS.items()
             },
-        }
-        if request is not None:
-            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(request)}}}
-        paths.setdefault(path, {})[method] = op
-    paths["/metrics"] = {
+        },
+    }
+    if endpoint.query is not None:
+        op["parameters"] = _parameters(endpoint.query)
+    if endpoint.request is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(endpoint.request)}}}
+    return op
+
+
+def openapi_document(endpoints: tuple[Endpoint[Any, Any], ...] = ENDPOINTS) -> dict[str, Any]:
+    """The whole document (of `endpoints`: all of serve's by default)."""
+    bodies = [s for e in endpoints for s in (e.request, e.response) if s is not None]
+    _, components = msgspec.json.schema_components([*bodies, wire.ErrorOut], ref_template="#/components/schemas/{name}")
+    paths: dict[str, Any] = {}
+    for endpoint in endpoints:
+        paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint)
+    paths[METRICS_PATH] = {
         "get": {
             "summary": "Prometheus metrics (text exposition format)",
             "responses": {"200": {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}},

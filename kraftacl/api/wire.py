@@ -7,7 +7,7 @@ All Structs are immutable values. Enum-valued fields travel as Kafka's enum name
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -58,6 +58,9 @@ class AuthorizeIn(_In, frozen=True):
     listener: Text = ""
     request: Text = ""
     explain: bool = False
+    # The audit rules a caller needs with the results (the broker plugin's audit log): "denied" gives the rule text
+    # of each DENIED action, "all" of every action, in `rule_texts` (null where not asked). Since API 1.2.0.
+    rules: Literal["denied", "all"] | None = None
 
 
 class RuleOut(_Out, frozen=True):
@@ -74,6 +77,33 @@ class AuthorizeOut(_Out, frozen=True):
     results: list[str]
     offset: int
     rules: list[RuleOut] | None = None
+    rule_texts: list[str | None] | None = None  # with `rules` asked: Kafka's audit-log rule per action, or null
+
+
+class ChangesQuery(msgspec.Struct, frozen=True):
+    """GET /v1/changes' query parameters (a long poll; since API 1.2.0)."""
+
+    after: Annotated[
+        int, msgspec.Meta(ge=-1, le=2**63 - 1, description="the acl_offset the caller knows (default -1: none)")
+    ] = -1
+    wait_ms: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0, le=60_000, description="how long to wait for a newer acl_offset before answering (default 0: at once)"
+        ),
+    ] = 0
+
+
+class ChangesOut(msgspec.Struct, frozen=True):
+    """GET /v1/changes (the change feed brokers' plugins follow; since API 1.2.0): this serve process's identity, the
+    offset of the newest state it published that changed ACLs (a snapshot load counts; -1 before any) and when (its
+    wall clock, microseconds since the epoch; 0 before any), and the last offset it applied. Every field always
+    present."""
+
+    instance: str
+    acl_offset: int
+    acl_applied_us: int
+    applied_offset: int
 
 
 class ByResourceTypeIn(_In, frozen=True):

@@ -20,13 +20,13 @@ from kraftacl.authorizer.decision.standard import RequestContext, StandardAuthor
 from kraftacl.authorizer.index.overlay import OverlayMap
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.state.image import AclsImage, Provenance
-from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.bench.datasets import jmh_set, update_benchmark_acls
 from kraftacl.bench.timing import at_reference, frozen_gc, mean_us, percentiles, probed
 from kraftacl.metadata_log.backends.memory import MemoryLog
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import new_uuid
 
 OWNER = "User:test-user"
 Batch = tuple[str, list[str], list[tuple[str, StandardAcl]]]  # (kind, removed ids, added (id, ACL) pairs)
@@ -147,11 +147,11 @@ def tail_replay(resources: int = 200_000, batches: int = 10_000) -> dict[str, An
     own (every publish one index swap), as KIP-801 applies records as they arrive."""
     acls = jmh_set(resources)
     log = MemoryLog(log_start_offset=len(acls))
-    loader = MetadataLoader(log, StandardAuthorizer())
+    loader = MetadataLoader(log, [AuthorizerPublisher(StandardAuthorizer())])
     columns = list(AclsImage(OverlayMap(dict(acls)), Provenance()).chunks())  # as a snapshot holds them
     loader.load_snapshot((), Provenance(len(acls) - 1, 0, 0), columns=columns)
     del columns
-    loader.authorizer.complete_initial_load()  # type: ignore[union-attr]
+    loader.complete_initial_load()
     for batch in _tail(acls, batches):
         log.append(batch)
     del acls

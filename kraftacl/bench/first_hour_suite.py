@@ -28,8 +28,8 @@ from kraftacl.bench.timing import cpu_probe_us, progress
 from kraftacl.harness.checkout import MakeRun, clean_path_env, fresh_checkout
 from kraftacl.harness.serve_process import free_port
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.metadata_log.uuids import new_uuid
 
 TARGET_S = 120.0  # make run to serve's ready line with empty caches (issue #28)
 NOT_FOR_RUN = ("pytest", "pyspark", "ruff", "hypothesis", "schemathesis", "pyarrow", "pandas")

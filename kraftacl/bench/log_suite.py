@@ -19,8 +19,8 @@ from kraftacl.bench.timing import at_reference, compiled_loops, cpu_probe_us, in
 from kraftacl.harness.acl_data import record_batches
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
+from kraftacl.metadata_log.uuids import new_uuid
 
 
 def _fill(log: LogBackend, batches: list[list[MetadataRecord]]) -> None:

@@ -26,8 +26,8 @@ from kraftacl.bench.log_suite import replay_rate
 from kraftacl.bench.timing import cpu_probe_us
 from kraftacl.harness.acl_data import bench_acl
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import new_uuid
 
 MASTERS = ("local[1]", "local[2]")
 

@@ -149,8 +149,8 @@ def metadata_requests(broker: Broker, user: str, count: int, serve_pid: int | No
     visible = 0
     for _ in range(20):
         visible = len(admin.list_topics(timeout=120).topics)
-    idle = _idle_rates(broker.pid, serve_pid)
-    cpu = _cpu(broker.pid, serve_pid)
+    idle = idle_rates(broker.pid, serve_pid)
+    cpu = cpu_now(broker.pid, serve_pid)
     started = time.perf_counter()
     samples = []
     for _ in range(count):
@@ -160,7 +160,7 @@ def metadata_requests(broker: Broker, user: str, count: int, serve_pid: int | No
     seconds = time.perf_counter() - started
     used = [
         after - before - rate * seconds
-        for before, after, rate in zip(cpu, _cpu(broker.pid, serve_pid), idle, strict=True)
+        for before, after, rate in zip(cpu, cpu_now(broker.pid, serve_pid), idle, strict=True)
     ]
     samples.sort()
     out = {
@@ -182,7 +182,7 @@ def produce(broker: Broker, user: str, topic: str, records: int, serve_pid: int 
     for _ in range(1000):  # warm-up: connection, metadata, producer id
         producer.produce(topic, value)
     producer.flush(60)
-    cpu = _cpu(broker.pid, serve_pid)
+    cpu = cpu_now(broker.pid, serve_pid)
     errors: list[str] = []
     started = time.perf_counter()
     for _ in range(records):
@@ -195,7 +195,7 @@ def produce(broker: Broker, user: str, topic: str, records: int, serve_pid: int 
     if producer.flush(300) or errors:
         raise KafkaException(f"produce as {user} to {topic} failed: {errors[:1] or 'records left unsent'}")
     seconds = time.perf_counter() - started
-    used = [after - before for before, after in zip(cpu, _cpu(broker.pid, serve_pid), strict=True)]
+    used = [after - before for before, after in zip(cpu, cpu_now(broker.pid, serve_pid), strict=True)]
     out = {
         "records": records,
         "records_per_s": round(records / seconds),
@@ -206,11 +206,37 @@ def produce(broker: Broker, user: str, topic: str, records: int, serve_pid: int 
     return out
 
 
-def _cpu(broker_pid: int, serve_pid: int | None) -> list[float]:
+def produce_for(conf: dict[str, Any], topic: str, warm_s: float, seconds: float) -> int:
+    """One producer (in its own process: `plugin_load`), linger.ms=0 and acks=1: warm up, then produce 100-byte
+    records for `seconds`; the records delivered then."""
+    delivered = [0]
+    counting = [False]
+
+    def done(err: object, _msg: object) -> None:
+        if err is None and counting[0]:
+            delivered[0] += 1
+
+    producer = Producer({**conf, "linger.ms": 0, "acks": 1, "queue.buffering.max.messages": 200_000})
+    value = b"x" * 100
+    for deadline, count in ((time.monotonic() + warm_s, False), (time.monotonic() + warm_s + seconds, True)):
+        counting[0] = count
+        while time.monotonic() < deadline:
+            try:
+                producer.produce(topic, value, on_delivery=done)
+            except BufferError:
+                producer.poll(0.001)
+            producer.poll(0)
+        producer.flush(60)
+    return delivered[0]
+
+
+def cpu_now(broker_pid: int, serve_pid: int | None) -> list[float]:
+    """CPU seconds so far of the broker and serve (0 without serve)."""
     return [cpu_seconds(broker_pid), cpu_seconds(serve_pid) if serve_pid else 0.0]
 
 
-def _idle_rates(broker_pid: int, serve_pid: int | None, seconds: float = 2.0) -> list[float]:
-    before = _cpu(broker_pid, serve_pid)
+def idle_rates(broker_pid: int, serve_pid: int | None, seconds: float = 2.0) -> list[float]:
+    """CPU seconds per second the broker and serve use while nothing is asked of them."""
+    before = cpu_now(broker_pid, serve_pid)
     time.sleep(seconds)
-    return [(after - b) / seconds for b, after in zip(before, _cpu(broker_pid, serve_pid), strict=True)]
+    return [(after - b) / seconds for b, after in zip(before, cpu_now(broker_pid, serve_pid), strict=True)]

@@ -1,6 +1,8 @@
-"""The `plugin` benchmark suite: the Kafka broker plugin's authorize() as the broker calls it, then Kafka's
+"""The `plugin` benchmark suite: the Kafka broker plugin's authorize() as the broker calls it (a decision asked of
+serve, and one answered from memory beside StandardAuthorizer in the same JVM: `plugin_jvm`), then Kafka's
 StandardAuthorizer and the plugin side by side on two identically configured test brokers with the same ACLs
-(Metadata for 500 topics in the tenant and KAFKA-20667 shapes, produce, start-up with 100k ACLs).
+(Metadata for 500 topics in the tenant and KAFKA-20667 shapes, produce, `small_requests` from many producers:
+`plugin_load`, start-up with 100k ACLs), and the invalidation lag of several plugins.
 
 Drives child processes (kraft-acl serve, Kafka brokers, a JVM for authorize()) in a temporary directory and
 stops them all at the end. Needs Java 17, Maven (or the built jar) and the Kafka jars of scripts/kafka-broker.sh.
@@ -8,7 +10,7 @@ stops them all at the end. Needs Java 17, Maven (or the built jar) and the Kafka
 
 from __future__ import annotations
 
-import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -18,10 +20,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from kraftacl.api.endpoints import CREATE_ACLS
+from kraftacl.bench import plugin_jvm
 from kraftacl.bench import plugin_kafka as kafka
+from kraftacl.bench import plugin_load as load
 from kraftacl.bench import tenant_acls as shapes
 from kraftacl.bench.timing import cpu_probe_us, probed
-from kraftacl.harness.plugin_jar import AUTHORIZER_CLASS, PLUGIN_JAR, REPO_ROOT, TEST_CLASSES, ensure_built, kafka_lib
+from kraftacl.harness.plugin_jar import AUTHORIZER_CLASS, PLUGIN_JAR, REPO_ROOT, ensure_built
 from kraftacl.harness.serve_process import ServeProcess, free_port
 
 TOKEN, ADMIN_TOKEN = "bench-plugin-token-0123456789", "bench-admin-token-0123456789"
@@ -47,33 +52,9 @@ def _serve(root: Path) -> ServeProcess:
 
 def _serve_acls(serve: ServeProcess, acls: list[shapes.Acl]) -> None:
     for start in range(0, len(acls), 10_000):  # Kafka's MAX_RECORDS_PER_USER_OP per batch
-        status, body = serve.call("POST", "/v1/acls/create", ADMIN_TOKEN, {"acls": acls[start : start + 10_000]})
+        status, body = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": acls[start : start + 10_000]})
         if status != 200 or any(r["error_code"] for r in body["results"]):
             raise RuntimeError(f"serve refused the benchmark's ACLs: {str(body)[:300]}")
-
-
-def _plugin_java(root: Path, serve: ServeProcess, mode: str, actions: int, calls: int) -> dict[str, Any]:
-    """PluginBench (kafka-plugin's test classes) against serve: USER DESCRIBEs `actions` of its own topics."""
-    props = root / "plugin.properties"
-    props.write_text(f"kraft.acl.urls={serve.url('CONTROLLER')}\nkraft.acl.token.file={root / 'plugin.token'}\n")
-    main = ["io.github.kraftacl.plugin.PluginBench", str(props), mode]
-    args = [f"User:{USER}", "DESCRIBE", "TOPIC", f"{USER}.topic-", str(actions), str(calls)]
-    cmd = ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*", *main, *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1800)
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
-
-
-def authorize_figures(root: Path, serve: ServeProcess, quick: bool) -> dict[str, Any]:
-    """authorize() p50/p99 in the JVM, 1 and 100 actions, and the two JDK HTTP clients compared in one JVM."""
-    calls = 2000 if quick else 20_000
-    out: dict[str, Any] = {}
-    for actions in (1, 100):
-        result, _, probe = probed(partial(_plugin_java, root, serve, "time", actions, calls))
-        out[f"{actions}_action" + ("s" if actions > 1 else "")] = {**result, "probe_us": round(probe, 2)}
-    result, _, probe = probed(lambda: _plugin_java(root, serve, "transports", 1, calls // 2))
-    out["transport_1_action"] = {**result, "probe_us": round(probe, 2)}
-    return out
 
 
 def _side_by_side(brokers: dict[str, kafka.Broker], rounds: int, measure: Callable[[str], dict[str, Any]]) -> Any:
@@ -82,7 +63,7 @@ def _side_by_side(brokers: dict[str, kafka.Broker], rounds: int, measure: Callab
     for _ in range(rounds):
         for name in brokers:
             result, _, probe = probed(partial(measure, name))
-            runs[name].append({**result, "probe_us": round(probe, 2)})
+            runs[name].append({**result, "probe_us": round(probe, 2), "load_1m": round(os.getloadavg()[0], 2)})
     return runs
 
 
@@ -146,7 +127,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         try:
             serve.start()
             _serve_acls(serve, tenant)
-            out["authorize"] = authorize_figures(root, serve, quick)
+            out["authorize"] = plugin_jvm.round_trip_figures(root, serve, USER, quick)
+            out["authorize_hit_us"] = plugin_jvm.hit_figures(root, serve, USER, quick)
             brokers = _start_brokers(root, serve)
             kafka.create_acls(brokers["standard"], tenant)
             spid = serve.pid
@@ -171,6 +153,15 @@ def run(quick: bool = False) -> dict[str, Any]:
 
             produced = _side_by_side(brokers, 2, produce)
             out["produce"] = {**produced, "ratio_records_per_s": _ratio(produced, "records_per_s")}
+
+            def small(name: str) -> dict[str, Any]:
+                pid = spid if name == "plugin" else None
+                return load.small_requests(brokers[name], USER, f"{USER}.topic-1", pid, seconds=5.0 if quick else 15.0)
+
+            smalls = _side_by_side(brokers, 2, small)
+            out["small_requests"] = {**smalls, "ratio_records_per_s": _ratio(smalls, "records_per_s")}
+            out["invalidation_ms"] = plugin_jvm.invalidation_figures(root, serve, USER, ADMIN_TOKEN, quick)
+            out["staleness_ms"] = plugin_jvm.staleness_figures(root, serve, USER, 4 if quick else 12)
             total = 100_000 // scale
             fill = shapes.filler(total - len(tenant) - len(extra))
             _serve_acls(serve, fill)

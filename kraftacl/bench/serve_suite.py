@@ -8,35 +8,30 @@ authorizer suite's mixed set (100k ACLs over 5,000 principals), loaded as one ba
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from kraftacl.api.endpoints import AUTHORIZE
+from kraftacl.api.wire import ActionIn, AuthorizeIn
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.bench.datasets import mixed_requests, mixed_set
 from kraftacl.bench.http_client import KeepAlive
 from kraftacl.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
+from kraftacl.harness.serve_process import ServeProcess, free_port
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.uuids import new_uuid
 
 TOKEN = "bench-broker-token-0123456789"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(work: Path, acl_count: int) -> tuple[subprocess.Popen[bytes], int]:
+def _start(work: Path, acl_count: int) -> tuple[ServeProcess, int]:
     """Write the log and config, start serve, wait until it is ready; (process, port)."""
     data = mixed_set(acl_count)
     with FileLog(work / "log") as log:
@@ -44,31 +39,26 @@ def _start(work: Path, acl_count: int) -> tuple[subprocess.Popen[bytes], int]:
         for start in range(0, len(records), 10_000):
             log.append(records[start : start + 10_000])
     (work / "tokens").write_text(f"User:broker {TOKEN}\n")
-    port = _free_port()
-    (work / "server.properties").write_text(
-        f"listeners=CLIENT://127.0.0.1:{port}\nmetadata.log.dir={work / 'log'}\nauth.token.file={work / 'tokens'}\n"
-        "broker.principals=User:broker\nprocess.roles=broker\nlog.level=WARN\n"
-    )
-    script = Path(sys.executable).parent / "kraft-acl"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "kraftacl"]
-    proc = subprocess.Popen([*command, "serve", "--config", str(work / "server.properties")], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if b"ready:" in line:
-            return proc, port
-    raise RuntimeError(f"serve exited with {proc.wait()} before it was ready")
+    port = free_port()
+    properties = {
+        "listeners": f"CLIENT://127.0.0.1:{port}",
+        "metadata.log.dir": str(work / "log"),
+        "auth.token.file": str(work / "tokens"),
+        "broker.principals": "User:broker",
+        "process.roles": "broker",
+        "log.level": "WARN",
+    }
+    return ServeProcess(work / "serve", properties).start(), port
 
 
 def _body(requests: list[tuple[str, str, Any, Any, str]], start: int, n: int) -> bytes:
     principal, host = requests[start][0], requests[start][1]
-    actions = [
-        {"operation": r[2].name, "resource_type": r[3].name, "resource_name": r[4]} for r in requests[start : start + n]
-    ]
-    return json.dumps({"principal": principal, "client_address": host, "actions": actions}).encode()
+    actions = [ActionIn(r[2].name, r[3].name, r[4]) for r in requests[start : start + n]]
+    return msgspec.json.encode(AuthorizeIn(principal, host, actions))
 
 
 def _latency(port: int, bodies: list[bytes], rounds: int) -> dict[str, float]:
-    with KeepAlive("127.0.0.1", port, "/v1/authorize", TOKEN) as client:
+    with KeepAlive("127.0.0.1", port, AUTHORIZE.path, TOKEN) as client:
         for body in bodies[:500]:
             client.post(body)
         samples = []
@@ -81,7 +71,7 @@ def _latency(port: int, bodies: list[bytes], rounds: int) -> dict[str, float]:
 
 
 def _client(port: int, bodies: list[bytes], seconds: float, go: Any, out: Any) -> None:
-    with KeepAlive("127.0.0.1", port, "/v1/authorize", TOKEN) as client:
+    with KeepAlive("127.0.0.1", port, AUTHORIZE.path, TOKEN) as client:
         client.post(bodies[0])
         out.put(0)  # connected and warm
         go.wait()
@@ -131,7 +121,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     rounds = 2_000 if quick else 20_000
     probe = cpu_probe_us()
     with tempfile.TemporaryDirectory(prefix="kraft-acl-bench-serve-") as tmp:
-        proc, port = _start(Path(tmp), acl_count)
+        serve, port = _start(Path(tmp), acl_count)
         try:
             data = mixed_set(acl_count)
             requests = mixed_requests(data, 20_000)
@@ -142,11 +132,11 @@ def run(quick: bool = False) -> dict[str, Any]:
             batch = _latency(port, hundreds, max(rounds // 10, 500))
             print("serve suite: throughput", file=sys.stderr)
             seconds = 3.0 if quick else 10.0
-            single = _throughput(port, proc.pid, ones, 1, 8, seconds)
-            batched = _throughput(port, proc.pid, hundreds, 100, 8, seconds)
+            assert serve.proc is not None
+            single = _throughput(port, serve.proc.pid, ones, 1, 8, seconds)
+            batched = _throughput(port, serve.proc.pid, hundreds, 100, 8, seconds)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            serve.stop()
     return {
         "acls": acl_count,
         "cpu_probe_us": round(probe, 2),

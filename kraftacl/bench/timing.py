@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from kraftacl.authorizer.index import native_rows
-from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log import codec
 
 T = TypeVar("T")
 
@@ -86,7 +86,7 @@ def frozen_gc() -> Iterator[None]:
 
 def compiled_loops() -> dict[str, str]:
     """Which decoder and bulk loops this process uses ("native": the mypyc-compiled copies, metadata_log/native.py)."""
-    return {"decoder": codec_fast.DECODER, "bulk_rows": native_rows.BULK_ROWS}
+    return {"decoder": codec.DECODER, "bulk_rows": native_rows.BULK_ROWS}
 
 
 _STARTED = time.monotonic()

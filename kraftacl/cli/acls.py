@@ -56,7 +56,7 @@ from kraftacl.cli.acls_options import (
 from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import acl_json
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.snapshots.errors import SnapshotError
@@ -93,12 +93,7 @@ def acls_command(
     bootstrap_server: BootstrapServer = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
     add: Add = False,
     remove: Remove = False,
     list_: ListFlag = False,
@@ -143,7 +138,7 @@ def acls_command(
     if server is not None:
         if log_dir is not None or bootstrap_server is not None:
             fail("give one of --log-dir, --bootstrap-server and --server")
-        target = server_target(server, token, token_file, cert, key, cacert)
+        target = server
     else:
         target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
         target.check()

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from typer_injector import InjectingTyper
 
 from kraftacl.cli.acls import acls_command
 from kraftacl.cli.audit import audit_app
@@ -41,7 +42,7 @@ from kraftacl.cli.serve import serve_command
 from kraftacl.cli.shell import CONTEXT, shell_command
 from kraftacl.cli.snapshot import snapshot_app
 
-app = typer.Typer(
+app = InjectingTyper(  # the commands' shared parameter sets (cli.options.Server) are typer-injector dependencies
     name=PROG,
     cls=KraftGroup,
     no_args_is_help=True,

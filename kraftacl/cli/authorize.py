@@ -27,7 +27,7 @@ from kraftacl.cli.authorize_view import answers_table
 from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import STATE_AT_HELP, replayed
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, output_option, print_table
 
 Evaluator = Callable[[Request, bool], dict[str, Any]]
@@ -118,12 +118,7 @@ def authorize_command(
     transactional_id: TransactionalId = None,
     delegation_token: DelegationToken = None,
     user_principal: UserPrincipal = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
 ) -> None:
     """Decide requests against ACLs exactly as Kafka's StandardAuthorizer would.
 
@@ -162,7 +157,7 @@ def authorize_command(
     except (InputError, ConfigError, OptionError) as exc:
         fail(str(exc))
     if server is not None:
-        client = server_target(server, token, token_file, cert, key, cacert).connect()
+        client = server.connect()
         try:
             _answer(client.evaluate, parsed, source, explain, output)
         except ServerError as exc:

@@ -33,7 +33,7 @@ from kraftacl.cli.acls_flags import BootstrapServer, CommandConfig, MetadataTopi
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import library_errors
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, output_option
 
 
@@ -141,12 +141,7 @@ def import_command(
     ] = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would be added; write nothing")] = False,
     lock_timeout: LockTimeout = 5.0,
     check: Annotated[
@@ -169,8 +164,7 @@ def import_command(
         --log-dir data/meta -o json
     """
     source = _source(from_json, from_kafka_dir, from_cluster, bootstrap_server, command_config)
-    remote = None if server is None else server_target(server, token, token_file, cert, key, cacert)
-    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, remote, lock_timeout)
+    target = _target(log_dir, bootstrap_server, command_config, metadata_topic, from_cluster, server, lock_timeout)
     acls = _read(source)
     with library_errors(), _server_errors(source):
         try:
@@ -285,12 +279,7 @@ def export_command(
     bootstrap_server: BootstrapServer = None,
     command_config: CommandConfig = None,
     metadata_topic: MetadataTopic = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
     at_offset: Annotated[int | None, typer.Option("--at-offset", metavar="N", help="the state at offset N")] = None,
     out: Annotated[
         Path | None,
@@ -316,7 +305,7 @@ def export_command(
             fail("give one of --log-dir, --bootstrap-server and --server")
         if at_offset is not None:
             fail("--at-offset reads a log (--log-dir or --bootstrap-server); serve answers its current state")
-        target = ServerAclTarget(server_target(server, token, token_file, cert, key, cacert))
+        target = ServerAclTarget(server)
     else:
         log = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
         log.check()

@@ -22,7 +22,7 @@ from kraftacl.metadata_log.backends.file.directory import list_segments
 from kraftacl.metadata_log.backends.file.format import FrameError, decode_frame, iter_frames, read_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.file.meta import DurableEnd
-from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, BatchSchema
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, BatchSchema
 from kraftacl.metadata_log.errors import CorruptLogError, DecodeError, LogError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import RecordBatch
 

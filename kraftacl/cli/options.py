@@ -1,5 +1,7 @@
 """The connection options to a running serve that every `--server` command shares (`--server`, `--token`,
-`--token-file`, `--cert`, `--key`, `--cacert`), defined once, and the one rule for what goes wrong with them.
+`--token-file`, `--cert`, `--key`, `--cacert`), defined once, and collapsed into one parameter: a command takes
+`server: Server = None` and receives the checked `ServerTarget` (None without --server); typer-injector expands
+the six options into its signature where that parameter stands (the app is an `InjectingTyper`).
 
 The rule, the same in every command (docs: README "Using kraft-acl"):
 * exit 2, before anything is sent: a URL that is not http(s)://host[:port] (one without a scheme is taken as
@@ -18,6 +20,7 @@ from typing import Annotated, NoReturn
 from urllib.parse import urlsplit
 
 import typer
+from typer_injector import Depends
 
 from kraftacl.api.client import TOKEN_ENV, ServerError, ServerTarget, TokenFileError, read_token_file
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
@@ -73,9 +76,17 @@ def server_url(url: str) -> str:
 
 
 def server_target(
-    url: str, token: str | None, token_file: Path | None, cert: Path | None, key: Path | None, cacert: Path | None
-) -> ServerTarget:
-    """The connection options as one target, checked before anything is sent (exit 2 on bad input)."""
+    server: ServerUrl = None,
+    token: Token = None,
+    token_file: TokenFile = None,
+    cert: Cert = None,
+    key: Key = None,
+    cacert: CaCert = None,
+) -> ServerTarget | None:
+    """The serve a command talks to, from its six connection options (None: no --server), checked before
+    anything is sent (exit 2 on bad input)."""
+    if server is None:
+        return None
     for option, path in (("--cert", cert), ("--key", key), ("--cacert", cacert)):
         if path is not None and not path.is_file():
             fail(f"{option} {path}: no such file")
@@ -84,7 +95,10 @@ def server_target(
             token = read_token_file(token_file)
         except TokenFileError as exc:
             fail(str(exc))
-    return ServerTarget(server_url(url), token, None, cert, key, cacert)
+    return ServerTarget(server_url(server), token, None, cert, key, cacert)
+
+
+Server = Annotated[ServerTarget | None, Depends(server_target)]
 
 
 def server_exit_code(exc: ServerError) -> int:

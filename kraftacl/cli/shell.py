@@ -18,7 +18,7 @@ from kraftacl.api.client import ServerError
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.cli.errors import fail
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, output_option
 from kraftacl.shell.parse import EXIT_USAGE
 from kraftacl.shell.session import Shell
@@ -86,12 +86,7 @@ def shell_command(
     at_offset: AtOffset = None,
     config: Config = None,
     history_file: HistoryFile = None,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
     output: Annotated[
         Output,
         output_option(
@@ -119,8 +114,7 @@ def shell_command(
         cfg = load_config(config) if config is not None else AuthorizerConfig()
     except ConfigError as exc:
         fail(str(exc))
-    target = None if server is None else server_target(server, token, token_file, cert, key, cacert)
-    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, target)
+    options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, server)
     interactive = not words and sys.stdin.isatty()
     if interactive and output.is_json:
         fail("-o json answers a COMMAND, or the commands read from standard input; the interactive shell prints text")

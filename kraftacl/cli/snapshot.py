@@ -12,12 +12,15 @@ import json
 import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
+import msgspec
 import typer
 from rich.table import Table
+from typer_injector import InjectingTyper
 
 from kraftacl.api.client import ServerError
+from kraftacl.api.wire import SnapshotOut
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.cli.errors import fail
@@ -25,7 +28,7 @@ from kraftacl.cli.kafka_files import kafka_files
 from kraftacl.cli.kafka_files_dump import inspect_kafka, verify_kafka
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import LIBRARY_ERRORS, acl_json, acl_table, check_log_dir, library_errors, sorted_acls
-from kraftacl.cli.options import CaCert, Cert, Key, ServerUrl, Token, TokenFile, server_failed, server_target
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, OutputOpt, print_table
 from kraftacl.metadata_log.backends.file.check import scan_directory
 from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
@@ -37,7 +40,7 @@ from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.history import USABLE, ScanView, SnapshotRow, check_history
 from kraftacl.snapshots.naming import SUFFIX, SnapshotId, parse_name
 
-snapshot_app = typer.Typer(
+snapshot_app = InjectingTyper(  # `create --server` takes the shared connection options (cli.options.Server)
     help="ACL snapshots: <20-digit end offset>-<10-digit epoch>.checkpoint files holding every ACL "
     "below the (exclusive) end offset.",
     no_args_is_help=True,
@@ -91,12 +94,7 @@ def create_command(
     ] = 3,
     output: OutputOpt = Output.table,
     lock_timeout: LockTimeout = 5.0,
-    server: ServerUrl = None,
-    token: Token = None,
-    token_file: TokenFile = None,
-    cert: Cert = None,
-    key: Key = None,
-    cacert: CaCert = None,
+    server: Server = None,
 ) -> None:
     """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
 
@@ -112,14 +110,14 @@ def create_command(
     if (log_dir is None) == (server is None):
         fail("give one of --log-dir DIR (a log no serve is writing) and --server URL (the serve writing it)")
     if server is not None:
-        client = server_target(server, token, token_file, cert, key, cacert).connect()
+        client = server.connect()
         try:
             made = client.create_snapshot()
         except ServerError as exc:
             server_failed(exc)
         finally:
             client.close()
-        _report_created(made, output, f"retention: serve's metadata.log.snapshot.retain at {server}")
+        _report_created(made, output, f"retention: serve's metadata.log.snapshot.retain at {server.url}")
         return
     assert log_dir is not None
     check_log_dir(log_dir)
@@ -142,18 +140,18 @@ def create_command(
         node.close()
     deleted = sorted(before - {p.name for p in log_dir.glob(f"*{SUFFIX}")})
     snap = parse_name(path)
-    made = {"path": str(path), "end_offset": snap.end_offset, "epoch": snap.epoch, "acls": len(image)}
-    _report_created({**made, "deleted": deleted}, output, f"--retain {retain}")
+    made = SnapshotOut(str(path), snap.end_offset, snap.epoch, len(image), deleted)
+    _report_created(made, output, f"--retain {retain}")
 
 
-def _report_created(made: dict[str, Any], output: Output, retention: str) -> None:
+def _report_created(made: SnapshotOut, output: Output, retention: str) -> None:
     """What `snapshot create` prints: the path (or the whole report as JSON), then what retention deleted."""
     if output.is_json:
-        typer.echo(json.dumps(made))
+        typer.echo(json.dumps(msgspec.structs.asdict(made)))
         return
-    typer.echo(made["path"])
-    print(f"end offset {made['end_offset']}, epoch {made['epoch']}, {made['acls']} ACL(s)", file=sys.stderr)
-    for name in made["deleted"]:
+    typer.echo(made.path)
+    print(f"end offset {made.end_offset}, epoch {made.epoch}, {made.acls} ACL(s)", file=sys.stderr)
+    for name in made.deleted:
         print(f"deleted by retention ({retention}): {name}", file=sys.stderr)
 
 

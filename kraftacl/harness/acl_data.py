@@ -13,8 +13,8 @@ from pathlib import Path
 from kraftacl.authorizer.index.overlay import OverlayMap
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.state.image import AclsImage, Provenance
-from kraftacl.metadata_log.codec.avro import new_uuid
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from kraftacl.metadata_log.uuids import new_uuid
 from kraftacl.snapshots.format import SnapshotHeader
 from kraftacl.snapshots.store import SnapshotStore
 

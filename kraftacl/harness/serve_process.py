@@ -1,157 +1,216 @@
-"""A `kraft-acl serve` child process for the plugin benchmark and the broker tests: its properties file written
-from a dict, its listener URLs read from the lines it prints, stopped by SIGTERM (or killed).
+"""A real `kraft-acl serve` child process for the tests and the benchmarks: its properties file written from a
+dict, started on the ports the properties name, its output collected line by line, asked over real sockets,
+stopped by a signal (restartable on the same ports and log).
 
-Not thread-safe: one owner drives start/stop; a daemon thread only collects the child's stdout lines.
+Not thread-safe: one owner drives start/stop; two daemon threads only collect the child's output lines.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-#: What serve prints (server/process.py `say`): "listening on NAME URL" and "NAME URL opens after the initial load".
-_LISTENING = "kraft-acl serve: listening on "
-_READY = "kraft-acl serve: ready: "
+import httpx
+import msgspec
+
+from kraftacl.api.endpoints import METRICS_PATH, Endpoint
+
+#: What serve prints (server/process.py `say`): "listening on NAME URL" and "ready: ..." once the initial load is done.
+LISTENING = "kraft-acl serve: listening on "
+READY = "kraft-acl serve: ready: "
 
 
-class ServeProcessError(RuntimeError):
-    """serve did not start, exited, or did not become ready in time; the message carries its output."""
+class ServeProcessError(AssertionError):
+    """serve did not start, exited, or did not become ready or stop in time; the message carries its output.
+    (An AssertionError, so pytest shows it as the failed expectation it is.)"""
 
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+        return int(s.getsockname()[1])
+
+
+def kraft_acl_command() -> list[str]:
+    """The installed console script, or the module form when the script is not on PATH."""
+    script = Path(sys.executable).parent / "kraft-acl"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("kraft-acl")
+    return [found] if found else [sys.executable, "-c", "from kraftacl.main import main; main()"]
 
 
 class ServeProcess:
-    """`kraft-acl serve --config <directory>/server.properties`, restartable on the same ports and log."""
+    """`kraft-acl serve --config <directory>/server.properties`, in its own process group."""
 
-    def __init__(self, directory: Path, props: Mapping[str, str]) -> None:
+    def __init__(self, directory: Path, properties: Mapping[str, str], env: Mapping[str, str] | None = None) -> None:
         self.directory = directory
-        self.props = dict(props)
+        self.properties = dict(properties)
         self.config = directory / "server.properties"
-        self.stderr_path = directory / "serve.err"
-        self.lines: list[str] = []
+        self.env = {**os.environ, **(env or {})}
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self.proc: subprocess.Popen[str] | None = None
         self._changed = threading.Condition()
-        self._proc: subprocess.Popen[str] | None = None
+        self._write_config()
 
-    def start(self, wait_ready: bool = True, timeout: float = 120.0) -> None:
-        """Write the config, spawn serve, wait until every early listener listens (and it is ready)."""
+    def _write_config(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.config.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()), encoding="utf-8")
-        self.lines = []
-        with open(self.stderr_path, "ab") as err:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-c", "from kraftacl.main import main; main()", "serve", "--config", str(self.config)],
-                stdout=subprocess.PIPE,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                start_new_session=True,
-            )
-        threading.Thread(target=self._read, args=(self._proc,), daemon=True).start()
-        early = [n.strip() for n in self.props.get("early.start.listeners", "").split(",") if n.strip()]
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()), encoding="utf-8")
+
+    def start(self, wait_ready: bool = True, timeout: float = 120.0) -> ServeProcess:
+        """Write the config, spawn serve, wait until every early-start listener listens (and until it is ready)."""
+        self._write_config()
+        self.stdout, self.stderr = [], []
+        self.proc = subprocess.Popen(
+            [*kraft_acl_command(), "serve", "--config", str(self.config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=self.env,
+            start_new_session=True,  # signals reach serve's whole group, never the test runner
+        )
+        for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        early = [n.strip() for n in self.properties.get("early.start.listeners", "").split(",") if n.strip()]
         self._wait(lambda: all(self._listening(n) for n in early), timeout, "its early-start listeners to listen")
         if wait_ready:
             self.wait_ready(timeout)
+        else:
+            self.wait_for(LISTENING, timeout)
+        return self
 
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+    def _pump(self, stream: IO[str], sink: list[str]) -> None:
+        for line in stream:
             with self._changed:
-                self.lines.append(line.rstrip("\n"))
+                sink.append(line.rstrip("\n"))
                 self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
 
     def _listening(self, name: str) -> bool:
-        return any(line.startswith(f"{_LISTENING}{name} ") for line in self.lines)
+        return any(line.startswith(f"{LISTENING}{name} ") for line in self.stdout)
 
     @property
     def ready(self) -> bool:
         """True once serve printed its ready line (this run)."""
-        return any(line.startswith(_READY) for line in self.lines)
+        return any(line.startswith(READY) for line in self.stdout)
 
     def wait_ready(self, timeout: float = 120.0) -> None:
         """Wait for the `ready:` line (initial load complete, every listener open)."""
         self._wait(lambda: self.ready, timeout, "the initial load")
 
-    def _wait(self, done: Any, timeout: float, what: str) -> None:
+    def wait_for(self, text: str, timeout: float = 60.0) -> str:
+        """The first stdout line containing `text`, once there is one."""
+        found: list[str] = []
+
+        def seen() -> bool:
+            found.extend(line for line in self.stdout if text in line)
+            return bool(found)
+
+        self._wait(seen, timeout, f"a line with {text!r}")
+        return found[0]
+
+    def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         with self._changed:
             while not done():
-                if self._proc is None or self._proc.poll() is not None:
-                    raise ServeProcessError(f"kraft-acl serve exited while waiting for {what}:\n{self.output()}")
+                if self.proc is None or self.proc.poll() is not None:
+                    self._changed.wait(0.2)  # the last lines of a process that just exited
+                    code = None if self.proc is None else self.proc.returncode
+                    raise ServeProcessError(f"kraft-acl serve exited ({code}) waiting for {what}:\n{self.output()}")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise ServeProcessError(f"kraft-acl serve: no {what} within {timeout:.0f}s:\n{self.output()}")
                 self._changed.wait(min(left, 0.2))
 
     def url(self, listener: str) -> str:
-        """http://host:port of a listener, from the listeners property."""
-        for piece in self.props["listeners"].split(","):
+        """http(s)://host:port of a listener, from the listeners property (known before it opens)."""
+        for piece in self.properties["listeners"].split(","):
             name, _, address = piece.strip().partition("://")
             if name == listener:
-                return f"http://{address}"
-        raise ServeProcessError(f"no listener {listener} in {self.props['listeners']}")
+                tls = f"{name}:SSL" in self.properties.get("listener.security.protocol.map", "")
+                return f"{'https' if tls else 'http'}://{address}"
+        raise ServeProcessError(f"no listener {listener} in {self.properties['listeners']}")
 
-    def call(self, method: str, path: str, token: str, body: object | None = None, listener: str = "") -> Any:
-        """One JSON call (status, decoded body) on a listener (the first one by default)."""
-        base = self.url(listener or self.props["listeners"].split("://", 1)[0].strip())
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(base + path, data=data, method=method)
-        request.add_header("Authorization", f"Bearer {token}")
-        request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=600) as answer:
-                return answer.status, json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
+    def client(self, listener: str = "CLIENT", token: str | None = None, **kwargs: Any) -> httpx.Client:
+        """A keep-alive HTTP client on one listener, with a bearer token when given."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url(listener), headers=headers, **{"timeout": 30.0, **kwargs})
+
+    def call(self, endpoint: Endpoint[Any, Any], token: str, body: object = None, listener: str = "") -> Any:
+        """One call of an endpoint of the contract: (status, decoded JSON body), on a listener (default: the first)."""
+        name = listener or self.properties["listeners"].split("://", 1)[0].strip()
+        content = None if body is None else msgspec.json.encode(body)
+        with self.client(name, token, timeout=600.0) as http:
+            answer = http.request(endpoint.method, endpoint.path, content=content)
+        return answer.status_code, msgspec.json.decode(answer.content or b"null")
 
     @property
     def pid(self) -> int | None:
         """The child's pid while it runs."""
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM (serve drains and closes its log), SIGKILL after `timeout`."""
-        proc = self._proc
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Signal serve's group (SIGTERM: it drains and closes its log) and wait; its exit code. SIGKILL and
+        ServeProcessError when it has not exited within `timeout`."""
+        proc = self.proc
         if proc is None:
-            return
+            return 0
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._proc = None
+                os.killpg(proc.pid, sig)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            late = f"serve did not stop within {timeout}s after signal {sig}"
+            raise ServeProcessError(f"{late}:\n{self.output()}") from None
+
+    def pause(self) -> None:
+        """SIGSTOP: the process hangs, its sockets stay open (a frozen or unreachable serve)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after `pause`."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def metrics_text(self, token: str, listener: str = "") -> str:
+        """GET /metrics (Prometheus' text format)."""
+        name = listener or self.properties["listeners"].split("://", 1)[0].strip()
+        with self.client(name, token, timeout=60.0) as http:
+            answer = http.get(METRICS_PATH)
+        answer.raise_for_status()
+        return answer.text
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
-        proc = self._proc
+        proc = self.proc
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
-        self._proc = None
 
     def output(self) -> str:
-        """stdout lines and the tail of stderr, for failure messages."""
-        err = self.stderr_path.read_text(errors="replace").splitlines()[-30:] if self.stderr_path.exists() else []
-        return "\n".join([*self.lines, "--- stderr ---", *err])
+        """Everything the process printed so far."""
+        return "\n".join(["--- stdout", *self.stdout, "--- stderr", *self.stderr])
+
+    def __enter__(self) -> ServeProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

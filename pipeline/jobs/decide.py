@@ -1,6 +1,7 @@
 """The decisions of one (principal, resource) from the ACLs that apply to it, run inside Spark tasks over rows
-grouped and sorted by (principal, resource type, resource name): Kafka's rules (spec §5.3-§5.5) through the
-authorizer's own grant bits and tests (`authorizer.model.operations`), the deciding ACL named in Kafka's index order.
+grouped and sorted by (principal, resource type, resource name): the decision core's own rule (spec §5.3-§5.5:
+the grant bits of `authorizer.model.operations` and `bulk_rows.code_of_mask`, compiled), the deciding ACL named as
+the core names it (`walk_order.decider`) in Kafka's index order.
 
 Pure functions; each task calls them on its own rows.
 
@@ -20,6 +21,9 @@ from itertools import groupby
 
 import pyarrow as pa
 
+from kraftacl.authorizer.decision.walk_order import decider
+from kraftacl.authorizer.index.bulk_rows import ACL_ALLOW, ACL_DENY
+from kraftacl.authorizer.index.native_rows import code_of_mask
 from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
@@ -65,13 +69,21 @@ APPLYING_COLUMNS = (
 Applying = tuple[str, StandardAcl, int]  # (id, ACL, its grant bit)
 
 
-def _decide(applying: list[Applying], op: AclOperation) -> tuple[str, Applying] | None:
-    """(result, deciding ACL) for one operation: the first applying DENY in index order, else the last ALLOW."""
-    denies = [a for a in applying if a[2] & DENY_TEST[op]]
-    if denies:
-        return "DENIED", _in_order(denies)[0]
-    allows = [a for a in applying if a[2] & ALLOW_TEST[op]]
-    return ("ALLOWED", _in_order(allows)[-1]) if allows else None
+def _decide(applying: list[Applying], mask: int, op: AclOperation) -> tuple[str, Applying] | None:
+    """(result, deciding ACL) for one operation where an ACL decides (None: the default would); `mask` is the
+    union of the applying ACLs' grant bits."""
+    # No default here (a row is written only where an ACL decides): the core's rule without its default part.
+    code = code_of_mask(mask, None, op, "", DENY_TEST, ALLOW_TEST, False)
+    if code != ACL_DENY and code != ACL_ALLOW:
+        return None
+    test = DENY_TEST[op] if code == ACL_DENY else ALLOW_TEST[op]
+    acl = decider(_in_order([a for a in applying if a[2] & test]), code == ACL_DENY, _is_allow)
+    assert acl is not None  # the mask has the bit of an applying ACL of the deciding kind
+    return ("DENIED" if code == ACL_DENY else "ALLOWED"), acl
+
+
+def _is_allow(a: Applying) -> bool:
+    return a[1].permission_type == AclPermissionType.ALLOW
 
 
 def _in_order(acls: list[Applying]) -> list[Applying]:
@@ -87,8 +99,11 @@ def decide_group(principal: str, rtype: ResourceType, name: str, applying: list[
     any_host: dict[AclOperation, tuple[str, Applying] | None] = {}
     for host in (ANY_HOST, *hosts):
         acls = common if host == ANY_HOST else common + [a for a in applying if a[1].host == host]
+        mask = 0
+        for a in acls:
+            mask |= a[2]
         for op in supported:
-            decided = _decide(acls, op)
+            decided = _decide(acls, mask, op)
             if host == ANY_HOST:
                 any_host[op] = decided
             elif decided == any_host[op]:

@@ -1,13 +1,14 @@
 """The log as rows for Spark: one row per record (offset, its batch, and the ACL an add creates), decoded
 inside Spark tasks by this project's own readers (the file log's segment spans, the Kafka backend's messages).
 
-Pure functions of their inputs; each Spark task calls them on its own data. Decoding goes through
-`LazyRecords.acl_rows` (the v1 payload straight to tuples, the replay's fast path) or, for any other
-writer schema, through the records the codec resolves; rows leave as Arrow record batches.
+Pure functions of their inputs; each Spark task calls them on its own data. Decoding goes through the codec's
+entry point `codec.acl_rows` (the v1 payload straight to tuples, the replay's fast path; for any other writer
+schema, the records the codec resolves); rows leave as Arrow record batches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterable, Iterator
 from itertools import repeat
@@ -18,13 +19,10 @@ import pyarrow as pa
 
 from kraftacl.metadata_log.backends.file.segment import ReadSpan, read_spans
 from kraftacl.metadata_log.backends.kafka_topic.message import SCHEMA_HEADER, decode_message
-from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, BatchSchema
-from kraftacl.metadata_log.codec.fast import ACE_FIELDS
-from kraftacl.metadata_log.codec.lazy_records import LazyRecords
-from kraftacl.metadata_log.codec.rows import RowTables
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, BatchSchema, RowTables, acl_rows
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RecordBatch
 
-ACL_FIELDS = ACE_FIELDS[1:]  # an AccessControlEntryRecord's fields after its id
+ACL_FIELDS = tuple(f.name for f in dataclasses.fields(AccessControlEntryRecord))[1:]  # the fields after its id
 EVENT_SCHEMA = pa.schema(
     [
         ("offset", pa.int64()),
@@ -62,7 +60,7 @@ class _Columns:
         return len(self.cols[0])
 
     def add(self, batch: RecordBatch, below: int) -> None:
-        ids, rows = _rows(batch)
+        ids, rows = acl_rows(batch.records, _PLAIN_ROWS)
         keep = max(0, min(len(rows), below - batch.base_offset))
         if keep <= 0:
             return
@@ -85,21 +83,6 @@ class _Columns:
         )
         self.cols = [[] for _ in EVENT_SCHEMA]
         return batch
-
-
-def _rows(batch: RecordBatch) -> tuple[list[str], list[tuple[Any, ...] | None]]:
-    """(ids, an ACL tuple per add and None per remove) of one batch, decoded by the library."""
-    records = batch.records
-    if isinstance(records, LazyRecords):
-        fast = records.acl_rows(_PLAIN_ROWS)
-        if fast is not None:
-            return fast
-    ids = [record.id for record in records]
-    rows = [
-        tuple(getattr(record, name) for name in ACL_FIELDS) if isinstance(record, AccessControlEntryRecord) else None
-        for record in records
-    ]
-    return ids, rows
 
 
 def to_arrow(batches: Iterable[RecordBatch], below: int) -> Iterator[pa.RecordBatch]:

@@ -14,8 +14,7 @@ from pathlib import Path
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.history.acl_history import AclHistory, acl_history
-from kraftacl.authorizer.state.image import AclsImage
-from kraftacl.authorizer.state.loader import MetadataLoader, Publisher
+from kraftacl.authorizer.state.loader import OnPublish, Update
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backend import LogBackend
@@ -54,7 +53,7 @@ class NodeSource(AclSource):
 
     def _start(self, to_offset: int | None) -> AclNode:
         node = AclNode(self._backend, snapshot_dir=self._snapshot_dir, config=self._config)
-        node.loader.publishers.append(self._publisher(node.loader))
+        node.loader.publishers.append(OnPublish(self._publish))
         try:
             node.start(to_offset)
         except SOURCE_ERRORS as exc:
@@ -63,13 +62,9 @@ class NodeSource(AclSource):
         self._diverged = None  # a state replayed afresh from the log as it is now
         return node
 
-    def _publisher(self, loader: MetadataLoader) -> Publisher:
-        """Swap in a new View at every publish (the loader sets its index before calling publishers)."""
-
-        def publish(image: AclsImage) -> None:
-            self._view = View(image, self._config, loader.index)
-
-        return publish
+    def _publish(self, update: Update) -> None:
+        """Publisher: swap in a new View at every publish."""
+        self._view = View(update.image, self._config, update.index)
 
     def view(self) -> View:
         return self._view

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kraftacl.api.client import ServerClient, ServerError, ServerTarget
+from kraftacl.api.wire import StatusOut
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.history.acl_history import AclHistory
 from kraftacl.authorizer.index.overlay import OverlayMap
@@ -59,36 +60,37 @@ class ServerSource(AclSource):
                 raise SourceError(str(exc)) from exc
 
     def _fetch(self) -> View:
-        acls, rest = self._call(ServerClient.acl_image)
+        acls, image = self._call(ServerClient.acl_image)
         config = AuthorizerConfig(
-            super_users=frozenset(rest["super_users"]),
-            allow_everyone_if_no_acl_found=rest["allow_everyone_if_no_acl_found"],
+            super_users=frozenset(image.super_users),
+            allow_everyone_if_no_acl_found=image.allow_everyone_if_no_acl_found,
         )
-        provenance = Provenance(rest["offset"], rest["epoch"], rest["timestamp_ms"])
+        provenance = Provenance(image.offset, image.epoch, image.timestamp_ms)
         return View(AclsImage(OverlayMap(dict(acls)), provenance), config)
 
     def view(self) -> View:
         return self._view
 
     def status(self) -> SourceStatus:
+        serve: StatusOut | None = None
         try:
             serve = self._call(ServerClient.status)
         except SourceError as exc:
-            serve, self._error = {}, str(exc)
+            self._error = str(exc)
         return SourceStatus(
             f"kraft-acl serve at {self._target.url}",
-            serve.get("high_watermark"),
-            serve.get("snapshot"),
-            bool(serve.get("ready")),
+            serve.high_watermark if serve is not None else None,
+            serve.snapshot if serve is not None else None,
+            serve is not None and serve.ready,
             self.following,
             None,
-            self._error or serve.get("last_error"),
+            self._error or (serve.last_error if serve is not None else None),
         )
 
     def poll(self) -> None:
         """Fetch the image again when serve has applied records beyond the current view."""
         try:
-            applied = self._call(ServerClient.status)["last_applied_offset"]
+            applied = self._call(ServerClient.status).last_applied_offset
             if applied != self._view.provenance.last_offset:
                 self._view = self._fetch()
             self._error = None

@@ -11,9 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kraftacl.api.endpoints import CREATE_ACLS, STATUS
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
-from tests.server.serve_process import ServeProcess, alice_reads, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ServeProcess, alice_reads, base_properties
 
 ACL = {
     "resource_type": "TOPIC",
@@ -53,24 +54,21 @@ def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
         ).start() as c1,
         ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader,
     ):
-        with c1.client() as admin:
-            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).json()["results"][0]["error_code"] == 0
+        assert c1.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")[1]["results"][0]["error_code"] == 0
         assert alice_reads(c1) == "ALLOWED"
         _wait(lambda: alice_reads(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
-        with reader.client() as admin:
-            assert admin.post("/v1/acls/create", json={"acls": [ACL]}).status_code == 421
+        assert reader.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")[0] == 421
         with ServeProcess(
             tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")
         ).start() as c2:
-            with c2.client() as admin:
-                second = dict(ACL, resource_name="payments")
-                assert admin.post("/v1/acls/create", json={"acls": [second]}).json()["results"][0]["error_code"] == 0
-            with c1.client() as admin:
-                fenced = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="late")]})
-            assert fenced.status_code == 421, fenced.text
+            second = dict(ACL, resource_name="payments")
             assert (
-                fenced.json()["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced.json()["error"]["message"]
+                c2.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [second]}, listener="CLIENT")[1]["results"][0]["error_code"]
+                == 0
             )
+            status, fenced = c1.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [dict(ACL, resource_name="late")]}, "CLIENT")
+            assert status == 421, fenced
+            assert fenced["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced["error"]["message"]
             _wait(lambda: alice_reads(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
             assert alice_reads(reader, "late") == "DENIED"
 
@@ -90,11 +88,10 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
     props = _kafka_props(tmp_path, restartable_broker, topic, "broker,controller")
     props["metadata.log.kafka.socket.timeout.ms"] = "3000"
     with ServeProcess(tmp_path, props).start() as serve:
-        with serve.client() as admin:
-            admin.post("/v1/acls/create", json={"acls": [ACL]})
+        serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")
         restartable_broker.stop(hard=True)
         try:
-            status_url = serve.listener_url("CLIENT") + "/v1/status"
+            status_url = serve.url("CLIENT") + STATUS.path
             _wait(lambda: httpx.get(status_url).json().get("last_error") is not None, "the outage was not reported", 60)
             response = httpx.get(status_url)
             status = response.json()  # not following: not ready (503), yet deciding with its last state
@@ -102,11 +99,10 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
             assert status["diverged"] is None and status["failures"] >= 1 and status["failing_since"] is not None
             assert status["lag"] is None and status["last_applied_offset"] == 0
             assert alice_reads(serve) == "ALLOWED"  # the last consistent state is still served
-            metrics = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+            metrics = httpx.get(serve.url("CLIENT") + "/metrics").text
             assert "kraft_acl_log_unreachable 1.0" in metrics
-            with serve.client() as admin:
-                refused = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name="x")]}, timeout=120)
-            assert refused.status_code in (421, 503), refused.text
+            refused = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [dict(ACL, resource_name="x")]}, listener="CLIENT")
+            assert refused[0] in (421, 503), refused
         finally:
             restartable_broker.start()
         _wait(lambda: httpx.get(status_url).json().get("last_error") is None, "serve did not recover", 90)

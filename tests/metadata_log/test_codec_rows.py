@@ -20,6 +20,7 @@ from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, Patt
 from kraftacl.authorizer.state.records import ACL_ROWS, acl_from_record, batch_rows
 from kraftacl.metadata_log import native
 from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.metadata_log.codec import acl_rows
 from kraftacl.metadata_log.codec import avro as codec
 from kraftacl.metadata_log.codec import fast as codec_fast
 from kraftacl.metadata_log.codec import rows as codec_rows
@@ -284,6 +285,19 @@ def test_count_mismatch_is_a_decode_error(delta: int) -> None:
 def test_batch_rows_fast_and_slow_paths_agree(records: list[MetadataRecord]) -> None:
     fast = batch_rows(lazy_batch(codec.encode(records), len(records)).records)
     assert fast == batch_rows(tuple(records)) == batch_rows(records) == reference(records)
+
+
+PLAIN = RowTables(tuple, int, int, int, int, sys.intern)  # the pipeline's rows: the record's fields as they are
+
+
+@settings(max_examples=100)
+@given(batches)
+def test_the_acl_rows_entry_point_gives_any_row_type_on_both_paths(records: list[MetadataRecord]) -> None:
+    """`codec.acl_rows`, the one decode-to-rows entry point, with plain tuples (the pipeline's tables)."""
+    expected = [None if type(r) is not ACE else (r.resource_type, r.resource_name, r.pattern_type, r.principal,
+                r.host, r.operation, r.permission_type) for r in records]  # fmt: skip
+    fast = acl_rows(lazy_batch(codec.encode(records), len(records)).records, PLAIN)
+    assert fast == acl_rows(records, PLAIN) == ([r.id for r in records], expected)
 
 
 def test_batch_rows_rejects_a_non_record() -> None:

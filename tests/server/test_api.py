@@ -8,7 +8,7 @@ import socket
 import httpx
 import pytest
 
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess
 
 ACL = {
     "resource_type": "TOPIC",
@@ -34,7 +34,7 @@ def _authorize(
 
 
 def test_create_authorize_describe_delete_round_trip(serve: ServeProcess) -> None:
-    with serve.client() as admin, serve.client(token=BROKER_TOKEN) as broker:
+    with serve.client(token=ADMIN_TOKEN) as admin, serve.client(token=BROKER_TOKEN) as broker:
         created = admin.post("/v1/acls/create", json={"acls": [ACL, ACL]}).json()
         assert [r["error_code"] for r in created["results"]] == [0, 0]
         acl_id = created["results"][0]["id"]
@@ -64,7 +64,7 @@ def test_create_authorize_describe_delete_round_trip(serve: ServeProcess) -> Non
 def test_kip140_per_entry_errors(serve: ServeProcess) -> None:
     bad = dict(ACL, resource_type="CLUSTER", resource_name="not-the-cluster")
     unknown = dict(ACL, operation="NOT_AN_OPERATION")
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         results = admin.post("/v1/acls/create", json={"acls": [bad, unknown]}).json()["results"]
     assert [(r["error_code"], r["error"]) for r in results] == [(42, "INVALID_REQUEST"), (42, "INVALID_REQUEST")]
     assert results[0]["message"] == "The only valid name for the CLUSTER resource is kafka-cluster"
@@ -73,7 +73,7 @@ def test_kip140_per_entry_errors(serve: ServeProcess) -> None:
 
 def test_authorized_operations_and_by_resource_type(serve: ServeProcess) -> None:
     prefixed = dict(ACL, resource_name="pay-", pattern_type="PREFIXED", operation="WRITE")
-    with serve.client() as admin, serve.client(token=BROKER_TOKEN) as broker:
+    with serve.client(token=ADMIN_TOKEN) as admin, serve.client(token=BROKER_TOKEN) as broker:
         admin.post("/v1/acls/create", json={"acls": [prefixed]})
         ops = broker.post(
             "/v1/authorized-operations",
@@ -183,7 +183,7 @@ def test_malformed_json_and_http(serve: ServeProcess) -> None:
         assert broker.get("/v1/nowhere").status_code == 404
         not_allowed = broker.get("/v1/authorize")
         assert not_allowed.status_code == 405 and not_allowed.headers["allow"] == "POST"
-    host, port = serve.listener_url("CLIENT").removeprefix("http://").split(":")
+    host, port = serve.url("CLIENT").removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(b"GARBAGE / HTTP/9.9\r\n\r\n")
         answer = raw.recv(65536)
@@ -214,7 +214,7 @@ def test_keep_alive_and_pipelining(serve: ServeProcess) -> None:
         + b"\r\n\r\n"
         + body
     )
-    host, port = serve.listener_url("CLIENT").removeprefix("http://").split(":")
+    host, port = serve.url("CLIENT").removeprefix("http://").split(":")
     with socket.create_connection((host, int(port))) as raw:
         raw.sendall(one * 5)  # five pipelined requests on one connection
         data = b""
@@ -226,11 +226,11 @@ def test_keep_alive_and_pipelining(serve: ServeProcess) -> None:
 
 
 def test_status_and_metrics_are_public_here(serve: ServeProcess) -> None:
-    status = httpx.get(serve.listener_url("CLIENT") + "/v1/status").json()
+    status = httpx.get(serve.url("CLIENT") + "/v1/status").json()
     assert status["ready"] is True and status["roles"] == ["broker", "controller"]
-    metrics = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+    metrics = httpx.get(serve.url("CLIENT") + "/metrics").text
     assert "acls_total_count" in metrics and "kraft_acl_decisions_total" in metrics
-    assert httpx.get(serve.listener_url("CLIENT") + "/v1/openapi.json").json()["openapi"] == "3.1.0"
+    assert httpx.get(serve.url("CLIENT") + "/v1/openapi.json").json()["openapi"] == "3.1.0"
 
 
 def test_alice_may_ask_about_herself_only(serve: ServeProcess) -> None:

@@ -11,7 +11,7 @@ import pytest
 import trustme
 
 from kraftacl.metadata_log.backends.file.log import FileLog
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
 
 ACL = {
     "resource_type": "TOPIC",
@@ -60,7 +60,7 @@ def _mtls_client(serve: ServeProcess, ca: trustme.CA, issuer: trustme.CA, cn: st
     ctx = ssl.create_default_context()
     ca.configure_trust(ctx)
     issuer.issue_cert(f"{cn}@example.com", common_name=cn).configure_cert(ctx)
-    return httpx.Client(base_url=serve.listener_url("CLIENT"), verify=ctx, timeout=30)
+    return httpx.Client(base_url=serve.url("CLIENT"), verify=ctx, timeout=30)
 
 
 def test_no_credentials_and_a_wrong_token_get_401(tls: tuple[ServeProcess, trustme.CA, Path]) -> None:
@@ -92,7 +92,7 @@ def test_certificate_from_another_ca_is_refused_at_the_handshake(tls: tuple[Serv
     no_cert = ssl.create_default_context()
     ca.configure_trust(no_cert)
     with (
-        httpx.Client(base_url=serve.listener_url("CLIENT"), verify=no_cert) as anonymous,
+        httpx.Client(base_url=serve.url("CLIENT"), verify=no_cert) as anonymous,
         pytest.raises(httpx.HTTPError),
     ):
         anonymous.get("/v1/status")
@@ -131,7 +131,7 @@ def test_cluster_acls_let_a_non_broker_administer(tls: tuple[ServeProcess, trust
         "operation": "ALTER",
         "permission_type": "ALLOW",
     }
-    with serve.client("CONTROLLER") as admin, serve.client("CONTROLLER", token=ALICE_TOKEN) as alice:
+    with serve.client("CONTROLLER", token=ADMIN_TOKEN) as admin, serve.client("CONTROLLER", token=ALICE_TOKEN) as alice:
         assert admin.post("/v1/acls/create", json={"acls": [grant]}).json()["results"][0]["error_code"] == 0
         created = alice.post("/v1/acls/create", json={"acls": [ACL]})
         assert created.status_code == 200 and created.json()["results"][0]["error_code"] == 0

@@ -45,7 +45,7 @@ def test_the_same_situation_is_the_same_exit_code_in_every_command(
 ) -> None:
     token = tmp_path / "admin.token"
     token.write_text(f"# the admin's token\n\n{ADMIN_TOKEN}\n")
-    url = serve.listener_url("CLIENT")
+    url = serve.url("CLIENT")
     down = f"http://127.0.0.1:{free_port()}"
 
     unreachable = _run(command, "--server", down, "--token-file", str(token), tmp_path=tmp_path)

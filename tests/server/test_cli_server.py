@@ -33,7 +33,7 @@ def _run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None
 
 
 def test_acls_through_serve_print_what_the_log_version_prints(serve: ServeProcess, tmp_path: Path) -> None:
-    url = serve.listener_url("CLIENT")
+    url = serve.url("CLIENT")
     remote = ["--server", url, "--token", ADMIN_TOKEN]
     local = ["--log-dir", str(tmp_path / "log")]
     for args in (ADD, ADD, ["--list", "--topic", "orders", "--resource-pattern-type", "match"]):
@@ -61,7 +61,7 @@ def test_acls_through_serve_print_what_the_log_version_prints(serve: ServeProces
 
 
 def test_authorize_through_serve_answers_like_the_log(serve: ServeProcess, tmp_path: Path) -> None:
-    url = serve.listener_url("CLIENT")
+    url = serve.url("CLIENT")
     _run("acls", "--server", url, "--token", ADMIN_TOKEN, *ADD)
     _run("acls", "--log-dir", str(tmp_path / "log"), *ADD)
     requests = tmp_path / "requests.jsonl"
@@ -129,7 +129,7 @@ def test_authorize_through_serve_answers_like_the_log(serve: ServeProcess, tmp_p
     ],
 )
 def test_refusals_are_one_line(serve: ServeProcess, args: list[str], code: int, words: str) -> None:
-    result = _run("acls", "--server", serve.listener_url("CLIENT"), *args, *ADD)
+    result = _run("acls", "--server", serve.url("CLIENT"), *args, *ADD)
     assert result.returncode == code
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kraft-acl: error: ") and words in lines[0], result.stderr

@@ -52,7 +52,7 @@ def test_a_diverged_log_stops_serve_following_and_is_reported(tmp_path: Path) ->
     _add(log_dir, "orders")  # offset 1, applied by serve, then lost by the restore
     serve = ServeProcess(tmp_path / "serve", base_properties(tmp_path / "serve", log_dir, process_roles="broker"))
     with serve.start():
-        status_url = serve.listener_url("CLIENT") + "/v1/status"
+        status_url = serve.url("CLIENT") + "/v1/status"
         status = httpx.get(status_url).json()
         assert status["ready"] and status["following"] and status["diverged"] is None, status
         assert status["last_applied_offset"] == 1 and alice_reads(serve, "orders") == "ALLOWED"
@@ -65,7 +65,7 @@ def test_a_diverged_log_stops_serve_following_and_is_reported(tmp_path: Path) ->
         assert response.status_code == 503 and not status["ready"] and not status["following"], status
         assert "moved back to 1, below offset 2" in status["diverged"], status
         assert status["last_applied_offset"] == 1 and status["failures"] >= 1
-        metrics = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+        metrics = httpx.get(serve.url("CLIENT") + "/metrics").text
         assert "kraft_acl_log_diverged 1.0" in metrics and "kraft_acl_ready 0.0" in metrics
         assert "kraft_acl_log_unreachable 0.0" in metrics
         # the last consistent state keeps deciding; nothing of the restored log's new history is applied

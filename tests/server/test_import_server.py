@@ -38,12 +38,12 @@ def _run(*args: Any) -> subprocess.CompletedProcess[str]:
 
 
 def _count(serve: ServeProcess) -> int:
-    with serve.client() as http:
+    with serve.client(token=ADMIN_TOKEN) as http:
         return int(http.get("/v1/acls/count").json()["count"])
 
 
 def _remote(serve: ServeProcess, token: str = ADMIN_TOKEN) -> list[str]:
-    return ["--server", serve.listener_url("CLIENT"), "--token", token]
+    return ["--server", serve.url("CLIENT"), "--token", token]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_import_through_serve_reports_like_a_log_and_writes_one_batch(serve: Ser
     local_dry = _run("import", "--from-json", source, "--log-dir", tmp_path / "log", "--dry-run", "-o", "json")
     assert dry.returncode == local_dry.returncode == 0, dry.stderr + local_dry.stderr
     remote_report, local_report = json.loads(dry.stdout), json.loads(local_dry.stdout)
-    assert remote_report["target"] == f"the kraft-acl serve at {serve.listener_url('CLIENT')}"
+    assert remote_report["target"] == f"the kraft-acl serve at {serve.url('CLIENT')}"
     for key in ("read", "added", "present", "repeated", "offsets", "would_add"):
         assert remote_report[key] == local_report[key], key
     assert _count(serve) == before  # a dry run writes nothing
@@ -74,7 +74,7 @@ def test_import_through_serve_reports_like_a_log_and_writes_one_batch(serve: Ser
     done = _run("import", "--from-json", source, *_remote(serve), "--check")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[1].startswith(f"Added 12 ACL(s) to the kraft-acl serve at {serve.listener_url('CLIENT')} in one batch")
+    assert lines[1].startswith(f"Added 12 ACL(s) to the kraft-acl serve at {serve.url('CLIENT')} in one batch")
     assert lines[1].endswith("(0 already present, 2 repeated in the source)")
     assert lines[2].startswith("Check: ") and "holds exactly the 12 ACL(s)" in lines[2]
     assert _count(serve) == before + 12
@@ -98,7 +98,7 @@ def test_export_through_serve_is_the_state_of_one_offset(serve: ServeProcess, tm
     assert exported.returncode == 0, exported.stderr
     assert "from the kraft-acl serve at" in exported.stderr
     text = (tmp_path / "out.json").read_text()
-    with serve.client() as http:
+    with serve.client(token=ADMIN_TOKEN) as http:
         everything = http.post("/v1/acls/describe", json={}).json()
     assert len(json.loads(text)) == len(everything["acls"]) == _count(serve)
     assert set(map(json.dumps, json.loads(acls_json_text(load_acls(source))))) <= set(map(json.dumps, json.loads(text)))
@@ -137,7 +137,7 @@ def test_import_refusals_name_the_element_and_field_and_write_nothing(serve: Ser
         ({"acls": [], "dry_run": "yes"}, "$.dry_run", "Expected `bool`"),
         ({"acl": []}, "$", "unknown field `acl`"),
     ]
-    with serve.client() as http:
+    with serve.client(token=ADMIN_TOKEN) as http:
         for body, field, message in cases:
             answer = http.post(url, json=body)
             assert answer.status_code == 400, (body, answer.text)
@@ -186,12 +186,12 @@ def test_import_has_its_own_body_limit(broker_serve: ServeProcess) -> None:
     """import.max.bytes (20,000 here) admits a body request.max.bytes (1,024) refuses elsewhere."""
     body = json.dumps({"acls": ACLS}).encode()
     assert 1024 < len(body) < 20_000
-    with broker_serve.client() as http:
+    with broker_serve.client(token=ADMIN_TOKEN) as http:
         assert http.post("/v1/acls/import", content=body).status_code == 421  # past the limit, then refused
-    with broker_serve.client() as http:
+    with broker_serve.client(token=ADMIN_TOKEN) as http:
         too_big = http.post("/v1/acls/create", content=body)
         assert too_big.status_code == 413 and "request.max.bytes (1024)" in too_big.json()["error"]["message"]
-    with broker_serve.client() as http:
+    with broker_serve.client(token=ADMIN_TOKEN) as http:
         huge = json.dumps({"acls": ACLS * 20}).encode()
         answer = http.post("/v1/acls/import", content=huge)
         assert answer.status_code == 413 and "import.max.bytes (20000)" in answer.json()["error"]["message"]

@@ -19,7 +19,7 @@ from kraftacl.authorizer.model.acls import (
     ResourceType,
     StandardAcl,
 )
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 CLIENTS = 16
 REQUESTS_PER_CLIENT = 150
@@ -83,7 +83,7 @@ def test_readers_see_only_batch_boundaries_under_writes(tmp_path: Path) -> None:
 
         def writer() -> None:
             current: set[StandardAcl] = set()
-            with serve.client() as admin:
+            with serve.client(token=ADMIN_TOKEN) as admin:
                 for n in range(WRITES):
                     pair = _pair(n)
                     if pair[0] in current:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def _samples(serve: ServeProcess) -> Samples:
-    text = httpx.get(serve.listener_url("CLIENT") + "/metrics").text
+    text = httpx.get(serve.url("CLIENT") + "/metrics").text
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -54,7 +54,7 @@ def test_metrics_count_every_decision_and_answer(quick_serve: ServeProcess) -> N
         "operation": "READ",
         "permission_type": "ALLOW",
     }
-    with quick_serve.client() as admin:
+    with quick_serve.client(token=ADMIN_TOKEN) as admin:
         assert admin.post("/v1/acls/create", json={"acls": [acl]}).status_code == 200
     before = _samples(quick_serve)
     actions = [
@@ -85,7 +85,7 @@ def test_metrics_count_every_decision_and_answer(quick_serve: ServeProcess) -> N
 
 
 def _connect(serve: ServeProcess) -> socket.socket:
-    host, port = serve.listener_url("CLIENT").removeprefix("http://").split(":")
+    host, port = serve.url("CLIENT").removeprefix("http://").split(":")
     conn = socket.create_connection((host, int(port)))
     conn.settimeout(10)
     return conn

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 ACLS = [
     {
@@ -77,7 +77,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     """A serve with a decision log and two ACLs."""
     work: Path = tmp_path_factory.mktemp("opa")
     props = base_properties(work, decision_log_file=str(work / "decisions.jsonl"))
-    with ServeProcess(work, props).start() as serve, serve.client() as admin:
+    with ServeProcess(work, props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         admin.post("/v1/acls/create", json={"acls": ACLS})
         yield serve
 
@@ -120,7 +120,7 @@ def test_opa_needs_a_broker_principal_and_a_well_formed_input(logged: ServeProce
 
 
 def test_decision_log_has_one_line_per_decision_with_the_deciding_acl(logged: ServeProcess) -> None:
-    with logged.client(token=BROKER_TOKEN) as broker, logged.client() as admin:
+    with logged.client(token=BROKER_TOKEN) as broker, logged.client(token=ADMIN_TOKEN) as admin:
         ids = {a["resource_name"]: a["id"] for a in admin.post("/v1/acls/describe", json={}).json()["acls"]}
         body = {
             "principal": "User:alice",

@@ -16,7 +16,7 @@ import pytest
 
 from kraftacl.metadata_log.backends.file.log import FileLog
 from tests.conftest import kraft_acl_command
-from tests.server.serve_process import BROKER_TOKEN, ServeProcess, base_properties, free_port
+from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
 
 
 def _refused(url: str) -> bool:
@@ -42,7 +42,7 @@ def test_early_start_listener_serves_super_users_while_a_large_log_loads(large_l
     shutil.copytree(large_log, log_dir)
     serve = ServeProcess(tmp_path, base_properties(tmp_path, log_dir, process_roles="broker"))
     with serve.start(wait_ready=False):
-        early, client = serve.listener_url("CONTROLLER"), serve.listener_url("CLIENT")
+        early, client = serve.url("CONTROLLER"), serve.url("CLIENT")
         status = httpx.get(early + "/v1/status", timeout=30)
         admin = _ask(early, "User:admin")
         alice = _ask(early, "User:alice")
@@ -166,9 +166,9 @@ def test_broker_role_tails_what_a_writer_appends_and_refuses_writes(tmp_path: Pa
         )
         assert add.returncode == 0, add.stderr
         deadline = time.monotonic() + 10
-        while _ask(serve.listener_url("CLIENT"), "User:alice").json()["results"] != ["ALLOWED"]:
+        while _ask(serve.url("CLIENT"), "User:alice").json()["results"] != ["ALLOWED"]:
             assert time.monotonic() < deadline, "the broker-role serve did not pick up the new ACL"
             time.sleep(0.05)
-        with serve.client() as admin:
+        with serve.client(token=ADMIN_TOKEN) as admin:
             refused = admin.post("/v1/acls/create", json={"acls": []})
         assert refused.status_code == 421 and refused.json()["error"]["code"] == "NOT_CONTROLLER"

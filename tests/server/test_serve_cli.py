@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from kraftacl.api.endpoints import CREATE_SNAPSHOT
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
 
@@ -70,12 +71,13 @@ def test_status_lines_as_json(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, which ServeProcess.stop signals
     )
     assert serve.proc.stdout is not None
     events = [json.loads(serve.proc.stdout.readline()) for _ in range(4)]
     assert [e["event"] for e in events] == ["listening", "waiting", "listening", "ready"]
     assert events[0]["listener"] == "CONTROLLER" and events[0]["early_start"] is True
-    assert events[0]["url"] == serve.listener_url("CONTROLLER") and events[3]["acls"] == 0
+    assert events[0]["url"] == serve.url("CONTROLLER") and events[3]["acls"] == 0
     assert serve.stop() == 0
     assert json.loads(serve.proc.stdout.readline()) == {"event": "stopped", "loaded": True, "message": "stopped"}
 
@@ -96,7 +98,7 @@ def test_a_closed_stdout_never_stops_serve(tmp_path: Path) -> None:
     deadline = time.monotonic() + 60
     while True:  # serve is still there: it answers, and becomes ready
         try:
-            if httpx.get(serve.listener_url("CLIENT") + "/v1/status", timeout=5).status_code == 200:
+            if httpx.get(serve.url("CLIENT") + "/v1/status", timeout=5).status_code == 200:
                 break
         except httpx.TransportError:
             pass
@@ -115,7 +117,7 @@ def test_snapshot_of_a_running_serve_on_demand(tmp_path: Path) -> None:
     on the cluster; a broker-role serve on that log refuses (421)."""
     props = base_properties(tmp_path / "controller", tmp_path / "log")
     with ServeProcess(tmp_path / "controller", props).start() as serve:
-        url = serve.listener_url("CLIENT")
+        url = serve.url("CLIENT")
         add = ["--add", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "orders"]
         assert _cli("acls", "--server", url, "--token", ADMIN_TOKEN, *add).returncode == 0
         made = _cli("snapshot", "create", "--server", url, "--token", ADMIN_TOKEN, "-o", "json")
@@ -136,7 +138,6 @@ def test_snapshot_of_a_running_serve_on_demand(tmp_path: Path) -> None:
         assert locked.returncode == 1 and "locked" in locked.stderr  # why the operator needs the way through serve
         broker_props = base_properties(tmp_path / "broker", tmp_path / "log", process_roles="broker", node_id="2")
         with ServeProcess(tmp_path / "broker", broker_props).start() as broker:
-            with broker.client() as client:
-                answer = client.post("/v1/snapshots")
-            assert answer.status_code == 421 and answer.json()["error"]["code"] == "NOT_CONTROLLER"
+            status, body = broker.call(CREATE_SNAPSHOT, ADMIN_TOKEN, listener="CLIENT")
+            assert status == 421 and body["error"]["code"] == "NOT_CONTROLLER", body
     assert serve.stop(signal.SIGTERM) == 0

@@ -30,7 +30,7 @@ def run(kraft_acl: list[str], *args: str, stdin: str = "") -> tuple[int, str, st
 
 
 def acls(kraft_acl: list[str], serve: ServeProcess, *args: str) -> None:
-    code, _, err = run(kraft_acl, "acls", "--server", serve.listener_url("CLIENT"), "--token", ADMIN_TOKEN, *args)
+    code, _, err = run(kraft_acl, "acls", "--server", serve.url("CLIENT"), "--token", ADMIN_TOKEN, *args)
     assert code == 0, err
 
 
@@ -44,17 +44,21 @@ def ids(kraft_acl: list[str], serve: ServeProcess) -> dict[str, str]:
         *("--add", "--deny-principal", "User:bob", "--operation", "ALL", "--topic", "ord"),
         *("--resource-pattern-type", "prefixed"),
     )
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         listed = admin.post("/v1/acls/describe", json={}).json()["acls"]
     return {a["principal"]: a["id"] for a in listed}
 
 
 def shell(kraft_acl: list[str], serve: ServeProcess, *words: str, token: str = ADMIN_TOKEN) -> tuple[int, str, str]:
-    return run(kraft_acl, "shell", "--server", serve.listener_url("CLIENT"), "--token", token, *words)
+    return run(kraft_acl, "shell", "--server", serve.url("CLIENT"), "--token", token, *words)
 
 
 def test_the_image_endpoint_answers_one_offset_with_the_settings(serve: ServeProcess, ids: dict[str, str]) -> None:
-    with serve.client() as admin, serve.client(token=ALICE_TOKEN) as alice, serve.client(token=None) as anonymous:
+    with (
+        serve.client(token=ADMIN_TOKEN) as admin,
+        serve.client(token=ALICE_TOKEN) as alice,
+        serve.client(token=None) as anonymous,
+    ):
         image = admin.get("/v1/acls/image").json()
         status = admin.get("/v1/status").json()
         assert sorted(a["id"] for a in image["acls"]) == sorted(ids.values())
@@ -95,11 +99,11 @@ def test_tree_cat_who_can_and_authorize(kraft_acl: list[str], serve: ServeProces
     code, out, _ = shell(
         kraft_acl, serve, "cat", "/provenance/source", "/provenance/ready", "/provenance/highWaterMark"
     )
-    assert out == f"kraft-acl serve at {serve.listener_url('CLIENT')}\ntrue\n{int(offset)}\n"
+    assert out == f"kraft-acl serve at {serve.url('CLIENT')}\ntrue\n{int(offset)}\n"
 
 
 def test_a_script_sees_each_new_acl(kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]) -> None:
-    argv = [*kraft_acl, "shell", "--server", serve.listener_url("CLIENT"), "--token", ADMIN_TOKEN]
+    argv = [*kraft_acl, "shell", "--server", serve.url("CLIENT"), "--token", ADMIN_TOKEN]
     pipe = subprocess.PIPE
     with subprocess.Popen(argv, text=True, stdin=pipe, stdout=pipe, stderr=pipe) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -111,7 +115,7 @@ def test_a_script_sees_each_new_acl(kraft_acl: list[str], serve: ServeProcess, i
         proc.stdin.close()
         out = proc.stdout.read()
         assert proc.wait() == 1  # the first ls found no such path
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         listed = admin.post("/v1/acls/describe", json={"filter": {"principal": "User:erin"}}).json()["acls"]
     assert out == f"{listed[0]['id']}\n"
     acls(
@@ -123,7 +127,7 @@ def test_history_from_serves_log_and_at_says_why_not(
     kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str]
 ) -> None:
     alice = ids["User:alice"]
-    with serve.client() as admin, serve.client(token=ALICE_TOKEN) as other:
+    with serve.client(token=ADMIN_TOKEN) as admin, serve.client(token=ALICE_TOKEN) as other:
         answer = admin.post("/v1/acls/history", json={"ids": [alice, "bm90LWFuLWlkLWF0LWFsbA"]}).json()
         assert other.post("/v1/acls/history", json={"ids": [alice]}).status_code == 403
         bad = admin.post("/v1/acls/history", json={"ids": "x"}).json()["error"]
@@ -146,7 +150,7 @@ def test_history_from_serves_log_and_at_says_why_not(
 
 @pytest.fixture
 def terminal(kraft_acl: list[str], serve: ServeProcess, tmp_path: Path) -> Iterator[Terminal]:
-    argv = [*kraft_acl, "shell", "--history-file", str(tmp_path / "history"), "--server", serve.listener_url("CLIENT")]
+    argv = [*kraft_acl, "shell", "--history-file", str(tmp_path / "history"), "--server", serve.url("CLIENT")]
     term = Terminal(argv, columns=200, env={"HOME": str(tmp_path), "KRAFT_ACL_TOKEN": ADMIN_TOKEN, "PAGER": ""})
     try:
         yield term
@@ -157,7 +161,7 @@ def terminal(kraft_acl: list[str], serve: ServeProcess, tmp_path: Path) -> Itera
 def test_the_prompt_follows_acls_added_through_serve(
     kraft_acl: list[str], serve: ServeProcess, ids: dict[str, str], terminal: Terminal
 ) -> None:
-    with serve.client() as admin:
+    with serve.client(token=ADMIN_TOKEN) as admin:
         before = admin.get("/v1/acls/image").json()["offset"] + 1
     terminal.wait_lines(f"[offset {before}] >>")
     acls(kraft_acl, serve, "--add", "--allow-principal", "User:dave", "--operation", "WRITE", "--topic", "payments")
@@ -173,22 +177,22 @@ def test_the_prompt_follows_acls_added_through_serve(
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--server", f"http://127.0.0.1:{free_port()}"], "cannot reach serve: [Errno 111] Connection refused"),
-        (["--server", "URL", "--token", "not-a-token"], "HTTP 401 UNAUTHENTICATED: the bearer token is not in"),
-        (["--server", "URL", "--token", ALICE_TOKEN], "HTTP 403 CLUSTER_AUTHORIZATION_FAILED: User:alice from"),
-        (["--server", "URL", "--at-offset", "1"], "--at-offset needs a log (--log-dir or --bootstrap-server)"),
-        (["--server", "URL", "--config", "x.properties"], "--config: with --server the decisions use serve's own"),
-        (["--server", "URL", "--log-dir", "."], "give exactly one of --log-dir DIR, --snapshot FILE,"),
+    ("args", "exit_code", "message"),
+    [  # the rule of every --server command (cli.options): serve unreachable or refusing is 1, bad input 2
+        (["--server", f"http://127.0.0.1:{free_port()}"], 1, "cannot reach serve: [Errno 111] Connection refused"),
+        (["--server", "URL", "--token", "not-a-token"], 1, "HTTP 401 UNAUTHENTICATED: the bearer token is not in"),
+        (["--server", "URL", "--token", ALICE_TOKEN], 1, "HTTP 403 CLUSTER_AUTHORIZATION_FAILED: User:alice from"),
+        (["--server", "URL", "--at-offset", "1"], 2, "--at-offset needs a log (--log-dir or --bootstrap-server)"),
+        (["--server", "URL", "--config", "x.properties"], 2, "--config: with --server the decisions use serve's own"),
+        (["--server", "URL", "--log-dir", "."], 2, "give exactly one of --log-dir DIR, --snapshot FILE,"),
     ],
 )
-def test_bad_urls_and_tokens_are_one_line_and_exit_2(
-    kraft_acl: list[str], serve: ServeProcess, args: list[str], message: str
+def test_bad_urls_and_tokens_are_one_line_and_the_rules_exit_code(
+    kraft_acl: list[str], serve: ServeProcess, args: list[str], exit_code: int, message: str
 ) -> None:
-    argv = [serve.listener_url("CLIENT") if a == "URL" else a for a in args]
+    argv = [serve.url("CLIENT") if a == "URL" else a for a in args]
     if "--token" not in argv:
         argv += ["--token", ADMIN_TOKEN]
     code, out, err = run(kraft_acl, "shell", *argv, "ls")
-    assert (code, out) == (2, "")
+    assert (code, out) == (exit_code, "")
     assert err.startswith("kraft-acl: error: ") and message in err and err.count("\n") == 1, err

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec import BatchSchema, Codec
 from kraftacl.metadata_log.records import RecordBatch
 
 SEGMENT_MAGIC = b"KACS"

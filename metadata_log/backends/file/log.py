@@ -53,7 +53,7 @@ from kraftacl.metadata_log.backends.file.segment import (
     rescan_segment,
 )
 from kraftacl.metadata_log.backends.memory import check_records, now_ms
-from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import (
     CorruptLogError,
     DivergenceError,

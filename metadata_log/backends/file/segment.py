@@ -30,7 +30,7 @@ from kraftacl.metadata_log.backends.file.format import (
     iter_frames,
     read_segment_header_full,
 )
-from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec import BatchSchema, Codec
 from kraftacl.metadata_log.errors import CorruptLogError, DivergenceError, LogResourceError
 from kraftacl.metadata_log.records import RecordBatch
 

@@ -41,7 +41,7 @@ from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.file.format import encode_frame
 from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
 from kraftacl.metadata_log.backends.memory import check_records
-from kraftacl.metadata_log.codec.avro import DEFAULT_CODEC, Codec
+from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 

@@ -8,7 +8,7 @@ the messages elsewhere (Spark's Kafka source in `pipeline/`) decode them here, w
 from __future__ import annotations
 
 from kraftacl.metadata_log.backends.file.format import decode_frame, parse_frame_at
-from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec import BatchSchema, Codec
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.records import RecordBatch
 

@@ -45,7 +45,7 @@ from kraftacl.authorizer.model.acls import (
 )
 from kraftacl.authorizer.model.filters import AclBindingFilter
 from kraftacl.authorizer.state.image import AclsImage, Provenance
-from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader
 from kraftacl.authorizer.state.records import acl_from_record, record_from_acl
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import new_uuid
@@ -123,7 +123,7 @@ def boundary_pairs(batches: list[list[MetadataRecord]]) -> set[Pair]:
     log = MemoryLog()
     auth = StandardAuthorizer()
     auth.complete_initial_load()
-    loader = MetadataLoader(log, auth)
+    loader = MetadataLoader(log, [AuthorizerPublisher(auth)])
     pairs = {tuple(auth.authorize(BOB, ACTIONS))}
     for batch in batches:
         log.append(batch)
@@ -258,7 +258,7 @@ def test_readers_only_ever_see_batch_boundaries(publish_every: int, bob_owns: in
 
     log = MemoryLog()
     auth = StandardAuthorizer()
-    loader = MetadataLoader(log, auth, publish_every_records=publish_every)
+    loader = MetadataLoader(log, [AuthorizerPublisher(auth)], publish_every_records=publish_every)
     loader.initial_load()
     passes = Counter[str]()
     store = SnapshotStore(tmp_path, retain=2)
@@ -329,7 +329,7 @@ def test_harness_detects_a_snapshot_load_applied_record_by_record() -> None:
     """The main test's snapshot loads can fail it: a load that shows its steps is seen by the readers."""
     log = MemoryLog()
     auth = StandardAuthorizer()
-    loader = MetadataLoader(log, auth)
+    loader = MetadataLoader(log, [AuthorizerPublisher(auth)])
     loader.initial_load()
     # another state, in a file order that is no decision order: the allow before the deny on foo
     other = [record_from_acl(new_uuid(), ALLOW_ALL), record_from_acl(new_uuid(), DENY_FOO)]
@@ -357,7 +357,7 @@ def test_snapshot_provenance_is_kept_across_reloads() -> None:
     log = MemoryLog()
     for batch in script(rounds=1)[:2]:
         log.append(batch)
-    loader = MetadataLoader(log, StandardAuthorizer())
+    loader = MetadataLoader(log, [AuthorizerPublisher(StandardAuthorizer())])
     loader.catch_up()
     true = loader.image
     loader.load_snapshot(alternative_state(), true.provenance)

@@ -37,7 +37,7 @@ from kraftacl.authorizer.state.controller import (
     CreateResult,
     DeleteResult,
 )
-from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.records import acl_from_record, record_from_acl
 from kraftacl.metadata_log.backend import AppendResult
@@ -80,7 +80,7 @@ class Harness:
     def __init__(self, log: MemoryLog | None = None, new_id: Callable[[], str] = new_uuid) -> None:
         self.log = log if log is not None else MemoryLog(epoch=5)
         self.authorizer = StandardAuthorizer()
-        self.loader = MetadataLoader(self.log, self.authorizer)
+        self.loader = MetadataLoader(self.log, [AuthorizerPublisher(self.authorizer)])
         self.loader.initial_load()
         self.controller = AclController(self.log, self.loader, new_id)
 

@@ -31,7 +31,7 @@ from kraftacl.authorizer.model.acls import (
     StandardAcl,
 )
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
-from kraftacl.authorizer.state.loader import MetadataLoader
+from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.memory import MemoryLog
@@ -325,7 +325,7 @@ def test_catch_up_failure_publishes_nothing() -> None:
     log = MemoryLog()
     log.append([add(1, acl("a"))])
     auth = StandardAuthorizer()
-    loader = MetadataLoader(log, auth)
+    loader = MetadataLoader(log, [AuthorizerPublisher(auth)])
     assert loader.catch_up() == 1
     before_image, before_index = loader.image, auth.index
     log.append([add(2, acl("b")), remove(9)])  # offset 2 removes an unknown id
@@ -351,7 +351,7 @@ def test_catch_up_returns_records_applied_and_stops_at_to_offset() -> None:
 
 def test_load_snapshot_is_all_or_nothing() -> None:
     auth = StandardAuthorizer()
-    loader = MetadataLoader(MemoryLog(), auth)
+    loader = MetadataLoader(MemoryLog(), [AuthorizerPublisher(auth)])
     loader.load_snapshot([add(1, acl("a"))], Provenance(4, 1, 1))
     image, index = loader.image, auth.index
     bad = [add(2, acl("b")), add(3, acl("c")), add(2, acl("d"))]
@@ -363,7 +363,7 @@ def test_load_snapshot_is_all_or_nothing() -> None:
 
 def test_load_snapshot_with_other_ids_replaces_everything() -> None:
     auth = StandardAuthorizer()
-    loader = MetadataLoader(MemoryLog(), auth)
+    loader = MetadataLoader(MemoryLog(), [AuthorizerPublisher(auth)])
     loader.load_snapshot([add(1, acl("a")), add(2, acl("b"))], Provenance(4, 1, 1))
     loader.load_snapshot([add(3, acl("c"))], Provenance(7, 1, 1))
     assert dict(loader.image.acls) == {acl_id(3): acl("c")}
@@ -375,7 +375,7 @@ def test_load_snapshot_over_an_image_sharing_ids() -> None:
     log = MemoryLog()
     log.append([add(1, acl("a")), add(2, acl("b"))])
     log.append([remove(1)])
-    loader = MetadataLoader(log, StandardAuthorizer())
+    loader = MetadataLoader(log, [AuthorizerPublisher(StandardAuthorizer())])
     loader.catch_up()
     # A snapshot of the state at offset 2 (ids 1 and 2), loaded by a node that is already further on.
     loader.load_snapshot([add(1, acl("a")), add(2, acl("b"))], Provenance(1, 0, 0))
@@ -489,10 +489,16 @@ def reference_decisions(state: dict[str, StandardAcl]) -> list[list[str]]:
     ]
 
 
+def authorizer_of(loader: MetadataLoader) -> StandardAuthorizer:
+    """The authorizer the loader publishes to (one publisher among others)."""
+    (found,) = [p.authorizer for p in loader.publishers if isinstance(p, AuthorizerPublisher)]
+    return found
+
+
 def new_loader(log: MemoryLog, publish_every: int = 50_000) -> MetadataLoader:
     auth = StandardAuthorizer(CONFIG)
     auth.complete_initial_load()
-    return MetadataLoader(log, auth, publish_every_records=publish_every)
+    return MetadataLoader(log, [AuthorizerPublisher(auth)], publish_every_records=publish_every)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -514,8 +520,7 @@ def test_replay_at_every_batch_split_gives_the_same_image(random_log: RandomLog,
         by_batch.catch_up(to_offset=boundary)
         assert dict(by_batch.image.acls) == random_log.states[boundary]
         assert by_batch.image.provenance.last_offset == boundary - 1
-        assert by_batch.authorizer is not None
-        assert decisions(by_batch.authorizer) == fresh_decisions(random_log.states[boundary])
+        assert decisions(authorizer_of(by_batch)) == fresh_decisions(random_log.states[boundary])
 
     every_record = new_loader(log, publish_every=1)
     every_record.catch_up()
@@ -534,9 +539,8 @@ def test_replay_at_every_batch_split_gives_the_same_image(random_log: RandomLog,
         assert dict(loader.image.acls) == final
         assert loader.image.provenance == Provenance(hwm - 1, 3, last_batch.timestamp_ms)
         assert dict(loader.index.by_id) == final
-        assert loader.authorizer is not None
-        assert loader.authorizer.index is loader.index
-        assert decisions(loader.authorizer) == expected_decisions
+        assert authorizer_of(loader).index is loader.index
+        assert decisions(authorizer_of(loader)) == expected_decisions
 
     # image -> snapshot file -> load_snapshot -> the identical image.
     with tempfile.TemporaryDirectory() as tmp:
@@ -552,8 +556,7 @@ def test_replay_at_every_batch_split_gives_the_same_image(random_log: RandomLog,
         restored.load_snapshot(reader.records(), Provenance(h.end_offset - 1, h.epoch, h.timestamp_ms))
         assert dict(restored.image.acls) == final
         assert restored.image.provenance == one_go.image.provenance
-        assert restored.authorizer is not None
-        assert decisions(restored.authorizer) == expected_decisions
+        assert decisions(authorizer_of(restored)) == expected_decisions
         assert restored.catch_up() == 0
 
 

@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kraftacl.api.endpoints import CREATE_ACLS, DELETE_ACLS
 from kraftacl.harness.serve_process import ServeProcess
 from tests.kafka_broker import KafkaBroker
 
@@ -49,14 +50,14 @@ def acl(
 
 def grant(serve: ServeProcess, *acls: dict[str, str]) -> None:
     """Create ACLs through serve's API (as its super user); every entry must succeed."""
-    status, body = serve.call("POST", "/v1/acls/create", ADMIN_TOKEN, {"acls": list(acls)})
+    status, body = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": list(acls)})
     assert status == 200, body
     assert all(r["error_code"] == 0 for r in body["results"]), body
 
 
 def revoke(serve: ServeProcess, *acls: dict[str, str]) -> None:
     """Delete exactly these ACLs through serve's API."""
-    status, body = serve.call("POST", "/v1/acls/delete", ADMIN_TOKEN, {"filters": list(acls)})
+    status, body = serve.call(DELETE_ACLS, ADMIN_TOKEN, {"filters": list(acls)})
     assert status == 200 and all(len(r["acls"]) == 1 for r in body["results"]), body
 
 

@@ -21,7 +21,7 @@ from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_p
 
 PLUGIN_TOKEN = "plugin-token-0123456789abcdef"
 #: One SASL user per test, besides the script's admin (a super user), alice and bob.
-SASL_USERS = ("carol", "dave", "erin", "frank", "gina", "hank", "ivan", "judy", "kim", "leo", "mia")
+SASL_USERS = ("carol", "dave", "erin", "frank", "gina", "hank", "ivan", "judy", "kim", "leo", "mia", "nora", "oscar")
 
 
 @dataclass

@@ -21,7 +21,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kraftacl.harness.plugin_jar import TEST_CLASSES
+from kraftacl.api.endpoints import ACL_COUNT
+from tests.integration.plugin.broker_metrics import plugin_metrics
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
     by_principal,
@@ -53,17 +54,7 @@ def log_records(setup: PluginSetup) -> list[dict[str, object]]:
 
 def broker_acl_count(broker: KafkaBroker) -> dict[str, int]:
     """The broker's own acls-total-count (the plugin's Monitorable metric), per role, read over JMX."""
-    assert broker.pid is not None
-    out = subprocess.run(
-        ["java", "-cp", str(TEST_CLASSES), "io.github.kraftacl.plugin.JmxAttribute", str(broker.pid),
-         "kafka.server:type=plugins,*", "acls-total-count"],
-        capture_output=True, text=True, check=True, timeout=120,
-    ).stdout  # fmt: skip
-    counts = {}
-    for line in out.splitlines():
-        name, _, value = line.partition("\t")
-        counts[name.rsplit("role=", 1)[-1]] = int(value)
-    return counts
+    return {role: int(m["acls-total-count"]) for role, m in plugin_metrics(broker, "acls-total-count").items()}
 
 
 def test_acls_managed_through_the_broker_are_records_in_the_log(plugin_setup: PluginSetup) -> None:
@@ -93,7 +84,7 @@ def test_the_brokers_acl_count_is_serves(plugin_setup: PluginSetup) -> None:
     broker, serve = plugin_setup.broker, plugin_setup.primary
     assert create(broker, [AclBinding(ResourceType.TOPIC, unique("count"), LITERAL, "User:kim", "*",
                                       AclOperation.READ, ALLOW)]) == [0]  # fmt: skip
-    status, body = serve.call("GET", "/v1/acls/count", ADMIN_TOKEN)
+    status, body = serve.call(ACL_COUNT, ADMIN_TOKEN)
     assert status == 200 and body["count"] >= 1
     assert broker_acl_count(broker) == {"broker": body["count"], "controller": body["count"]}
 

@@ -1,6 +1,10 @@
 """What the broker does when serve goes away: the second serve URL takes over; with no serve at all every
 request of a non-super user is refused (fail closed), never allowed; when serve is back the same broker
 process recovers, with no restart. The broker's super users are decided in the broker and keep working.
+
+A frozen serve (SIGSTOP) costs one timeout: the plugin skips it (a circuit breaker) and asks the next URL until a
+background probe finds it answering, then asks the first (local) serve again; with every serve frozen, requests are
+denied without reaching them.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
+from kraftacl.harness.serve_process import ServeProcess
+from tests.integration.plugin.broker_metrics import broker_metric
 from tests.integration.plugin.clients import (
     acl,
     consume,
@@ -21,7 +27,7 @@ from tests.integration.plugin.clients import (
     unique,
     visible_topics,
 )
-from tests.integration.plugin.conftest import PluginSetup, start_serve
+from tests.integration.plugin.conftest import PLUGIN_TOKEN, PluginSetup, start_serve
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(420)]
 
@@ -82,3 +88,80 @@ def test_acl_writes_need_the_controller_serve(plugin_setup: PluginSetup) -> None
     finally:
         start_serve(first)
     assert create(broker, [binding]) == [0]
+
+
+def decisions_of(serve: ServeProcess) -> float:
+    """How many decisions this serve has made (kraft_acl_decisions_total, every result and rule)."""
+    text = serve.metrics_text(PLUGIN_TOKEN)
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("kraft_acl_decisions_total{")
+    )
+
+
+def wait_for_no_memory(setup: PluginSetup) -> None:
+    """Wait until the broker's plugin no longer uses remembered decisions (its feed's heartbeat is late)."""
+    deadline = time.monotonic() + 60
+    while broker_metric(setup.broker, "cache-usable") != 0:
+        assert time.monotonic() < deadline, "the plugin kept its remembered decisions usable"
+        time.sleep(0.2)
+
+
+def wait_for_log(setup: PluginSetup, text: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in server_log(setup):
+        assert time.monotonic() < deadline, f"the broker never logged {text!r}"
+        time.sleep(0.2)
+
+
+def test_a_frozen_serve_is_skipped_and_the_local_one_asked_again_once_it_answers(plugin_setup: PluginSetup) -> None:
+    broker, (first, second) = plugin_setup.broker, plugin_setup.serves
+    topic = unique("frozen")
+    create_topics(broker, topic)
+    grant(first, acl("User:nora", "WRITE", topic))
+    time.sleep(0.5)  # serve B tails the log every 20 ms
+    assert produce(broker, "nora", topic) is None
+    answered_by_b = decisions_of(second)
+    first.pause()
+    try:
+        wait_for_no_memory(plugin_setup)
+        assert produce(broker, "nora", topic) is None, "serve B answers once A has timed out"
+        assert produce(broker, "nora", topic) is None
+        wait_for_log(plugin_setup, f"stopped asking serve {first.url('CONTROLLER')}")
+        assert decisions_of(second) > answered_by_b
+    finally:
+        first.resume()
+    wait_for_log(plugin_setup, f"serve {first.url('CONTROLLER')} answers again")
+    before = decisions_of(first)
+    grant(first, acl("User:nora", "READ", topic))  # a change: the next decisions are asked, not remembered
+    assert produce(broker, "nora", topic) is None
+    assert decisions_of(first) > before, "the broker asks its first (local) serve again"
+
+
+def test_with_every_serve_frozen_requests_are_denied_without_reaching_them(plugin_setup: PluginSetup) -> None:
+    broker, serves = plugin_setup.broker, plugin_setup.serves
+    topic = unique("all-frozen")
+    create_topics(broker, topic)
+    grant(serves[0], acl("User:oscar", "ALL", topic))
+    time.sleep(0.5)
+    assert produce(broker, "oscar", topic) is None
+    before = [decisions_of(s) for s in serves]
+    for s in serves:
+        s.pause()
+    try:
+        wait_for_no_memory(plugin_setup)
+        attempts = 0
+        for _ in range(4):
+            assert produce(broker, "oscar", topic, timeout=5) is not None  # denied, never allowed from memory
+            attempts += 1
+        assert topic not in visible_topics(broker, "oscar")
+        assert produce(broker, "admin", topic) is None  # super users are decided in the broker
+        assert "no other serve is healthy" in server_log(plugin_setup)
+    finally:
+        for s in serves:
+            s.resume()
+    reached = sum(decisions_of(s) - b for s, b in zip(serves, before, strict=True))
+    assert reached <= 8, f"{reached} decisions reached the frozen serves over {attempts} produce attempts"
+    wait_for_log(plugin_setup, "answers again")
+    deadline = time.monotonic() + 60
+    while produce(broker, "oscar", topic, timeout=8) is not None:
+        assert time.monotonic() < deadline, "decisions did not come back"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftacl.api.endpoints import STATUS
 from kraftacl.harness.serve_process import ServeProcess
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec.avro import new_uuid
@@ -60,7 +61,7 @@ def wait_for(check: object, what: str, timeout: float = 180.0) -> None:
 
 
 def serve_loading(serve: ServeProcess) -> bool:
-    status, body = serve.call("GET", "/v1/status", ADMIN_TOKEN, listener="CONTROLLER")
+    status, body = serve.call(STATUS, ADMIN_TOKEN, listener="CONTROLLER")
     return status == 503 and body["ready"] is False
 
 
@@ -99,6 +100,23 @@ def test_listeners_open_when_serve_has_loaded(tmp_path: Path) -> None:
         assert accepts(main)
         assert TOPIC in visible_topics(broker, "alice")
         assert TOPIC in visible_topics(broker, "alice", listener="EARLY")
+
+        # serve restarts under the running broker and answers 503 while it loads: the open listeners get denials
+        # (with a WARN), never KIP-801's AuthorizerNotReadyException, which is for the broker's own start-up.
+        serve.stop()
+        serve.start(wait_ready=False)
+        denied_while_loading = 0
+        while serve_loading(serve):
+            topics = visible_topics(broker, "alice")
+            if serve_loading(serve):
+                assert TOPIC not in topics, "decided from memory while serve was loading"
+                denied_while_loading += 1
+        assert denied_while_loading > 0, "serve finished loading before the broker could be checked"
+        serve.wait_ready()
+        wait_for(lambda: TOPIC in visible_topics(broker, "alice"), "alice's topic visible again", 120)
+        log = (broker.log_dir / "server.log").read_text(errors="replace")
+        assert "AuthorizerNotReadyException" not in log
+        assert "fail closed" in log
     finally:
         broker.stop()
         serve.stop()

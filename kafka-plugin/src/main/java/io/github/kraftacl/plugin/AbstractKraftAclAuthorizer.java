@@ -1,6 +1,5 @@
 package io.github.kraftacl.plugin;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -14,7 +13,6 @@ import org.apache.kafka.common.Endpoint;
 import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
-import org.apache.kafka.common.errors.AuthorizerNotReadyException;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
@@ -29,8 +27,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The plugin's authorizer, whatever the Kafka release: every decision and every ACL change is asked of kraft-acl
- * serve over its HTTP API; nothing is cached, so a decision always reflects the ACLs serve has applied.
+ * The plugin's authorizer, whatever the Kafka release: decisions come from kraft-acl serve (remembered in the JVM
+ * while serve's change feed proves them current: {@link Decisions}), and every ACL change is asked of serve.
  *
  * <p>Thread-safe: Kafka calls {@code authorize} from all its request threads at once. Configured once
  * ({@code configure}, then {@code start}); the broker's {@code super.users} are decided here, as Kafka's
@@ -42,16 +40,17 @@ import org.slf4j.LoggerFactory;
  */
 abstract class AbstractKraftAclAuthorizer implements Authorizer {
     private static final Logger LOG = LoggerFactory.getLogger(AbstractKraftAclAuthorizer.class);
-    private static final long WARN_EVERY_MS = 10_000;
+    static final String SUPER_USER_RULE = "SuperUser";
 
     private PluginConfig config;
     private ServeClient client;
     private AclAdmin admin;
+    private HealthProbe probe;
+    private DecisionCache cache;
+    private ChangeFeed feed;
+    private final CacheMetrics cacheMetrics = new CacheMetrics();
+    private Decisions decisions;
     private final List<ReadyWatcher> watchers = Collections.synchronizedList(new ArrayList<>());
-    private final Object warnLock = new Object();
-    private long lastWarnMs = -WARN_EVERY_MS;
-    private long unansweredSinceWarn;
-    private volatile boolean failing;
     private volatile DecisionMetrics metrics;
 
     @Override
@@ -59,11 +58,28 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
         config = PluginConfig.parse(configs);
         client = new ServeClient(config);
         admin = new AclAdmin(client, config.adminTimeoutMs);
-        LOG.info("kraft-acl: decisions and ACL changes go to kraft-acl serve at {}; super.users {} are decided "
-                + "in the broker", config.urls, config.superUsers);
+        probe = new HealthProbe(client, config.probeIntervalMs, config.requestTimeoutMs).start();
+        client.routes().onOpen(probe::wake);
+        if (config.cacheEnabled) {
+            cache = new DecisionCache(config.cacheMaxEntries, config.cacheMaxBytes);
+            feed = new ChangeFeed(client, cache, config.heartbeatMs, config.heartbeatGraceMs);
+            feed.listen(cacheMetrics);
+            feed.start();
+        }
+        decisions = new Decisions(client, config.requestTimeoutMs, cache, feed, cacheMetrics);
+        LOG.info("kraft-acl: decisions and ACL changes go to kraft-acl serve at {} (in this order, a serve that "
+                + "fails skipped until it answers again); super.users {} are decided in the broker; {}", config.urls,
+                config.superUsers, config.cacheEnabled
+                        ? "decisions are remembered while serve's change feed proves them current (at most "
+                        + config.stalenessBoundMs() + " ms after serve stops answering; " + cache.bounds() + ")"
+                        : "no decision is remembered (kraft.acl.cache.enabled=false)");
     }
 
-    /** Early-start listeners get completed futures; the others complete when serve reports ready (KIP-801). */
+    /**
+     * Early-start listeners get completed futures; the others complete when serve reports ready (KIP-801). Once
+     * serve has been ready, a serve that is loading again is skipped, never answered with
+     * AuthorizerNotReadyException.
+     */
     @Override
     public Map<Endpoint, ? extends CompletionStage<Void>> start(AuthorizerServerInfo info) {
         Set<String> early = new HashSet<>(info.earlyStartListeners());
@@ -73,12 +89,10 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
                 waiting.add(listener(e));
             }
         }
-        CompletableFuture<Void> ready = CompletableFuture.completedFuture(null);
-        if (!waiting.isEmpty()) {
-            ReadyWatcher watcher = new ReadyWatcher(client, config.readyPollMs, config.requestTimeoutMs, waiting);
-            watchers.add(watcher);
-            ready = watcher.start();
-        }
+        ReadyWatcher watcher = new ReadyWatcher(client, config.readyPollMs, config.requestTimeoutMs, waiting);
+        watchers.add(watcher);
+        CompletableFuture<Void> ready = watcher.start();
+        ready.thenRun(client::started);
         Map<Endpoint, CompletableFuture<Void>> out = new HashMap<>();
         for (Endpoint e : info.endpoints()) {
             out.put(e, early.contains(listener(e)) ? CompletableFuture.completedFuture(null) : ready);
@@ -94,75 +108,33 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
                 throw new IllegalArgumentException("Only literal resources are supported. Got: " + type);
             }
         }
-        String principal = principal(ctx.principal());
-        List<AuthorizationResult> results = config.superUsers.contains(principal)
-                ? Collections.nCopies(actions.size(), AuthorizationResult.ALLOWED)
-                : ask(ctx, principal, actions);
+        KafkaPrincipal principal = ctx.principal();
+        List<AuthorizationResult> results;
+        if (isSuperUser(principal)) {
+            results = Collections.nCopies(actions.size(), AuthorizationResult.ALLOWED);
+            for (Action a : actions) {
+                AuditLog.log(principal, ctx, a, true, SUPER_USER_RULE);
+            }
+        } else {
+            results = decisions.authorize(ctx, principal, actions);
+        }
         record(results);
         return results;
-    }
-
-    private List<AuthorizationResult> ask(AuthorizableRequestContext ctx, String principal, List<Action> actions) {
-        int n = actions.size();
-        if (n == 0) {
-            return List.of();
-        }
-        ServeClient.Reply reply;
-        try {
-            reply = client.post("/v1/authorize", WireJson.authorize(subject(ctx, principal), actions),
-                    config.requestTimeoutMs, false);
-        } catch (ServeClient.UnavailableException e) {
-            return failClosed(principal, n, e.getMessage());
-        }
-        if (reply.status() == 200) {
-            try {
-                List<AuthorizationResult> results = WireJson.results(reply.body(), n);
-                answered();
-                return results;
-            } catch (IOException e) {
-                return failClosed(principal, n, reply.server() + " answered a body the plugin cannot read: " + e);
-            }
-        }
-        return refused(reply, principal, n, "/v1/authorize");
-    }
-
-    /** AUTHORIZER_NOT_READY becomes Kafka's exception; any other error denies every action (fail closed). */
-    private List<AuthorizationResult> refused(ServeClient.Reply reply, String principal, int n, String path) {
-        WireJson.ErrorBody error = WireJson.error(reply.body());
-        if (reply.status() == 503 && error.code().equals("AUTHORIZER_NOT_READY")) {
-            LOG.debug("kraft-acl: serve {} has not loaded its ACLs yet: {}", reply.server(), error.message());
-            throw new AuthorizerNotReadyException();
-        }
-        return failClosed(principal, n, reply.server() + " answered " + path + " with HTTP " + reply.status() + " "
-                + error.code() + ": " + error.message());
     }
 
     @Override
     public AuthorizationResult authorizeByResourceType(AuthorizableRequestContext ctx, AclOperation op,
             ResourceType type) {
         checkByResourceTypeArgs(op, type);
-        String principal = principal(ctx.principal());
-        if (config.superUsers.contains(principal)) {
+        KafkaPrincipal principal = ctx.principal();
+        if (isSuperUser(principal)) {
             return AuthorizationResult.ALLOWED;
         }
-        ServeClient.Reply reply;
-        try {
-            reply = client.post("/v1/authorize-by-resource-type",
-                    WireJson.byResourceType(subject(ctx, principal), op, type), config.requestTimeoutMs, false);
-        } catch (ServeClient.UnavailableException e) {
-            return failClosed(principal, 1, e.getMessage()).get(0);
-        }
-        if (reply.status() == 200) {
-            try {
-                AuthorizationResult result = WireJson.result(reply.body());
-                answered();
-                return result;
-            } catch (IOException e) {
-                return failClosed(principal, 1, reply.server() + " answered a body the plugin cannot read: " + e)
-                        .get(0);
-            }
-        }
-        return refused(reply, principal, 1, "/v1/authorize-by-resource-type").get(0);
+        return decisions.byResourceType(ctx, principal, op, type);
+    }
+
+    private boolean isSuperUser(KafkaPrincipal p) {
+        return !config.superUsers.isEmpty() && config.superUsers.contains(p.getPrincipalType() + ":" + p.getName());
     }
 
     @Override
@@ -190,39 +162,33 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
     /** Decisions are counted in these metrics from now on. */
     final void useMetrics(DecisionMetrics metrics) {
         this.metrics = metrics;
+        decisions.useMetrics(metrics);
+    }
+
+    /** The decision cache's figures (kept whether or not the broker offers metrics). */
+    final CacheMetrics cacheMetrics() {
+        return cacheMetrics;
+    }
+
+    /** The decision cache, or null when it is off. */
+    final DecisionCache cache() {
+        return cache;
+    }
+
+    /** The change feed, or null when the cache is off. */
+    final ChangeFeed feed() {
+        return feed;
+    }
+
+    /** The serve URLs and which of them are skipped. */
+    final ServeRoutes routes() {
+        return client.routes();
     }
 
     private void record(List<AuthorizationResult> results) {
         DecisionMetrics m = metrics;
         if (m != null) {
             m.record(results);
-        }
-    }
-
-    /** Every action DENIED, never ALLOWED: logged at once, then at most once per 10 s with the count in between. */
-    private List<AuthorizationResult> failClosed(String principal, int n, String why) {
-        DecisionMetrics m = metrics;
-        if (m != null) {
-            m.unanswered(n);
-        }
-        failing = true;
-        long now = System.currentTimeMillis();
-        synchronized (warnLock) {
-            unansweredSinceWarn += 1;
-            if (now - lastWarnMs >= WARN_EVERY_MS) {
-                LOG.warn("kraft-acl: DENIED {} action(s) of {} without a decision (fail closed; {} call(s) denied "
-                        + "this way since the last such message): {}", n, principal, unansweredSinceWarn, why);
-                lastWarnMs = now;
-                unansweredSinceWarn = 0;
-            }
-        }
-        return Collections.nCopies(n, AuthorizationResult.DENIED);
-    }
-
-    private void answered() {
-        if (failing) {
-            failing = false;
-            LOG.info("kraft-acl: serve answers again; decisions are serve's once more");
         }
     }
 
@@ -233,19 +199,6 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
     @SuppressWarnings({"deprecation", "removal"})
     private static String listener(Endpoint e) {
         return e.listenerName().orElse("");
-    }
-
-    private static String principal(KafkaPrincipal p) {
-        return p.getPrincipalType() + ":" + p.getName();
-    }
-
-    private static WireJson.Subject subject(AuthorizableRequestContext ctx, String principal) {
-        return new WireJson.Subject(principal, ctx.clientAddress().getHostAddress(), ctx.listenerName(),
-                requestName(ctx.requestType()));
-    }
-
-    private static String requestName(int apiKey) {
-        return RequestNames.of(apiKey);
     }
 
     /** Kafka's argument checks of authorizeByResourceType (IllegalArgumentException, as the broker expects). */
@@ -268,6 +221,12 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
     public void close() {
         synchronized (watchers) {
             watchers.forEach(ReadyWatcher::close);
+        }
+        if (feed != null) {
+            feed.close();
+        }
+        if (probe != null) {
+            probe.close();
         }
         if (admin != null) {
             admin.close();

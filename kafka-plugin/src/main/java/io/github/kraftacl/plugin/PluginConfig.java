@@ -34,27 +34,49 @@ final class PluginConfig {
     static final String REQUEST_TIMEOUT_MS = PREFIX + "request.timeout.ms";
     static final String ADMIN_TIMEOUT_MS = PREFIX + "admin.timeout.ms";
     static final String READY_POLL_MS = PREFIX + "ready.poll.ms";
+    static final String PROBE_INTERVAL_MS = PREFIX + "probe.interval.ms";
+    static final String CACHE_ENABLED = PREFIX + "cache.enabled";
+    static final String CACHE_MAX_ENTRIES = PREFIX + "cache.max.entries";
+    static final String CACHE_MAX_BYTES = PREFIX + "cache.max.bytes";
+    static final String HEARTBEAT_MS = PREFIX + "cache.heartbeat.ms";
+    static final String HEARTBEAT_GRACE_MS = PREFIX + "cache.heartbeat.grace.ms";
     static final String SSL_PREFIX = PREFIX + "ssl.";
     static final String SUPER_USERS = "super.users";
     static final String HOSTNAME_CHECK = "ssl.endpoint.identification.algorithm";
 
     final List<URI> urls;
     final Optional<String> token;
+    final String tokenFile; // as configured, for messages; null without a token
     final int connectTimeoutMs;
     final int requestTimeoutMs;
     final int adminTimeoutMs;
     final int readyPollMs;
+    final int probeIntervalMs;
+    final boolean cacheEnabled;
+    final int cacheMaxEntries;
+    final long cacheMaxBytes;
+    final int heartbeatMs;
+    final int heartbeatGraceMs;
     final Set<String> superUsers;
     final SSLContext sslContext; // null when every URL is http
     final boolean verifyHostname;
 
     private PluginConfig(Map<String, ?> configs) {
         this.urls = urls(text(configs, URLS, null));
-        this.token = token(text(configs, TOKEN_FILE, null));
+        String tokenPath = text(configs, TOKEN_FILE, null);
+        this.token = token(tokenPath);
+        this.tokenFile = token.isPresent() ? tokenPath : null;
         this.connectTimeoutMs = millis(configs, CONNECT_TIMEOUT_MS, 1000);
         this.requestTimeoutMs = millis(configs, REQUEST_TIMEOUT_MS, 2000);
         this.adminTimeoutMs = millis(configs, ADMIN_TIMEOUT_MS, 30000);
         this.readyPollMs = millis(configs, READY_POLL_MS, 200);
+        this.probeIntervalMs = millis(configs, PROBE_INTERVAL_MS, 500);
+        this.cacheEnabled = bool(configs, CACHE_ENABLED, true);
+        this.cacheMaxEntries = (int) number(configs, CACHE_MAX_ENTRIES, 100_000, 1, Integer.MAX_VALUE, "entries");
+        this.cacheMaxBytes = number(configs, CACHE_MAX_BYTES, 64L << 20, 1L << 16, Long.MAX_VALUE / 2,
+                "bytes (at least 65536)");
+        this.heartbeatMs = (int) number(configs, HEARTBEAT_MS, 500, 1, 60_000, "milliseconds (serve waits at most 60 s)");
+        this.heartbeatGraceMs = millis(configs, HEARTBEAT_GRACE_MS, 500);
         this.superUsers = superUsers(text(configs, SUPER_USERS, ""));
         boolean tls = urls.stream().anyMatch(u -> u.getScheme().equals("https"));
         Map<String, Object> rawSsl = rawSslSettings(configs);
@@ -108,11 +130,17 @@ final class PluginConfig {
         if (file == null || file.isEmpty()) {
             return Optional.empty();
         }
+        Path path = Path.of(file);
+        if (!path.isAbsolute() && !Files.exists(path)) {
+            throw new ConfigException(TOKEN_FILE, file, "no such file: a relative path is resolved against the "
+                    + "broker's working directory (" + Path.of("").toAbsolutePath() + "); give an absolute path");
+        }
         List<String> lines;
         try {
-            lines = Files.readAllLines(Path.of(file), StandardCharsets.UTF_8);
+            lines = Files.readAllLines(path, StandardCharsets.UTF_8);
         } catch (IOException e) {
-            throw new ConfigException(TOKEN_FILE, file, "cannot read the token file: " + e);
+            throw new ConfigException(TOKEN_FILE, file, "cannot read the token file (" + path.toAbsolutePath()
+                    + "): " + e + "; the broker's user must be able to read it");
         }
         for (String line : lines) {
             String text = line.trim();
@@ -125,6 +153,41 @@ final class PluginConfig {
             }
         }
         throw new ConfigException(TOKEN_FILE, file, "the file holds no token");
+    }
+
+    /**
+     * How long a remembered decision may still be used after serve last proved it current: the heartbeat
+     * interval plus one round trip's allowance (the staleness bound when serve stops answering).
+     */
+    long stalenessBoundMs() {
+        return (long) heartbeatMs + heartbeatGraceMs;
+    }
+
+    private static boolean bool(Map<String, ?> configs, String key, boolean fallback) {
+        String value = text(configs, key, null);
+        if (value == null || value.isEmpty()) {
+            return fallback;
+        }
+        if (value.equalsIgnoreCase("true") || value.equalsIgnoreCase("false")) {
+            return Boolean.parseBoolean(value);
+        }
+        throw new ConfigException(key, value, "must be true or false");
+    }
+
+    private static long number(Map<String, ?> configs, String key, long fallback, long min, long max, String what) {
+        String value = text(configs, key, null);
+        if (value == null || value.isEmpty()) {
+            return fallback;
+        }
+        try {
+            long number = Long.parseLong(value);
+            if (number >= min && number <= max) {
+                return number;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new ConfigException(key, value, "must be a whole number of " + what + " from " + min + " to " + max);
     }
 
     private static int millis(Map<String, ?> configs, String key, int fallback) {

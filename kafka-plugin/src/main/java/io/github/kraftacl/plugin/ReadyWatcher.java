@@ -9,7 +9,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * KIP-801 start-up: polls serve's GET /v1/status until it reports ready, then completes the future the broker's
- * non-early-start listeners wait on (Kafka's EndpointReadyFutures), so they open only once the ACLs are loaded.
+ * non-early-start listeners wait on (Kafka's EndpointReadyFutures), so they open only once the ACLs are loaded;
+ * that is also the end of the broker's start-up for the plugin (a serve loading later is skipped, not waited for).
  *
  * <p>One daemon thread per watcher; the future is completed once, by that thread or by {@link #close()}.
  */
@@ -49,7 +50,7 @@ final class ReadyWatcher implements AutoCloseable {
             }
             long now = System.currentTimeMillis();
             if (!state.equals(lastState) || now - lastLog >= LOG_EVERY_MS) {
-                LOG.info("kraft-acl: listeners {} stay closed until kraft-acl serve is ready: {}", listeners, state);
+                LOG.info("kraft-acl: {} until kraft-acl serve is ready: {}", waiting(), state);
                 lastLog = now;
                 lastState = state;
             }
@@ -74,19 +75,25 @@ final class ReadyWatcher implements AutoCloseable {
             return reply.server() + " answered GET /v1/status with HTTP " + reply.status() + " " + error.code()
                     + ": " + error.message();
         }
-        WireJson.Status status;
+        DecisionJson.Status status;
         try {
-            status = WireJson.status(reply.body());
+            status = DecisionJson.status(reply.body());
         } catch (IOException e) {
             return reply.server() + " answered GET /v1/status with a body the plugin cannot read: " + e.getMessage();
         }
         if (reply.status() == 200 && status.ready()) {
-            LOG.info("kraft-acl: serve {} is ready ({} ACLs, last applied offset {}); opening listeners {}",
-                    reply.server(), status.aclCount(), status.lastAppliedOffset(), listeners);
+            LOG.info("kraft-acl: serve {} is ready ({} ACLs, last applied offset {}){}", reply.server(),
+                    status.aclCount(), status.lastAppliedOffset(),
+                    listeners.isEmpty() ? "" : "; opening listeners " + listeners);
             ready.complete(null);
             return null;
         }
         return reply.server() + " is loading its ACLs (not ready yet)";
+    }
+
+    private String waiting() {
+        return listeners.isEmpty() ? "early-start listeners answer AUTHORIZER_NOT_READY"
+                : "listeners " + listeners + " stay closed";
     }
 
     @Override

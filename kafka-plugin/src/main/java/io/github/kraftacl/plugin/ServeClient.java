@@ -15,23 +15,26 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * HTTP calls to kraft-acl serve with failover: each call starts at the serve that answered last and tries the
- * others in the order of {@code kraft.acl.urls}.
+ * HTTP calls to kraft-acl serve over the URLs of {@link ServeRoutes}: each call goes to the first URL in the
+ * operator's order that is not skipped (its circuit is open), and on to the next when that one fails; a URL that
+ * times out, refuses the connection or refuses the plugin's credentials is skipped from then on, until the probe
+ * finds it answering again.
  *
  * <p>Thread-safe: any number of broker threads call it at once. The transport is the JDK's
  * {@link HttpURLConnection} with its keep-alive connection pool. It was chosen by measured latency: a one-action
  * authorize round trip took 247-287 us at p50 on the development machine, against 366-453 us for
  * {@code java.net.http.HttpClient} (BENCHMARKS.md, "The Kafka broker plugin"). Decisions are sent buffered (one
- * write; the JDK may resend such a request once on a stale keep-alive connection, which is harmless for a
- * decision); ACL writes use fixed-length streaming, which the JDK never resends.
+ * write; the JDK may resend such a request once on a stale keep-alive connection, which is harmless for a decision,
+ * but never after a read timeout); ACL writes use fixed-length streaming, which the JDK never resends. Fixed-length
+ * streaming for decisions was measured and dropped: headers and body go out in two writes, and a one-action round
+ * trip took 1.2-1.3 ms instead of 87-170 us.
  */
 final class ServeClient {
     private static final Logger LOG = LoggerFactory.getLogger(ServeClient.class);
-
     /** One HTTP answer and the serve that gave it. */
     record Reply(int status, byte[] body, URI server) {}
 
-    /** No serve answered: every URL refused, reset or timed out. The message names each URL's failure. */
+    /** No serve answered: every URL refused, reset, timed out or is skipped. The message names each URL's failure. */
     static final class UnavailableException extends Exception {
         private static final long serialVersionUID = 1L;
 
@@ -40,24 +43,46 @@ final class ServeClient {
         }
     }
 
-    private final List<URI> urls;
+    private final ServeRoutes routes;
+    private final MisconfigurationLog problems;
     private final String authorization; // null without a token
     private final int connectTimeoutMs;
     private final SSLSocketFactory sockets; // null without TLS
     private final boolean verifyHostname;
-    private volatile int current;
+    private volatile boolean started;
+    private volatile int answering; // the index of the serve that answered last, for the "now asking" line
 
     ServeClient(PluginConfig config) {
-        this.urls = config.urls;
+        this.routes = new ServeRoutes(config.urls, config.probeIntervalMs);
+        this.problems = new MisconfigurationLog(config.tokenFile);
         this.authorization = config.token.map(t -> "Bearer " + t).orElse(null);
         this.connectTimeoutMs = config.connectTimeoutMs;
         this.sockets = config.sslContext == null ? null : config.sslContext.getSocketFactory();
         this.verifyHostname = config.verifyHostname;
     }
 
+    /** The URLs and which of them calls skip. */
+    ServeRoutes routes() {
+        return routes;
+    }
+
+    /**
+     * From now on a serve that answers a decision with 503 AUTHORIZER_NOT_READY is skipped like an unreachable
+     * one (it restarted and is loading), so the broker's open listeners get another serve's answer or a denial,
+     * never KIP-801's AuthorizerNotReadyException, which is for start-up.
+     */
+    void started() {
+        started = true;
+    }
+
+    /** True once {@link #started()} was called. */
+    boolean isStarted() {
+        return started;
+    }
+
     /** GET path. */
     Reply get(String path, int timeoutMs) throws UnavailableException {
-        return call(path, null, timeoutMs, false);
+        return call(path, null, timeoutMs, false, false);
     }
 
     /**
@@ -66,47 +91,95 @@ final class ServeClient {
      * returned.
      */
     Reply post(String path, byte[] body, int timeoutMs, boolean once) throws UnavailableException {
-        return call(path, body, timeoutMs, once);
+        return call(path, body, timeoutMs, once, false);
     }
 
-    /** The serve URLs, for messages. */
-    List<URI> urls() {
-        return urls;
+    /** POST a decision request: like {@link #post}, and after start-up a loading serve is skipped until it is ready. */
+    Reply decide(String path, byte[] body, int timeoutMs) throws UnavailableException {
+        return call(path, body, timeoutMs, false, true);
     }
 
-    private Reply call(String path, byte[] body, int timeoutMs, boolean once) throws UnavailableException {
-        int start = current;
-        int n = urls.size();
-        Reply passedOver = null;
-        List<String> failures = null;
+    /** One exchange with the serve at this index, whatever its state (the change feed and the probe). */
+    Reply send(int index, String path, byte[] body, int timeoutMs) throws IOException {
+        URI server = routes.url(index);
+        try {
+            return exchange(server, path, body, timeoutMs, false);
+        } catch (IOException e) {
+            problems.failed(server, e);
+            throw e;
+        }
+    }
+
+    /** Log a misconfiguration this answer shows (401, or 403 to the decision API); true if it was one. */
+    boolean misconfigured(Reply reply, String path) {
+        return (reply.status() == 401 || reply.status() == 403)
+                && problems.answered(reply.server(), path, reply.status(), WireJson.error(reply.body()));
+    }
+
+    /**
+     * The first usable answer of the URLs not skipped, in order. A decision never waits for a skipped serve; any other
+     * call (ACL management, status), when no other serve gave a usable answer, also tries the skipped ones (a
+     * controller that just came back, before the probe found it), and one that answers is asked again from then on.
+     */
+    private Reply call(String path, byte[] body, int timeoutMs, boolean once, boolean decision)
+            throws UnavailableException {
+        int n = routes.size();
+        boolean[] skipped = new boolean[n];
         for (int i = 0; i < n; i++) {
-            int index = (start + i) % n;
-            URI server = urls.get(index);
-            Reply reply;
-            try {
-                reply = exchange(server, path, body, timeoutMs, once);
-            } catch (IOException e) {
-                if (failures == null) {
-                    failures = new ArrayList<>(n);
+            skipped[i] = routes.isOpen(i);
+        }
+        Reply passedOver = null;
+        List<String> failures = new ArrayList<>(0);
+        for (int pass = 0; pass < (decision ? 1 : 2); pass++) {
+            for (int index = 0; index < n; index++) {
+                if (skipped[index] != (pass == 1)) {
+                    continue;
                 }
-                failures.add(server + ": " + describe(e));
-                continue;
+                URI server = routes.url(index);
+                Reply reply;
+                try {
+                    reply = exchange(server, path, body, timeoutMs, once);
+                } catch (IOException e) {
+                    problems.failed(server, e);
+                    failures.add(server + ": " + describe(e));
+                    routes.open(index, describe(e));
+                    continue;
+                }
+                if (misconfigured(reply, path)) {
+                    routes.open(index, "it refused the plugin's credentials: HTTP " + reply.status());
+                    passedOver = passedOver == null ? reply : passedOver;
+                    continue;
+                }
+                if (reply.status == 503 || reply.status == 421) {
+                    if (decision && started && reply.status == 503) {
+                        routes.open(index, "it answered HTTP 503 " + WireJson.error(reply.body()).code());
+                    }
+                    passedOver = passedOver == null ? reply : passedOver;
+                    continue;
+                }
+                if (pass == 1) {
+                    routes.close(index);
+                }
+                if (index != answering) {
+                    answering = index;
+                    LOG.info("kraft-acl serve: now asking {}{}", server, failures.isEmpty() ? ""
+                            : " (" + String.join("; ", failures) + ")");
+                }
+                return reply;
             }
-            if ((reply.status == 503 || reply.status == 421) && i + 1 < n) {
-                passedOver = passedOver == null ? reply : passedOver;
-                continue;
-            }
-            if (index != current && reply.status != 503 && reply.status != 421) {
-                current = index;
-                LOG.info("kraft-acl serve: now asking {} ({})", server,
-                        failures == null ? "the previous serve was not ready" : String.join("; ", failures));
-            }
-            return reply;
         }
         if (passedOver != null) {
             return passedOver;
         }
-        throw new UnavailableException("no kraft-acl serve answered: " + String.join("; ", failures));
+        List<String> why = new ArrayList<>(failures);
+        for (int i = 0; i < n; i++) {
+            String reason = routes.why(i);
+            String url = routes.url(i) + ": ";
+            if (reason != null && failures.stream().noneMatch(f -> f.startsWith(url))) {
+                why.add(url + "skipped until it answers again (" + reason + ")");
+            }
+        }
+        throw new UnavailableException("no kraft-acl serve answered: " + String.join("; ", why));
     }
 
     private Reply exchange(URI server, String path, byte[] body, int timeoutMs, boolean once) throws IOException {
@@ -147,7 +220,7 @@ final class ServeClient {
         return new URL(server.getScheme(), server.getHost(), server.getPort(), path);
     }
 
-    private static String describe(IOException e) {
+    static String describe(IOException e) {
         String message = e.getMessage();
         return e.getClass().getSimpleName() + (message == null ? "" : " " + message);
     }

@@ -21,23 +21,21 @@ import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 
 /**
- * The JSON of serve's HTTP API v1 (server/openapi.json): request bodies written and answers read with
- * jackson-core's streaming API, which every Kafka 4 broker has on its classpath.
+ * The JSON of serve's HTTP API v1 (the OpenAPI document serve publishes at /v1/openapi.json): request bodies written,
+ * and the ACL API's answers and error bodies read, with jackson-core's streaming API, which every Kafka 4 broker has
+ * on its classpath ({@link DecisionJson} reads the decision API's answers and the change feed's).
  *
  * <p>Stateless and thread-safe (one shared {@link JsonFactory}). Enum fields travel as Kafka's enum names
  * ({@code TOPIC}, {@code READ}, {@code LITERAL}, {@code ALLOW}); fields at their API default are left out.
  */
 final class WireJson {
-    private static final JsonFactory JSON = new JsonFactory();
+    static final JsonFactory JSON = new JsonFactory();
 
     /** Who asks, from where: the fields every decision request starts with. */
     record Subject(String principal, String clientAddress, String listener, String request) {}
 
     /** One per-entry result of a create or delete: Kafka's error code (0 for none) and message. */
     record Outcome(int errorCode, String message, List<AclBinding> acls) {}
-
-    /** A serve's readiness as GET /v1/status reports it. */
-    record Status(boolean ready, long lastAppliedOffset, long aclCount) {}
 
     /** serve's error body: {"error": {"code", "message"}}; the raw text when the body is not that. */
     record ErrorBody(String code, String message) {}
@@ -67,9 +65,20 @@ final class WireJson {
 
     /** POST /v1/authorize: every action of one request context (LITERAL patterns only, checked by the caller). */
     static byte[] authorize(Subject subject, List<Action> actions) {
+        return authorize(subject, actions, null);
+    }
+
+    /**
+     * POST /v1/authorize; {@code rules} ("denied" or "all", or null for none): ask for the rule (Kafka's audit-log
+     * words) of the denied actions, or of every action, too.
+     */
+    static byte[] authorize(Subject subject, List<Action> actions, String rules) {
         return write(g -> {
             g.writeStartObject();
             subject(g, subject);
+            if (rules != null) {
+                g.writeStringField("rules", rules);
+            }
             g.writeArrayFieldStart("actions");
             for (Action a : actions) {
                 ResourcePattern p = a.resourcePattern();
@@ -93,21 +102,6 @@ final class WireJson {
         });
     }
 
-    /** The "results" of an authorize answer, in order; IOException unless there are exactly {@code expected}. */
-    static List<AuthorizationResult> results(byte[] body, int expected) throws IOException {
-        List<AuthorizationResult> out = new ArrayList<>(expected);
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(seek(p, "results"), JsonToken.START_ARRAY, "results to be an array");
-            while (p.nextToken() == JsonToken.VALUE_STRING) {
-                out.add(result(p.getText()));
-            }
-        }
-        if (out.size() != expected) {
-            throw new IOException("expected " + expected + " results, got " + out.size());
-        }
-        return out;
-    }
-
     /** POST /v1/authorize-by-resource-type. */
     static byte[] byResourceType(Subject subject, AclOperation op, ResourceType type) {
         return write(g -> {
@@ -117,25 +111,6 @@ final class WireJson {
             g.writeStringField("resource_type", type.name());
             g.writeEndObject();
         });
-    }
-
-    /** The "result" of an authorize-by-resource-type answer. */
-    static AuthorizationResult result(byte[] body) throws IOException {
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(seek(p, "result"), JsonToken.VALUE_STRING, "a result");
-            return result(p.getText());
-        }
-    }
-
-    private static AuthorizationResult result(String text) throws IOException {
-        switch (text) {
-            case "ALLOWED":
-                return AuthorizationResult.ALLOWED;
-            case "DENIED":
-                return AuthorizationResult.DENIED;
-            default:
-                throw new IOException("unknown result " + text);
-        }
     }
 
     /** POST /v1/acls/create. */
@@ -267,27 +242,6 @@ final class WireJson {
         return out;
     }
 
-    /** GET /v1/status. */
-    static Status status(byte[] body) throws IOException {
-        boolean ready = false;
-        long offset = -1;
-        long count = -1;
-        try (JsonParser p = JSON.createParser(body)) {
-            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
-                String name = p.currentName();
-                JsonToken value = p.nextToken();
-                switch (name) {
-                    case "ready" -> ready = value == JsonToken.VALUE_TRUE;
-                    case "last_applied_offset" -> offset = p.getLongValue();
-                    case "acl_count" -> count = p.getLongValue();
-                    default -> p.skipChildren();
-                }
-            }
-        }
-        return new Status(ready, offset, count);
-    }
-
     /** GET /v1/acls/count. */
     static int count(byte[] body) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
@@ -332,8 +286,25 @@ final class WireJson {
         return new ErrorBody(code, message);
     }
 
+    /** Reads one top-level field of an object, the parser on the field's first token. */
+    interface FieldReader {
+        /** Read (or skip) the value of field {@code name}, whose first token is {@code value}. */
+        void read(String name, JsonToken value, JsonParser p) throws IOException;
+    }
+
+    /** Every top-level field of a JSON object body, in order, through {@code each}. */
+    static void fields(byte[] body, FieldReader each) throws IOException {
+        try (JsonParser p = JSON.createParser(body)) {
+            expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String name = p.currentName();
+                each.read(name, p.nextToken(), p);
+            }
+        }
+    }
+
     /** Into a top-level object, up to the value of {@code field}: its first token, or null when it is absent. */
-    private static JsonToken seek(JsonParser p, String field) throws IOException {
+    static JsonToken seek(JsonParser p, String field) throws IOException {
         expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
@@ -346,7 +317,7 @@ final class WireJson {
         return null;
     }
 
-    private static void expect(JsonToken got, JsonToken wanted, String what) throws IOException {
+    static void expect(JsonToken got, JsonToken wanted, String what) throws IOException {
         if (got != wanted) {
             throw new IOException("expected " + what + ", got " + got);
         }

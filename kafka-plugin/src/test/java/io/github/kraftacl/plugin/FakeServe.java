@@ -1,46 +1,109 @@
 package io.github.kraftacl.plugin;
 
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Function;
 
-/** A stand-in for kraft-acl serve in unit tests: canned answers per path, and every request it received. */
+/**
+ * A stand-in for kraft-acl serve in unit tests: canned (or computed) answers per path, every request it received,
+ * and a change feed ({@code GET /v1/changes}) with serve's long-poll rule that a test moves, freezes or removes.
+ */
 final class FakeServe implements AutoCloseable {
     /** One canned answer. */
     record Answer(int status, String body, long delayMs) {}
 
     /** One request as received. */
-    record Received(String method, String path, String authorization, String body) {}
+    record Received(String method, String path, String query, String authorization, String body) {}
 
     final List<Received> received = new CopyOnWriteArrayList<>();
-    private final Map<String, Answer> answers = new ConcurrentHashMap<>();
+    private final Map<String, Function<Received, Answer>> answers = new ConcurrentHashMap<>();
     private final HttpServer server;
+    private final ExecutorService threads = Executors.newCachedThreadPool();
+    private final Object feedLock = new Object();
+    private String instance = "fake-1";
+    private long aclOffset = -1;
+    private long appliedOffset = -1;
+    private long aclAppliedUs;
+    private boolean feedFrozen;
+    private boolean feedAbsent;
+    private boolean closed;
 
     FakeServe() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        server.createContext("/", exchange -> {
-            String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
-            String path = exchange.getRequestURI().getPath();
-            received.add(new Received(exchange.getRequestMethod(), path,
-                    exchange.getRequestHeaders().getFirst("Authorization"), body));
-            Answer answer = answers.getOrDefault(path, new Answer(404, "{\"error\":{\"code\":\"NOT_FOUND\"}}", 0));
-            try {
-                Thread.sleep(answer.delayMs());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            byte[] bytes = answer.body().getBytes(StandardCharsets.UTF_8);
-            exchange.sendResponseHeaders(answer.status(), bytes.length);
-            exchange.getResponseBody().write(bytes);
-            exchange.close();
-        });
-        server.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
+        server.createContext("/", this::handle);
+        server.setExecutor(threads);
         server.start();
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        String body = new String(exchange.getRequestBody().readAllBytes(), StandardCharsets.UTF_8);
+        String path = exchange.getRequestURI().getPath();
+        Received r = new Received(exchange.getRequestMethod(), path, exchange.getRequestURI().getQuery(),
+                exchange.getRequestHeaders().getFirst("Authorization"), body);
+        received.add(r);
+        Function<Received, Answer> answer = answers.get(path);
+        Answer a = answer != null ? answer.apply(r)
+                : path.equals(ChangeFeed.PATH) ? feed(r)
+                : new Answer(404, "{\"error\":{\"code\":\"NOT_FOUND\"}}", 0);
+        if (a == null) {
+            exchange.close(); // frozen, then closed: no answer at all
+            return;
+        }
+        try {
+            Thread.sleep(a.delayMs());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        byte[] bytes = a.body().getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(a.status(), bytes.length);
+        exchange.getResponseBody().write(bytes);
+        exchange.close();
+    }
+
+    /** serve's long poll: at once when the ACL offset is past `after` (or wait_ms is 0), else after wait_ms. */
+    private Answer feed(Received r) {
+        Map<String, String> q = query(r.query());
+        long after = Long.parseLong(q.getOrDefault("after", "-1"));
+        long waitMs = Long.parseLong(q.getOrDefault("wait_ms", "0"));
+        long deadline = System.currentTimeMillis() + waitMs;
+        synchronized (feedLock) {
+            try {
+                while (!closed && !feedAbsent && (feedFrozen || (aclOffset <= after && System.currentTimeMillis() < deadline))) {
+                    feedLock.wait(feedFrozen ? 0 : Math.max(1, deadline - System.currentTimeMillis()));
+                }
+            } catch (InterruptedException e) {
+                return null;
+            }
+            if (closed) {
+                return null;
+            }
+            if (feedAbsent) {
+                return new Answer(404, "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no such endpoint\"}}", 0);
+            }
+            return new Answer(200, "{\"instance\":\"" + instance + "\",\"acl_offset\":" + aclOffset
+                    + ",\"acl_applied_us\":" + aclAppliedUs + ",\"applied_offset\":" + appliedOffset + "}", 0);
+        }
+    }
+
+    private static Map<String, String> query(String query) {
+        Map<String, String> out = new HashMap<>();
+        if (query != null) {
+            for (String part : query.split("&")) {
+                String[] kv = part.split("=", 2);
+                out.put(kv[0], kv.length > 1 ? kv[1] : "");
+            }
+        }
+        return out;
     }
 
     FakeServe answer(String path, int status, String body) {
@@ -48,8 +111,51 @@ final class FakeServe implements AutoCloseable {
     }
 
     FakeServe answer(String path, int status, String body, long delayMs) {
-        answers.put(path, new Answer(status, body, delayMs));
+        Answer a = new Answer(status, body, delayMs);
+        answers.put(path, r -> a);
         return this;
+    }
+
+    /** Answer this path with whatever the function computes from the request (null: close without answering). */
+    FakeServe answer(String path, Function<Received, Answer> answer) {
+        answers.put(path, answer);
+        return this;
+    }
+
+    /** serve applied a batch with ACL records at this offset: the feed reports it at once. */
+    void aclChange(long offset) {
+        synchronized (feedLock) {
+            aclOffset = offset;
+            appliedOffset = Math.max(appliedOffset, offset);
+            aclAppliedUs = ChangeFeed.wallMicros();
+            feedLock.notifyAll();
+        }
+    }
+
+    /** serve restarted as another process (another instance id) with these offsets. */
+    void restart(String newInstance, long offset) {
+        synchronized (feedLock) {
+            instance = newInstance;
+            aclOffset = offset;
+            appliedOffset = offset;
+            feedLock.notifyAll();
+        }
+    }
+
+    /** While frozen the feed answers no poll (a SIGSTOPped serve), then answers them all. */
+    void freezeFeed(boolean frozen) {
+        synchronized (feedLock) {
+            feedFrozen = frozen;
+            feedLock.notifyAll();
+        }
+    }
+
+    /** Answer the feed with 404 (a serve without it). */
+    void removeFeed() {
+        synchronized (feedLock) {
+            feedAbsent = true;
+            feedLock.notifyAll();
+        }
     }
 
     String url() {
@@ -62,6 +168,11 @@ final class FakeServe implements AutoCloseable {
 
     @Override
     public void close() {
+        synchronized (feedLock) {
+            closed = true;
+            feedLock.notifyAll();
+        }
         server.stop(0);
+        threads.shutdownNow();
     }
 }

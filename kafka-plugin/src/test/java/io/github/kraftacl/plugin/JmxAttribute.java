@@ -9,8 +9,9 @@ import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
 
 /**
- * Prints one JMX attribute of every MBean matching a pattern in a running JVM (attached by pid, no JMX port
- * needed): {@code JmxAttribute <pid> <object-name-pattern> <attribute>} prints {@code <object name>\t<value>} lines.
+ * Prints JMX attributes of every MBean matching a pattern in a running JVM (attached by pid, no JMX port needed):
+ * {@code JmxAttribute <pid> <object-name-pattern> <attribute>} prints {@code <object name>\t<value>} lines;
+ * {@code <attribute>,<attribute>...} prints {@code <object name>\t<attribute>\t<value>} lines, one JVM for all.
  *
  * <p>The broker tests read the broker's own {@code acls-total-count} this way. A tool, not part of the plugin.
  */
@@ -32,11 +33,15 @@ public final class JmxAttribute {
         try (JMXConnector connector = JMXConnectorFactory.connect(new JMXServiceURL(address))) {
             MBeanServerConnection server = connector.getMBeanServerConnection();
             Set<ObjectName> names = server.queryNames(new ObjectName(args[1]), null);
+            String[] attributes = args[2].split(",");
             for (ObjectName name : names) {
-                try {
-                    System.out.println(name + "\t" + server.getAttribute(name, args[2]));
-                } catch (javax.management.AttributeNotFoundException e) {
-                    // another MBean of the pattern
+                for (String attribute : attributes) {
+                    try {
+                        Object value = server.getAttribute(name, attribute);
+                        System.out.println(name + "\t" + (attributes.length > 1 ? attribute + "\t" : "") + value);
+                    } catch (javax.management.AttributeNotFoundException e) {
+                        // another MBean of the pattern
+                    }
                 }
             }
         }

@@ -1,22 +1,22 @@
 package io.github.kraftacl.plugin;
 
+import static io.github.kraftacl.plugin.TestPlugins.TOKEN;
+import static io.github.kraftacl.plugin.TestPlugins.ctx;
+import static io.github.kraftacl.plugin.TestPlugins.deadPort;
+import static io.github.kraftacl.plugin.TestPlugins.info;
+import static io.github.kraftacl.plugin.TestPlugins.read;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.common.ClusterResource;
 import org.apache.kafka.common.Endpoint;
 import org.apache.kafka.common.acl.AccessControlEntryFilter;
 import org.apache.kafka.common.acl.AclBinding;
@@ -28,85 +28,30 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.AuthorizerNotReadyException;
 import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.UnknownServerException;
-import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourcePatternFilter;
 import org.apache.kafka.common.resource.ResourceType;
-import org.apache.kafka.common.security.auth.KafkaPrincipal;
 import org.apache.kafka.common.security.auth.SecurityProtocol;
 import org.apache.kafka.server.authorizer.AclCreateResult;
 import org.apache.kafka.server.authorizer.AclDeleteResult;
 import org.apache.kafka.server.authorizer.Action;
-import org.apache.kafka.server.authorizer.AuthorizableRequestContext;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
-import org.apache.kafka.server.authorizer.AuthorizerServerInfo;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The plugin against a fake serve: the JSON it sends, how it reads answers, and what it does when serve fails. */
-class KraftAclAuthorizerTest {
-    private static final String TOKEN = "plugin-token-0123456789";
+class KraftAclAuthorizerTest extends FakeServeTest {
     private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
     private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
 
-    @TempDir
-    Path dir;
-    private FakeServe serve;
-    private KraftAclAuthorizer plugin;
-
-    @BeforeEach
-    void setUp() throws Exception {
-        serve = new FakeServe();
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (plugin != null) {
-            plugin.close();
-        }
-        serve.close();
+    @Override
+    String logLevel() {
+        return "OFF";
     }
 
     private KraftAclAuthorizer plugin(String urls, String... more) throws Exception {
-        Path token = dir.resolve("token");
-        Files.writeString(token, "# comment\n" + TOKEN + "\n");
-        Map<String, Object> props = new HashMap<>(Map.of(PluginConfig.URLS, urls, PluginConfig.TOKEN_FILE,
-                token.toString(), PluginConfig.REQUEST_TIMEOUT_MS, "500", PluginConfig.READY_POLL_MS, "20",
-                "super.users", "User:admin; User:ANONYMOUS"));
-        for (int i = 0; i < more.length; i += 2) {
-            props.put(more[i], more[i + 1]);
-        }
-        plugin = new KraftAclAuthorizer();
-        plugin.configure(props);
+        plugin = TestPlugins.plugin(dir, urls, more);
         return plugin;
-    }
-
-    private static AuthorizableRequestContext ctx(String user) throws Exception {
-        InetAddress address = InetAddress.getByName("10.0.0.7");
-        return new AuthorizableRequestContext() {
-            public String listenerName() { return "SASL_PLAINTEXT"; }
-            public SecurityProtocol securityProtocol() { return SecurityProtocol.SASL_PLAINTEXT; }
-            public KafkaPrincipal principal() { return new KafkaPrincipal("User", user); }
-            public InetAddress clientAddress() { return address; }
-            public int requestType() { return ApiKeys.METADATA.id; }
-            public int requestVersion() { return 12; }
-            public String clientId() { return "test"; }
-            public int correlationId() { return 1; }
-        };
-    }
-
-    private static Action read(String topic) {
-        return new Action(AclOperation.READ, new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL), 1,
-                true, true);
-    }
-
-    private static int deadPort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
     }
 
     @Test
@@ -176,15 +121,17 @@ class KraftAclAuthorizerTest {
     }
 
     @Test
-    void failsOverToTheNextUrlAndStaysThere() throws Exception {
+    void failsOverInOrderSkippingAnUnreachableUrl() throws Exception {
         serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}");
         try (FakeServe loading = new FakeServe()) {
             loading.answer("/v1/authorize", 503, "{\"error\":{\"code\":\"AUTHORIZER_NOT_READY\",\"message\":\"\"}}");
             String urls = "http://127.0.0.1:" + deadPort() + "," + loading.url() + "," + serve.url();
-            KraftAclAuthorizer p = plugin(urls);
+            KraftAclAuthorizer p = plugin(urls, PluginConfig.CACHE_ENABLED, "false");
             assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
+            assertTrue(p.routes().isOpen(0), "the unreachable URL is skipped from now on");
             assertEquals(List.of(ALLOWED), p.authorize(ctx("bob"), List.of(read("a"))));
-            assertEquals(1, loading.on("/v1/authorize").size(), "the serve that answered is asked first next time");
+            assertEquals(2, loading.on("/v1/authorize").size(), "before start-up completed a loading serve is "
+                    + "passed over, not skipped");
             assertEquals(2, serve.on("/v1/authorize").size());
         }
     }
@@ -263,6 +210,14 @@ class KraftAclAuthorizerTest {
         assertKeyRefused(PluginConfig.REQUEST_TIMEOUT_MS, Map.of(PluginConfig.URLS, serve.url(),
                 PluginConfig.REQUEST_TIMEOUT_MS, "0"));
         assertKeyRefused("super.users", Map.of(PluginConfig.URLS, serve.url(), "super.users", "User:a;bob"));
+        assertKeyRefused(PluginConfig.CACHE_ENABLED, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_ENABLED, "maybe"));
+        assertKeyRefused(PluginConfig.CACHE_MAX_BYTES, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_MAX_BYTES, "100"));
+        assertKeyRefused(PluginConfig.CACHE_MAX_ENTRIES, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.CACHE_MAX_ENTRIES, "0"));
+        assertKeyRefused(PluginConfig.HEARTBEAT_MS, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.HEARTBEAT_MS, "60001"));
     }
 
     private static void assertKeyRefused(String key, Map<String, Object> props) {
@@ -275,13 +230,4 @@ class KraftAclAuthorizerTest {
                 new AccessControlEntry("User:bob", "*", AclOperation.READ, AclPermissionType.ALLOW));
     }
 
-    private static AuthorizerServerInfo info(Collection<Endpoint> endpoints, Collection<String> early) {
-        return new AuthorizerServerInfo() {
-            public ClusterResource clusterResource() { return new ClusterResource("c"); }
-            public int brokerId() { return 1; }
-            public Collection<Endpoint> endpoints() { return endpoints; }
-            public Endpoint interBrokerEndpoint() { return endpoints.iterator().next(); }
-            public Collection<String> earlyStartListeners() { return early; }
-        };
-    }
 }

@@ -38,6 +38,13 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  *       {"actions":N,"calls":ITERATIONS,"p50_us":..,"p99_us":..,"mean_us":..,"allowed":..}
  *   PluginBench PROPS transports PRINCIPAL OPERATION TYPE PREFIX N CALLS
  *       the same request through HttpURLConnection (the plugin's) and java.net.http.HttpClient, alternating
+ *   PluginBench PROPS hit PRINCIPAL OPERATION TYPE PREFIX N CALLS
+ *       the same N actions answered from the plugin's memory, beside Kafka's StandardAuthorizer holding every ACL
+ *       serve has (CacheBench.hit)
+ *   PluginBench PROPS invalidation PRINCIPAL OPERATION TYPE PREFIX N CHANGES PLUGINS ADMIN_TOKEN
+ *       PLUGINS plugin instances, then CHANGES ACL creations: the lag to every plugin dropping older decisions
+ *   PluginBench PROPS staleness PRINCIPAL OPERATION TYPE PREFIX N
+ *       a line each time the change feed's view turns usable or unusable, until stdin closes
  * </pre>
  * PROPS is a properties file of the broker keys the plugin reads (kraft.acl.*, super.users). Used by
  * {@code kraft-acl bench --suite plugin} and the TLS test; not part of the plugin jar.
@@ -73,6 +80,13 @@ public final class PluginBench {
                 }
                 if (args[1].equals("transports")) {
                     transports(PluginConfig.parse(configs), args[2], actions, Integer.parseInt(args[7]));
+                } else if (args[1].equals("hit")) {
+                    CacheBench.hit(plugin, configs, ctx, actions, Integer.parseInt(args[7]));
+                } else if (args[1].equals("staleness")) {
+                    CacheBench.staleness(plugin);
+                } else if (args[1].equals("invalidation")) {
+                    CacheBench.invalidation(configs, args[9], Integer.parseInt(args[8]), Integer.parseInt(args[7]),
+                            ctx, actions);
                 } else {
                     time(plugin, ctx, actions, Integer.parseInt(args[7]));
                 }

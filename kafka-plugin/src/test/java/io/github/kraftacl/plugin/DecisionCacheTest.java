@@ -1,0 +1,231 @@
+package io.github.kraftacl.plugin;
+
+import static io.github.kraftacl.plugin.TestPlugins.ctx;
+import static io.github.kraftacl.plugin.TestPlugins.plugin;
+import static io.github.kraftacl.plugin.TestPlugins.read;
+import static io.github.kraftacl.plugin.TestPlugins.waitFor;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.kafka.common.errors.AuthorizerNotReadyException;
+import org.apache.kafka.server.authorizer.Action;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Decisions remembered by the offset they were made at: used only while the change feed proves them current, never
+ * after a notice of a newer ACL change, never while the feed is broken, late, or from another serve instance.
+ */
+class DecisionCacheTest extends FakeServeTest {
+    private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
+    private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
+
+    private final FakeDecider decider = new FakeDecider();
+
+    @BeforeEach
+    void setUp() throws Exception {
+        serve.answer("/v1/authorize", decider);
+        decider.offset.set(5);
+        serve.aclChange(5);
+    }
+
+    private KraftAclAuthorizer connected(String... more) throws Exception {
+        plugin = plugin(dir, serve.url(), more);
+        waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the change feed is connected");
+        return plugin;
+    }
+
+    private List<AuthorizationResult> alice(String... topics) throws Exception {
+        List<Action> actions = new ArrayList<>();
+        for (String t : topics) {
+            actions.add(read(t));
+        }
+        return plugin.authorize(ctx("alice"), actions);
+    }
+
+    @Test
+    void aRepeatedDecisionIsAnsweredFromMemory() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        assertEquals(List.of(ALLOWED, DENIED), alice("a", "b"));
+        assertEquals(List.of(ALLOWED, DENIED), alice("a", "b"));
+        assertEquals(List.of(DENIED, ALLOWED), alice("b", "a"));
+        assertEquals(1, decider.asked.get(), "serve was asked once");
+        assertEquals(List.of(ALLOWED, DENIED, DENIED), alice("a", "b", "c"));
+        assertEquals(2, decider.asked.get());
+        assertTrue(serve.on("/v1/authorize").get(1).body().contains("\"resource_name\":\"c\"}]"), "only c was asked");
+        assertEquals(6, plugin.cacheMetrics().hits());
+        assertEquals(3, plugin.cacheMetrics().misses());
+    }
+
+    @Test
+    void anAclChangeBitesOnTheNextRequestAfterTheNotice() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        assertEquals(List.of(ALLOWED), alice("a"));
+        decider.allowed.remove("a");
+        decider.offset.set(6);
+        serve.aclChange(6);
+        waitFor(() -> plugin.feed().view().minOffset() == 6, "the feed reports offset 6");
+        assertEquals(List.of(DENIED), alice("a"));
+        assertEquals(2, decider.asked.get());
+        assertEquals(List.of(DENIED), alice("a"));
+        assertEquals(2, decider.asked.get(), "the new decision is remembered");
+        assertEquals(1, plugin.cacheMetrics().invalidations());
+        assertTrue(plugin.cacheMetrics().lastLagUs() >= 0);
+    }
+
+    @Test
+    void aDecisionThatRacedAChangeIsNeverUsed() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        decider.delayMs = 300;
+        CompletableFuture<List<AuthorizationResult>> inFlight = CompletableFuture.supplyAsync(() -> {
+            try {
+                return alice("a");
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        waitFor(() -> decider.asked.get() == 1, "serve received the decision request");
+        decider.allowed.remove("a");
+        serve.aclChange(6); // serve applied a change while its answer at offset 5 is on the way
+        waitFor(() -> plugin.feed().view().minOffset() == 6, "the feed reports offset 6");
+        assertEquals(List.of(ALLOWED), inFlight.join(), "the answer of its time");
+        decider.delayMs = 0;
+        decider.offset.set(6);
+        assertEquals(List.of(DENIED), alice("a"), "the answer decided at 5 was stored after the notice: not used");
+        assertEquals(2, decider.asked.get());
+    }
+
+    @Test
+    void nothingRememberedIsUsedWhileTheFeedIsLate() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        alice("a");
+        serve.freezeFeed(true); // a frozen serve: no heartbeat
+        waitFor(() -> !plugin.feed().view().usable(System.nanoTime()), "the heartbeat is late");
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(2, decider.asked.get(), "asked of serve, not answered from memory");
+        serve.freezeFeed(false);
+        waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the feed is back");
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "remembered again once the feed is back");
+    }
+
+    @Test
+    void aRestartedServeMakesEverythingRememberedUnusable() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        alice("a");
+        long generation = plugin.feed().view().generation();
+        serve.restart("fake-2", 6);
+        waitFor(() -> plugin.feed().view().generation() != generation && plugin.feed().view().usable(System.nanoTime()),
+                "the feed sees the new instance");
+        alice("a");
+        assertEquals(2, decider.asked.get());
+        assertTrue(plugin.cacheMetrics().resets() >= 1);
+    }
+
+    @Test
+    void offsetsThatGoBackwardsMakeEverythingRememberedUnusable() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        alice("a");
+        long generation = plugin.feed().view().generation();
+        serve.restart("fake-1", 2); // the same instance id, an older log
+        waitFor(() -> plugin.feed().view().generation() != generation, "the feed starts over");
+        decider.offset.set(2);
+        waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the feed is connected");
+        alice("a");
+        assertEquals(2, decider.asked.get());
+    }
+
+    @Test
+    void withoutAChangeFeedNothingIsRemembered() throws Exception {
+        serve.removeFeed();
+        plugin = plugin(dir, serve.url());
+        waitFor(() -> !CapturedLogs.lines(ChangeFeed.class.getName(), "INFO").isEmpty(), "the plugin says why");
+        assertTrue(CapturedLogs.lines(ChangeFeed.class.getName(), "INFO").get(0).message()
+                .contains("offers no change feed"));
+        alice("a");
+        alice("a");
+        assertEquals(2, decider.asked.get());
+        assertEquals(0, plugin.cache().size());
+        assertTrue(serve.on("/v1/authorize").stream().noneMatch(r -> r.body().contains("\"rules\"")),
+                "a serve without the feed (an older one) is not asked for rules it does not know");
+    }
+
+    @Test
+    void withTheCacheOffEveryDecisionIsAskedAndNoFeedIsPolled() throws Exception {
+        plugin = plugin(dir, serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        alice("a");
+        alice("a");
+        assertEquals(2, decider.asked.get());
+        assertTrue(serve.on(ChangeFeed.PATH).isEmpty());
+        assertEquals(null, plugin.cache());
+    }
+
+    @Test
+    void theEntriesBoundHolds() throws Exception {
+        connected(PluginConfig.CACHE_MAX_ENTRIES, "100");
+        String[] topics = new String[1000];
+        for (int i = 0; i < topics.length; i++) {
+            topics[i] = "t" + i;
+        }
+        alice(topics);
+        assertTrue(plugin.cache().size() <= 100, "at most 100 entries: " + plugin.cache().size());
+        assertTrue(plugin.cache().size() > 0);
+    }
+
+    @Test
+    void theBytesBoundHolds() throws Exception {
+        connected(PluginConfig.CACHE_MAX_BYTES, "65536");
+        String[] topics = new String[200];
+        for (int i = 0; i < topics.length; i++) {
+            topics[i] = "t".repeat(2000) + i;
+        }
+        alice(topics);
+        assertTrue(plugin.cache().weight() <= 65536, "at most 65536 bytes: " + plugin.cache().weight());
+        assertTrue(plugin.cache().size() > 0 && plugin.cache().size() < 32, "entries: " + plugin.cache().size());
+    }
+
+    @Test
+    void decisionsOfAnotherServeThanTheFeedsAreNotRemembered() throws Exception {
+        try (FakeServe second = new FakeServe()) {
+            FakeDecider other = new FakeDecider();
+            second.answer("/v1/authorize", other);
+            plugin = plugin(dir, serve.url() + "," + second.url());
+            waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the feed is connected");
+            assertEquals(0, plugin.feed().view().server());
+            decider.delayMs = 2000; // the first serve times out: the decision comes from the second
+            alice("a");
+            assertEquals(1, other.asked.get());
+            assertEquals(0, plugin.cache().size(), "decided by a serve the feed was not following");
+        }
+    }
+
+    @Test
+    void superUsersAreNeverAskedNorRemembered() throws Exception {
+        connected();
+        assertEquals(List.of(ALLOWED), plugin.authorize(ctx("admin"), List.of(read("a"))));
+        assertEquals(0, decider.asked.get());
+        assertEquals(0, plugin.cache().size());
+    }
+
+    @Test
+    void notReadyIsNeverRemembered() throws Exception {
+        connected();
+        decider.status = 503;
+        assertThrows(AuthorizerNotReadyException.class, () -> alice("a"), "before start-up completed: KIP-801");
+        assertEquals(0, plugin.cache().size());
+        assertFalse(plugin.routes().isOpen(0), "a loading serve is not skipped before start-up completed");
+    }
+}
