@@ -17,8 +17,10 @@
 #       KAFKA_MVN_ARGS (e.g. -o, or -Dmaven.repo.local=/some/m2).
 #   version | libdir [--kafka-version V]
 #       Print the release that would run (the default, or V), or the directory of its jars.
+#   cluster-id
+#       Print a new random cluster id (what `start` formats a fresh DIR with; scripts/kafka-cluster.sh shares one).
 #   start [--kafka-version V] [--sasl] [--authorizer] [--port N] [--prop KEY=VALUE]... [--listener NAME:PROTOCOL]...
-#         [--classpath PATH] [--fresh] [DIR]
+#         [--classpath PATH] [--node-id N --controller-port P --voters LIST --cluster-id ID] [--fresh] [DIR]
 #       DIR defaults to .kafka/run/default. Runs `fetch`, then on a fresh DIR picks free loopback ports,
 #       writes DIR/server.properties and formats DIR/data with a random cluster id
 #       (kafka.tools.StorageTool format --standalone). On a DIR that is already formatted it restarts
@@ -44,6 +46,10 @@
 #                       (a SASL one gets the same PLAIN users); its address is printed as
 #                       BOOTSTRAP_<NAME>=127.0.0.1:<port>.
 #         --classpath P extra classpath entries (e.g. an authorizer plugin's jar), kept in DIR for restarts.
+#         --node-id N --controller-port P --voters LIST --cluster-id ID
+#                       one node of a multi-node quorum (scripts/kafka-cluster.sh passes them): node.id N, its
+#                       controller listener on port P, the static quorum controller.quorum.voters=LIST
+#                       (1@127.0.0.1:P1,2@...), formatted with the shared cluster id ID instead of --standalone.
 #       Env: KAFKA_SASL=1, KAFKA_AUTHORIZER=1, KAFKA_PORT=N (same as the flags); KAFKA_HEAP_OPTS
 #       (default -Xms128m -Xmx512m); KAFKA_JIT_GC_OPTS (default -XX:+UseSerialGC
 #       -XX:TieredStopAtLevel=1); KAFKA_JVM_OPTS (extra JVM flags); KAFKA_WATCH_PID=<pid>: a detached
@@ -181,7 +187,7 @@ port_open() {
 }
 
 write_config() {
-  local dir="$1" port="$2" cport="$3" sasl="$4" authorizer="$5" extra="$6" more="$7" proto
+  local dir="$1" port="$2" cport="$3" sasl="$4" authorizer="$5" extra="$6" more="$7" node_id="$8" voters="$9" proto
   proto=PLAINTEXT
   [[ "$sasl" == 1 ]] && proto=SASL_PLAINTEXT
   # more: "NAME:PROTOCOL:PORT ..." (--listener), added to the listeners, their addresses and protocols
@@ -194,8 +200,12 @@ write_config() {
   {
     echo "# written by scripts/kafka-broker.sh start"
     echo "process.roles=broker,controller"
-    echo "node.id=1"
-    echo "controller.quorum.bootstrap.servers=127.0.0.1:$cport"
+    echo "node.id=$node_id"
+    if [[ -n "$voters" ]]; then
+      echo "controller.quorum.voters=$voters"
+    else
+      echo "controller.quorum.bootstrap.servers=127.0.0.1:$cport"
+    fi
     echo "listeners=$lst,CONTROLLER://127.0.0.1:$cport"
     echo "advertised.listeners=$lst,CONTROLLER://127.0.0.1:$cport"
     echo "inter.broker.listener.name=$proto"
@@ -300,7 +310,7 @@ start_watchdog() {
 
 cmd_start() {
   local sasl="${KAFKA_SASL:-0}" authorizer="${KAFKA_AUTHORIZER:-0}" port="${KAFKA_PORT:-}" fresh=0
-  local extra="${KAFKA_EXTRA_PROPS:-}" dir="" listeners=() classpath=""
+  local extra="${KAFKA_EXTRA_PROPS:-}" dir="" listeners=() classpath="" node_id=1 cport="" voters="" cluster_id=""
   while (($#)); do
     case "$1" in
       --sasl) sasl=1 ;;
@@ -312,6 +322,10 @@ cmd_start() {
         [[ "${2:-}" =~ ^[A-Za-z0-9_]+:(PLAINTEXT|SASL_PLAINTEXT)$ ]] || die "--listener needs NAME:PLAINTEXT or NAME:SASL_PLAINTEXT"
         listeners+=("$2"); shift ;;
       --classpath) classpath="${2:?--classpath needs a path}"; shift ;;
+      --node-id) node_id="${2:?--node-id needs a number}"; shift ;;
+      --controller-port) cport="${2:?--controller-port needs a port}"; shift ;;
+      --voters) voters="${2:?--voters needs ID@HOST:PORT,...}"; shift ;;
+      --cluster-id) cluster_id="${2:?--cluster-id needs an id}"; shift ;;
       -*) die "unknown option for start: $1" ;;
       *) [[ -z "$dir" ]] || die "start takes one DIR"; dir="$1" ;;
     esac
@@ -351,8 +365,7 @@ cmd_start() {
   if [[ ! -f "$dir/data/meta.properties" || ! -f "$dir/server.properties" || ! -f "$dir/ports.env" ]]; then
     rm -rf "$dir/data"
     [[ -n "$port" ]] || port="$(free_port)"
-    local cport
-    cport="$(free_port)"
+    [[ -n "$cport" ]] || cport="$(free_port)"
     while [[ "$cport" == "$port" ]]; do cport="$(free_port)"; done
     local more="" l lport
     for l in "${listeners[@]}"; do
@@ -360,11 +373,12 @@ cmd_start() {
       while [[ "$lport" == "$port" || "$lport" == "$cport" || " $more " == *":$lport "* ]]; do lport="$(free_port)"; done
       more+="${more:+ }$l:$lport"
     done
-    write_config "$dir" "$port" "$cport" "$sasl" "$authorizer" "$extra" "$more"
+    write_config "$dir" "$port" "$cport" "$sasl" "$authorizer" "$extra" "$more" "$node_id" "$voters"
     echo "$VERSION" >"$dir/kafka-version"
-    local cluster_id
-    cluster_id="$(random_cluster_id)"
-    if ! "${JAVA_ARGS[@]}" kafka.tools.StorageTool format --standalone \
+    [[ -n "$cluster_id" ]] || cluster_id="$(random_cluster_id)"
+    local quorum=(--standalone)
+    [[ -n "$voters" ]] && quorum=()  # a static quorum: controller.quorum.voters names every voter
+    if ! "${JAVA_ARGS[@]}" kafka.tools.StorageTool format "${quorum[@]}" \
         -t "$cluster_id" -c "$dir/server.properties" >"$dir/logs/format.log" 2>&1; then
       cat "$dir/logs/format.log" >&2
       die "kafka.tools.StorageTool format failed"
@@ -472,6 +486,7 @@ main() {
     fetch) cmd_fetch "$@" ;;
     version) echo "$VERSION" ;;
     libdir) echo "$LIB" ;;
+    cluster-id) random_cluster_id ;;
     start) cmd_start "$@" ;;
     stop) cmd_stop "$@" ;;
     status) cmd_status "$@" ;;

@@ -9,13 +9,14 @@ on the writer thread (fsync or a Kafka transaction) so the event loop keeps deci
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
 from kraftacl.api.wire import (
+    ControllerOut,
     CountOut,
     CreateIn,
     CreateOut,
@@ -39,6 +40,7 @@ from kraftacl.authorizer.model.acls import (
     StandardAcl,
     kafka_order,
 )
+from kraftacl.authorizer.model.filters import AclBindingFilter
 from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.auth import Caller
@@ -46,6 +48,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_of, acl_out, filter_of
 from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
 from kraftacl.server.http import Request, Response
+from kraftacl.server.read_your_writes import after_offset
 from kraftacl.snapshots.errors import SnapshotError
 from kraftacl.snapshots.naming import parse_name
 
@@ -79,12 +82,17 @@ def require_ready(state: ServeState) -> None:
         raise NotReady("the ACLs are not loaded yet (initial load in progress)")
 
 
-def describe(state: ServeState, request: Request, caller: Caller) -> Response:
-    """POST /v1/acls/describe: every ACL the filter matches, in Kafka's order, from one state."""
+def describe(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
+    """POST /v1/acls/describe: every ACL the filter matches, in Kafka's order, from one state (with `min_offset`,
+    once this serve has applied it)."""
     body = _DESCRIBE.decode(request.body) if request.body else DescribeIn()
     require_ready(state)
     require_cluster(state, caller, AclOperation.DESCRIBE)
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
+    return after_offset(state, body.min_offset, lambda: _describe(state, acl_filter))
+
+
+def _describe(state: ServeState, acl_filter: AclBindingFilter) -> Response:
     index, offset = state.authorizer.state()
     try:
         found = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
@@ -101,8 +109,7 @@ def _second(pair: tuple[str, StandardAcl]) -> StandardAcl:
 async def create(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/create: KIP-140's per-entry results; all new ACLs in one atomic batch."""
     body = _CREATE.decode(request.body)
-    require_writable(state)
-    require_ready(state)
+    await writable(state)
     require_cluster(state, caller, AclOperation.ALTER)
     acls = [acl_of(a, f"$.acls[{i}]") for i, a in enumerate(body.acls)]
     results = await on_writer(state, lambda: state.node.controller.create_acls(acls))
@@ -113,8 +120,7 @@ async def create(state: ServeState, request: Request, caller: Caller) -> Respons
 async def delete(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch."""
     body = _DELETE.decode(request.body)
-    require_writable(state)
-    require_ready(state)
+    await writable(state)
     require_cluster(state, caller, AclOperation.ALTER)
     filters = [filter_of(f) for f in body.filters]
     results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
@@ -122,22 +128,48 @@ async def delete(state: ServeState, request: Request, caller: Caller) -> Respons
     return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
 
 
+async def writable(state: ServeState) -> None:
+    """421 on a broker-role serve, 503 while loading, then `require_writable` once a controller election under way
+    has settled (bounded by the election's session timeout)."""
+    if state.config.controller:
+        require_ready(state)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + state.config.log.election_session_timeout_ms / 1000
+    while state.role.electing and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    require_writable(state)
+
+
 def require_writable(state: ServeState) -> None:
-    """421 NOT_CONTROLLER on a serve without the controller role."""
+    """421 NOT_CONTROLLER on a serve without the controller role, or a standby controller."""
     if not state.config.controller:
         raise NotController(
             "this serve has process.roles=broker and does not write the log; send ACL changes to the serve "
             "process with process.roles=controller (the one that owns the log), or use kraft-acl acls --server"
         )
+    if not state.role.active:
+        role = state.role.status()
+        group = f" (Kafka consumer group {role.group} elects it)" if role is not None and role.group else ""
+        raise NotController(
+            f"this serve is a standby controller: another serve writes the metadata log now{group}; "
+            "send ACL changes to the next serve"
+        )
+
+
+# The Kafka-backed log's errors by name (metadata_log.backends.kafka_topic, imported only with Kafka): fenced by a
+# newer writer, or the writer role not (or no longer) held.
+_NOT_WRITER = {"LogFencedError", "NotWriterError"}
 
 
 async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
-    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when fenced)."""
+    """Run a controller call on the writer thread; a log failure becomes 503 (or 421 when another writer took over)."""
     try:
         return await asyncio.get_running_loop().run_in_executor(state.writer, work)
     except LogError as exc:
-        if type(exc).__name__ == "LogFencedError":  # metadata_log.backends.kafka_topic.log, imported only with Kafka
-            raise NotController(f"another controller took over the metadata log: {exc}") from exc
+        if type(exc).__name__ in _NOT_WRITER:
+            if type(exc).__name__ == "LogFencedError":
+                state.role.on_fenced()
+            raise NotController(f"another controller took over the metadata log; nothing was changed: {exc}") from exc
         raise LogUnavailable(f"the metadata log cannot be written now; nothing was changed: {exc}") from exc
 
 
@@ -194,6 +226,13 @@ def image(state: ServeState, request: Request, caller: Caller) -> Response:
     return Response(200, _ENCODE.encode(body))
 
 
+def _controller_out(state: ServeState) -> ControllerOut | None:
+    role = state.role.status()
+    if role is None:
+        return None
+    return ControllerOut(role.active, role.epoch, role.group, role.since, role.elections)
+
+
 def status(state: ServeState, request: Request, caller: Caller | None) -> Response:
     """GET /v1/status: ready (loaded and following its log), applied offset, high-water mark, lag, the tailer's
     last error, since when it fails, and a divergence; 503 unless ready (decisions go on from the last state)."""
@@ -216,5 +255,6 @@ def status(state: ServeState, request: Request, caller: Caller | None) -> Respon
         diverged=tail.diverged if tail else None,
         failing_since=tail.since if tail else None,
         failures=tail.failures if tail else 0,
+        controller=_controller_out(state),
     )
     return Response(200 if ready else 503, _ENCODE.encode(body))

@@ -54,6 +54,15 @@ KEYS: dict[str, str] = {
     "metadata.log.bootstrap.servers": "use a Kafka topic as the log instead of metadata.log.dir",
     "metadata.log.topic": "the Kafka topic of the log (default kraft-acl-metadata)",
     "metadata.log.kafka.*": "librdkafka settings for the Kafka-backed log (security.protocol, sasl.*, ssl.*)",
+    "metadata.log.replication.factor": "replicas of the log's topic when serve creates it (default -1: the brokers' "
+    "default.replication.factor)",
+    "metadata.log.min.insync.replicas": "min.insync.replicas of the log's topic when serve creates it (default: the "
+    "brokers')",
+    "controller.election.group": "the Kafka consumer group whose member holding the log's partition is the active "
+    "controller (default kraft-acl-controllers-<topic>)",
+    "controller.election.session.timeout.ms": "a silent active controller is replaced after this long (default 6000, "
+    "the brokers' group.min.session.timeout.ms)",
+    "controller.election.heartbeat.interval.ms": "how often a controller tells the group it lives (default 500)",
     "metadata.log.snapshot.dir": "where snapshots live (default: metadata.log.dir; none for a Kafka log)",
     "metadata.log.snapshot.max.records": "write a snapshot after this many records (default 100000)",
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
@@ -74,6 +83,8 @@ KEYS: dict[str, str] = {
     "request.max.bytes": "largest request body accepted (default 16777216)",
     "import.max.bytes": "largest body of POST /v1/acls/import (default 268435456: about 1.5M ACLs)",
     "request.max.actions": "most actions in one authorize call (default 100000)",
+    "min.offset.wait.max.ms": "longest a decision with min_offset waits for this serve to apply that offset "
+    "(default 10000)",
     "connections.max.idle.ms": "close a keep-alive connection idle this long (default 600000)",
     "request.timeout.ms": "a request must arrive whole within this time (default 30000)",
     "shutdown.timeout.ms": "time given to in-flight requests on SIGTERM (default 5000)",
@@ -127,6 +138,11 @@ class LogConfig:
     snapshot_max_bytes: int
     snapshot_retain: int
     poll_interval_s: float
+    replication_factor: int = -1
+    min_insync_replicas: int | None = None
+    election_group: str | None = None
+    election_session_timeout_ms: int = 6000
+    election_heartbeat_interval_ms: int = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +163,7 @@ class ServeConfig:
     request_max_bytes: int
     request_max_actions: int
     import_max_bytes: int
+    min_offset_wait_s: float
     idle_timeout_s: float
     request_timeout_s: float
     shutdown_timeout_s: float
@@ -307,6 +324,7 @@ def _log(r: _Reader) -> LogConfig:
     }
     r.used.update(KAFKA_CLIENT_PREFIX + k for k in client)
     snapshot_dir = r.text("metadata.log.snapshot.dir")
+    session, heartbeat = _election_timeouts(r)
     return LogConfig(
         log_dir=Path(log_dir) if log_dir else None,
         bootstrap_servers=bootstrap,
@@ -317,7 +335,31 @@ def _log(r: _Reader) -> LogConfig:
         snapshot_max_bytes=r.integer("metadata.log.snapshot.max.bytes", 20 * 1024 * 1024, 1),
         snapshot_retain=r.integer("metadata.log.snapshot.retain", 3, 1, 1000),
         poll_interval_s=r.integer("metadata.log.poll.interval.ms", 100, 1, 3_600_000) / 1000,
+        replication_factor=_replication_factor(r),
+        min_insync_replicas=r.integer("metadata.log.min.insync.replicas", 0, 1) or None,
+        election_group=r.text("controller.election.group"),
+        election_session_timeout_ms=session,
+        election_heartbeat_interval_ms=heartbeat,
     )
+
+
+def _replication_factor(r: _Reader) -> int:
+    factor = r.integer("metadata.log.replication.factor", -1, -1, 32767)
+    if factor == 0:
+        raise r.error("metadata.log.replication.factor", "0", "must be -1 (the brokers' default) or at least 1")
+    return factor
+
+
+def _election_timeouts(r: _Reader) -> tuple[int, int]:
+    session = r.integer("controller.election.session.timeout.ms", 6000, 1000, 1_800_000)
+    heartbeat = r.integer("controller.election.heartbeat.interval.ms", 500, 100, 60_000)
+    if heartbeat >= session:
+        raise r.error(
+            "controller.election.heartbeat.interval.ms",
+            str(heartbeat),
+            f"must be below the session timeout ({session})",
+        )
+    return session, heartbeat
 
 
 def _authorizer(r: _Reader) -> AuthorizerConfig:
@@ -378,6 +420,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         request_max_bytes=r.integer("request.max.bytes", 16 * 1024 * 1024, 1024),
         request_max_actions=r.integer("request.max.actions", 100_000, 1),
         import_max_bytes=r.integer("import.max.bytes", 256 * 1024 * 1024, 1024),
+        min_offset_wait_s=r.integer("min.offset.wait.max.ms", 10_000, 0, 600_000) / 1000,
         idle_timeout_s=r.integer("connections.max.idle.ms", 600_000, 1) / 1000,
         request_timeout_s=r.integer("request.timeout.ms", 30_000, 1) / 1000,
         shutdown_timeout_s=r.integer("shutdown.timeout.ms", 5_000, 0) / 1000,

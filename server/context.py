@@ -15,7 +15,9 @@ from kraftacl.authorizer.state.node import AclNode
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.change_feed import ChangeFeed
 from kraftacl.server.config import ServeConfig
+from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
+from kraftacl.server.freeze_guard import FreezeGuard
 from kraftacl.server.metrics import ServeMetrics
 
 
@@ -29,9 +31,11 @@ class ServeState:
     decision_log: DecisionLog | None
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
+    role: ControllerRole  # whether this serve writes the log now (active controller, standby, or broker role)
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users
     changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
+    freeze: FreezeGuard = field(default_factory=FreezeGuard)  # no decision from a state the process slept through
 
     @property
     def authorizer(self) -> StandardAuthorizer:

@@ -8,6 +8,7 @@ answer comes from one batch boundary of the log, and reports that state's offset
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -43,6 +44,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, RESOURCE_TYPES, action_of, check_bytes, enum_of
 from kraftacl.server.errors import BadRequest, Forbidden, NotReady
 from kraftacl.server.http import Request, Response
+from kraftacl.server.read_your_writes import after_offset
 
 _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _BY_TYPE = msgspec.json.Decoder(ByResourceTypeIn)
@@ -72,8 +74,8 @@ def _context(principal: str, client_address: str, listener: str, request: str) -
     return RequestContext(principal, java_host_address(client_address), listener, request)
 
 
-def authorize(state: ServeState, request: Request, caller: Caller) -> Response:
-    """POST /v1/authorize."""
+def authorize(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
+    """POST /v1/authorize (with `min_offset`, once this serve has applied it)."""
     body = _AUTHORIZE.decode(request.body)
     check_subject(state, caller, body.principal)
     if len(body.actions) > state.config.request_max_actions:
@@ -81,8 +83,17 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Response:
     ctx = _context(body.principal, body.client_address, body.listener, body.request)
     if body.explain or state.decision_log is not None:
         actions = [action_of(a, f"$.actions[{i}]") for i, a in enumerate(body.actions)]
-        return Response(200, _ENCODE.encode(decide(state, ctx, actions, body.explain, body.rules)))
-    return Response(200, _ENCODE.encode(_decide_fast(state, ctx, body.actions, body.rules)))
+        return _after(state, body.min_offset, lambda: decide(state, ctx, actions, body.explain, body.rules))
+    if body.min_offset is not None:
+        parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
+    return _after(state, body.min_offset, lambda: _decide_fast(state, ctx, body.actions, body.rules))
+
+
+def _after(
+    state: ServeState, min_offset: int | None, answer: Callable[[], msgspec.Struct]
+) -> Response | Awaitable[Response]:
+    """The 200 answer, from a state that has applied `min_offset` (read-your-writes)."""
+    return after_offset(state, min_offset, lambda: Response(200, _ENCODE.encode(answer())))
 
 
 def _decide_fast(
@@ -92,6 +103,7 @@ def _decide_fast(
     audit logger wants them (denials at INFO), no Action objects otherwise; the rule texts a caller asks for
     (`rules`: "denied" or "all") are looked up only for those actions."""
     ops, rtypes, names = parse_actions(actions)
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     index, offset = authz.state()
     started = time.perf_counter()
@@ -136,6 +148,7 @@ def decide(
 ) -> AuthorizeOut:
     """Decide every action against one state with its rule (for `explain`, the decision log or `rules_asked`);
     count, time and log the decisions."""
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     index, offset = authz.state()
     log = state.decision_log
@@ -202,17 +215,18 @@ def _parse_each(actions: list[ActionIn]) -> tuple[list[int], list[int], list[str
     return ops, rtypes, names
 
 
-def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response:
+def by_resource_type(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorize-by-resource-type."""
     body = _BY_TYPE.decode(request.body)
     check_subject(state, caller, body.principal)
     ctx = _context(body.principal, body.client_address, body.listener, body.request)
     op = enum_of(OPERATIONS, body.operation, "$.operation")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
-    return Response(200, _ENCODE.encode(_by_type(state, ctx, op, rtype)))
+    return _after(state, body.min_offset, lambda: _by_type(state, ctx, op, rtype))
 
 
 def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: ResourceType) -> ResultOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:
@@ -225,13 +239,18 @@ def _by_type(state: ServeState, ctx: RequestContext, op: AclOperation, rtype: Re
     return ResultOut(result.name, offset)
 
 
-def authorized_operations(state: ServeState, request: Request, caller: Caller) -> Response:
+def authorized_operations(state: ServeState, request: Request, caller: Caller) -> Response | Awaitable[Response]:
     """POST /v1/authorized-operations."""
     body = _OPERATIONS.decode(request.body)
     check_subject(state, caller, body.principal)
     ctx = _context(body.principal, body.client_address, body.listener, "")
     rtype = enum_of(RESOURCE_TYPES, body.resource_type, "$.resource_type")
     name = check_bytes(body.resource_name, "$.resource_name")
+    return _after(state, body.min_offset, lambda: _operations(state, ctx, rtype, name))
+
+
+def _operations(state: ServeState, ctx: RequestContext, rtype: ResourceType, name: str) -> AuthorizedOperationsOut:
+    state.freeze.check(state.tailer)
     authz = state.authorizer
     offset = authz.state()[1]
     try:
@@ -241,7 +260,7 @@ def authorized_operations(state: ServeState, request: Request, caller: Caller) -
     except InvalidActionError as exc:
         raise BadRequest(str(exc), "$.resource_type") from exc
     names = [op.name for op in SUPPORTED_OPERATIONS.get(rtype, ()) if field & (1 << op)]
-    return Response(200, _ENCODE.encode(AuthorizedOperationsOut(field, sorted(names), offset)))
+    return AuthorizedOperationsOut(field, sorted(names), offset)
 
 
 def opa(state: ServeState, request: Request, caller: Caller) -> Response:

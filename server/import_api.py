@@ -20,7 +20,7 @@ from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import AclOperation, StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
-from kraftacl.server.admin import on_writer, require_cluster, require_ready, require_writable
+from kraftacl.server.admin import on_writer, require_cluster, writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, PATTERNS, PERMISSIONS, RESOURCE_TYPES, check_bytes, enum_of
@@ -90,8 +90,7 @@ def _run(state: ServeState, body: bytes) -> ImportOut:
 
 async def import_acls(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/import: who may is checked before the body is read."""
-    require_writable(state)
-    require_ready(state)
+    await writable(state)
     require_cluster(state, caller, AclOperation.ALTER)
     out = await on_writer(state, lambda: _run(state, request.body))
     state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write

@@ -6,9 +6,14 @@ Stateless; every call opens a new backend that the caller closes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.config import ServeConfig
+
+if TYPE_CHECKING:
+    from kraftacl.metadata_log.backends.kafka_topic.client import KafkaLogConfig
 
 
 class ServeError(Exception):
@@ -16,8 +21,9 @@ class ServeError(Exception):
 
 
 def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
-    """The embedded file log (the controller takes its writer lock) or the Kafka topic (the controller fences);
-    `write=False` opens a reader whatever the role (one more, beside the node's)."""
+    """The embedded file log (the controller takes its writer lock) or the Kafka topic (opened as a reader: a
+    controller claims the writer role when Kafka's group elects it, `server.controller_role`); `write=False` opens
+    a reader whatever the role (one more, beside the node's)."""
     lc = config.log
     writer = config.controller if write is None else write
     try:
@@ -26,12 +32,25 @@ def open_backend(config: ServeConfig, write: bool | None = None) -> LogBackend:
 
             lc.log_dir.mkdir(parents=True, exist_ok=True)
             return FileLog(lc.log_dir, read_only=not writer)
-        from kraftacl.metadata_log.backends.kafka_topic.log import DEFAULT_TOPIC, KafkaLog, KafkaLogConfig
+        from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog
 
-        assert lc.bootstrap_servers is not None
-        kafka = KafkaLogConfig(lc.bootstrap_servers, topic=lc.topic or DEFAULT_TOPIC, client=dict(lc.kafka_client))
-        return KafkaLog(kafka, writer=writer)
+        return KafkaLog(kafka_config(config))
     except LogError as exc:
         raise ServeError(f"cannot open the metadata log: {exc}") from exc
     except OSError as exc:
         raise ServeError(f"cannot open the metadata log directory {lc.log_dir}: {exc.strerror}") from exc
+
+
+def kafka_config(config: ServeConfig) -> KafkaLogConfig:
+    """The Kafka-backed log's client settings from serve's metadata.log.* keys."""
+    from kraftacl.metadata_log.backends.kafka_topic.log import DEFAULT_TOPIC, KafkaLogConfig
+
+    lc = config.log
+    assert lc.bootstrap_servers is not None
+    return KafkaLogConfig(
+        lc.bootstrap_servers,
+        topic=lc.topic or DEFAULT_TOPIC,
+        replication_factor=lc.replication_factor,
+        min_insync_replicas=lc.min_insync_replicas,
+        client=dict(lc.kafka_client),
+    )

@@ -30,6 +30,7 @@ from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
 from kraftacl.server.context import ServeState
+from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.http import Connections, HttpProtocol, Limits
 from kraftacl.server.log_backend import ServeError, open_backend
@@ -102,13 +103,15 @@ def build_state(config: ServeConfig) -> ServeState:
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
         decision_log = DecisionLog(config.decision_log, config.decision_log_max_bytes, config.decision_log_backups, ids)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer")
     state = ServeState(
         config,
         node,
         metrics,
         decision_log,
         ids,
-        ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer"),
+        writer,
+        ControllerRole(config, backend, writer),
         trusted=config.broker_principals | config.authorizer.super_users,
     )
     node.loader.publishers.append(OnPublish(state.changes.on_change))
@@ -173,6 +176,7 @@ class Serve:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
         loop = asyncio.get_running_loop()
         self.state.changes.bind(loop)
+        self.state.freeze.start(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop.set)
         early = [listener for listener in self.config.listeners if listener.early_start]
@@ -195,6 +199,7 @@ class Serve:
             self.out.say(
                 "ready", f"ready: {len(index)} ACLs, last applied offset {offset}", acls=len(index), offset=offset
             )
+            self.state.role.start()
             await self.stop.wait()
         await self._shutdown()
 
@@ -238,6 +243,7 @@ class Serve:
         for conn in list(self.connections.open):
             if conn.transport is not None:
                 conn.transport.close()
+        self.state.role.stop()  # leave the election first: a standby takes over at once
         self.state.writer.shutdown(wait=True, cancel_futures=True)
         if self.state.tailer is not None:
             self.state.tailer.stop()

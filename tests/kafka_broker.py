@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from kraftacl.harness.cluster.kafka_cluster import KafkaScriptError, parse_env, run_script
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "scripts" / "kafka-broker.sh"
 
@@ -92,33 +94,10 @@ def fetch_jars(timeout: float = 900.0, kafka_version: str | None = None) -> None
 
 
 def _run_script(args: list[str], timeout: float, env: Mapping[str, str] | None = None) -> str:
-    cmd = ["bash", str(SCRIPT), *args]
     try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise KafkaBrokerError(f"`kafka-broker.sh {args[0]}` timed out after {timeout:.0f}s") from exc
-    if proc.returncode != 0:
-        raise KafkaBrokerError(
-            f"`kafka-broker.sh {' '.join(args)}` exited {proc.returncode}:\n{proc.stderr.strip()[-4000:]}"
-        )
-    return proc.stdout
-
-
-def _parse_env(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.isupper():
-            out[key] = value
-    return out
+        return run_script(SCRIPT, args, timeout, env)
+    except KafkaScriptError as exc:
+        raise KafkaBrokerError(str(exc)) from exc
 
 
 def _pid_alive(pid: int) -> bool:
@@ -201,7 +180,7 @@ class KafkaBroker:
             env["KAFKA_SASL_USERS"] = " ".join(f"{user}:{user}-secret" for user in self.sasl_users)
         _LIVE.add(self)
         try:
-            out = _parse_env(_run_script(args, timeout=self.start_timeout + 60, env=env))
+            out = parse_env(_run_script(args, timeout=self.start_timeout + 60, env=env))
         except KafkaBrokerError:
             self._kill_from_pidfile()
             raise
@@ -283,7 +262,7 @@ class KafkaBroker:
             if time.monotonic() > deadline:
                 raise KafkaBrokerError(f"no {path} within {timeout:.0f}s")
             time.sleep(0.1)
-        ports = _parse_env(path.read_text())
+        ports = parse_env(path.read_text())
         self._bootstrap = f"127.0.0.1:{ports['PORT']}"
         self._listener_bootstrap = {k[5:]: f"127.0.0.1:{v}" for k, v in ports.items() if k.startswith("PORT_")}
 

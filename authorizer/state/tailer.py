@@ -21,7 +21,8 @@ from kraftacl.authorizer.state.loader import MetadataLoader
 from kraftacl.metadata_log.errors import DivergenceError, LogError
 
 log = logging.getLogger(__name__)
-MAX_BACKOFF_S = 5.0
+# A serve's decisions follow the log by up to this much more after the log comes back from an outage: keep it short.
+MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class TailStatus:
     since: float | None = None
     failures: int = 0
     diverged: str | None = None
+    started_monotonic: float = 0.0  # when the poll that produced this status began (its high-water mark is newer)
 
     @property
     def lag(self) -> int | None:
@@ -73,18 +75,19 @@ class Tailer:
         """One catch-up attempt; errors are recorded, never raised (the node keeps serving)."""
         if self._status.diverged is not None:
             return self._status  # applies nothing after a divergence
+        started = time.monotonic()
         try:
             self.loader.catch_up()
             hwm = self.loader.backend.high_watermark()
             if self._status.failures:
                 log.info("metadata log followed again after %d failed attempts", self._status.failures)
-            self._status = TailStatus(self.loader.next_offset, hwm, None, time.monotonic())
+            self._status = TailStatus(self.loader.next_offset, hwm, None, time.monotonic(), started_monotonic=started)
         except DivergenceError as exc:
             offset = self.loader.next_offset
             log.error("metadata log diverged: %s; this node stops following it at offset %d", exc, offset)
-            self._status = self._failed(exc, diverged=str(exc))
+            self._status = self._failed(exc, started, diverged=str(exc))
         except Exception as exc:  # every failure is reported, none ends the loop
-            failed = self._failed(exc)
+            failed = self._failed(exc, started)
             if failed.last_error != self._status.last_error:  # once per streak, and when the error changes
                 kind = "" if isinstance(exc, LogError) else f" ({type(exc).__name__})"
                 log.warning(
@@ -97,13 +100,13 @@ class Tailer:
             self._status = failed
         return self._status
 
-    def _failed(self, exc: Exception, diverged: str | None = None) -> TailStatus:
+    def _failed(self, exc: Exception, started: float, diverged: str | None = None) -> TailStatus:
         s = self._status
         since = s.since if s.since is not None else time.time()
         hwm = self._best_effort_hwm() if diverged is not None else None
         message = str(exc) or type(exc).__name__
         offset, failures = self.loader.next_offset, s.failures + 1
-        return TailStatus(offset, hwm, message, s.last_success_monotonic, since, failures, diverged)
+        return TailStatus(offset, hwm, message, s.last_success_monotonic, since, failures, diverged, started)
 
     def _best_effort_hwm(self) -> int | None:
         try:

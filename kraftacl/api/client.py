@@ -1,8 +1,10 @@
 """The client of a running `kraft-acl serve` (`--server URL`): the same questions and ACL changes as
 against a log, asked over serve's HTTP API with a bearer token or a client certificate.
 
-A `ServerClient` holds one keep-alive connection; it is used by one thread. Failures raise
-`ServerError` with one line naming the URL, the HTTP status, serve's error code and the field. Every request
+A `ServerClient` holds keep-alive connections; it is used by one thread. `--server` may list several serves
+(comma-separated, e.g. both controllers of a cluster): a call goes to the one that answered last and moves on to the
+next when one is unreachable, loading (503) or not the active controller (421), as the broker plugin does. Failures
+raise `ServerError` with one line naming the URL, the HTTP status, serve's error code and the field. Every request
 and answer is a Struct of the contract (`api.wire`), sent to the endpoint `api.endpoints` names.
 """
 
@@ -49,15 +51,16 @@ _ENCODE = msgspec.json.Encoder()
 class ServerError(AuthorizerError):
     """serve refused or failed a call; `status` is the HTTP status (0 when serve could not be reached)."""
 
-    def __init__(self, message: str, status: int = 0, code: str = "") -> None:
+    def __init__(self, message: str, status: int = 0, code: str = "", field: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.field = field  # the request field serve named, if any
 
 
 @dataclass(frozen=True)
 class ServerTarget:
-    """Where serve is and how to prove who we are."""
+    """Where serve is (one URL, or several comma-separated) and how to prove who we are."""
 
     url: str
     token: str | None = None
@@ -73,6 +76,11 @@ class ServerTarget:
         if self.token_file is not None:
             return read_token_file(self.token_file)
         return os.environ.get(TOKEN_ENV) or None
+
+    @property
+    def urls(self) -> list[str]:
+        """Every URL of `url`, in order."""
+        return [u.strip().rstrip("/") for u in self.url.split(",") if u.strip()]
 
     def connect(self) -> ServerClient:
         """A client (nothing is sent until the first call)."""
@@ -108,18 +116,38 @@ class ServerClient:
         if target.cert is not None:
             cert = (str(target.cert), str(target.key)) if target.key is not None else str(target.cert)
         verify: Any = str(target.cacert) if target.cacert is not None else True
-        self.http = httpx.Client(base_url=target.url, headers=headers, cert=cert, verify=verify, timeout=60.0)
+        self.http = httpx.Client(headers=headers, cert=cert, verify=verify, timeout=60.0)
+        self.urls = target.urls or [target.url]
+        self._current = 0  # the serve that answered last
+        self.last_offset: int | None = None  # the offset an ACL write answered (a decision's min_offset)
 
     def call(self, endpoint: Endpoint[In, Out], body: In | None = None, query: msgspec.Struct | None = None) -> Out:
-        """One call; ServerError with serve's code, message and field on anything but 2xx, or on an answer that
-        is not the endpoint's response Struct."""
-        where = f"{self.target.url}{endpoint.path}"
+        """One call, to the serve that answered last, then the next ones (a serve unreachable, loading or not the
+        controller is passed over); ServerError with serve's code, message and field when none answers 2xx, or on
+        an answer that is not the endpoint's response Struct."""
         content = None if body is None else _ENCODE.encode(body)
         params = None if query is None else {k: v for k, v in msgspec.structs.asdict(query).items() if v is not None}
+        error: ServerError | None = None
+        for step in range(len(self.urls)):
+            index = (self._current + step) % len(self.urls)
+            try:
+                answer = self._call(self.urls[index], endpoint, content, params)
+            except ServerError as exc:
+                error = exc
+                if exc.status in (0, 421, 503):
+                    continue
+                raise
+            self._current = index
+            return answer
+        assert error is not None
+        raise error
+
+    def _call(self, url: str, endpoint: Endpoint[In, Out], content: bytes | None, params: dict[str, Any] | None) -> Out:
+        where = f"{url}{endpoint.path}"
         try:
-            response = self.http.request(endpoint.method, endpoint.path, content=content, params=params)
+            response = self.http.request(endpoint.method, where, content=content, params=params)
         except httpx.HTTPError as exc:
-            raise ServerError(f"{self.target.url}: cannot reach serve: {exc}") from exc
+            raise ServerError(f"{url}: cannot reach serve: {exc}") from exc
         if response.status_code >= 300:
             raise _refused(where, response)
         try:
@@ -127,46 +155,57 @@ class ServerClient:
         except msgspec.DecodeError as exc:
             raise ServerError(f"{where}: serve's answer is not a {endpoint.response.__name__}: {exc}", 200) from exc
 
-    def describe(self, acl_filter: AclBindingFilter) -> list[tuple[str, StandardAcl]]:
-        """ACLs matching the filter, with their ids."""
-        return [stored_acl(a) for a in self.call(ep.DESCRIBE_ACLS, DescribeIn(filter_in(acl_filter))).acls]
+    def describe(self, acl_filter: AclBindingFilter, min_offset: int | None = None) -> list[tuple[str, StandardAcl]]:
+        """ACLs matching the filter, with their ids (with `min_offset`: once serve has applied it)."""
+        described = self.call(ep.DESCRIBE_ACLS, DescribeIn(filter_in(acl_filter), min_offset=min_offset))
+        return [stored_acl(a) for a in described.acls]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         """CreateAcls: per-entry results, one atomic batch on serve's log."""
         answer = self.call(ep.CREATE_ACLS, CreateIn([acl_in(a) for a in acls]))
+        self.last_offset = answer.offset
         return [CreateResult(_error(r.error_code, r.error, r.message), r.id) for r in answer.results]
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[DeleteResult]:
         """DeleteAcls: per-filter results, one atomic batch on serve's log."""
         answer = self.call(ep.DELETE_ACLS, DeleteIn([filter_in(f) for f in filters]))
+        self.last_offset = answer.offset
         return [
             DeleteResult(_error(r.error_code, r.error, r.message), [stored_acl(a) for a in r.acls])
             for r in answer.results
         ]
 
-    def evaluate(self, request: Request, explain: bool) -> dict[str, Any]:
-        """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form."""
+    def evaluate(self, request: Request, explain: bool, min_offset: int | None = None) -> dict[str, Any]:
+        """One requests.jsonl line, answered by serve, in `authorizer.inputs.whatif.evaluate`'s output form; with
+        `min_offset`, from a state that has applied it (read-your-writes)."""
         if request.kind == "describe":
             assert request.filter is not None
-            found = self.describe(request.filter.to_filter())
+            found = self.describe(request.filter.to_filter(), min_offset)
             return {"acls": sorted((acl_to_json(a) for _, a in found), key=lambda a: tuple(a.values()))}
         assert request.principal is not None and request.host is not None and request.resource_type is not None
         who, rtype = (request.principal, request.host), request.resource_type.name
         if request.kind == "authorized_operations":
             assert request.resource_name is not None
-            ops = self.call(ep.AUTHORIZED_OPERATIONS, AuthorizedOperationsIn(*who, rtype, request.resource_name))
+            ops = self.call(
+                ep.AUTHORIZED_OPERATIONS,
+                AuthorizedOperationsIn(*who, rtype, request.resource_name, min_offset=min_offset),
+            )
             return {"authorized_operations": ops.authorized_operations}
         assert request.operation is not None
         if request.kind == "by_resource_type":
-            answer = self.call(ep.BY_RESOURCE_TYPE, ByResourceTypeIn(*who, request.operation.name, rtype))
+            answer = self.call(
+                ep.BY_RESOURCE_TYPE, ByResourceTypeIn(*who, request.operation.name, rtype, min_offset=min_offset)
+            )
             return {"result": answer.result}
         assert request.resource_name is not None
         action = ActionIn(request.operation.name, rtype, request.resource_name)
-        decided = self.call(ep.AUTHORIZE, AuthorizeIn(*who, [action], explain=explain))
+        decided = self.call(ep.AUTHORIZE, AuthorizeIn(*who, [action], explain=explain, min_offset=min_offset))
         out = {"result": decided.results[0]}
         if explain:
             if not decided.rules:
-                raise ServerError(f"{self.target.url}{ep.AUTHORIZE.path}: serve sent no rule for an explain request")
+                raise ServerError(
+                    f"{self.urls[self._current]}{ep.AUTHORIZE.path}: serve sent no rule for an explain request"
+                )
             out["rule"] = decided.rules[0].text
         return out
 
@@ -213,6 +252,5 @@ def _refused(where: str, response: httpx.Response) -> ServerError:
         text = f"{where}: HTTP {response.status_code} : {response.text}"
         return ServerError(text, response.status_code)
     field = f" (field {err.field})" if err.field else ""
-    return ServerError(
-        f"{where}: HTTP {response.status_code} {err.code}: {err.message}{field}", response.status_code, err.code
-    )
+    text = f"{where}: HTTP {response.status_code} {err.code}: {err.message}{field}"
+    return ServerError(text, response.status_code, err.code, err.field or "")

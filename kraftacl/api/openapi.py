@@ -19,8 +19,10 @@ ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
     "403": "the caller may not do this (ACLs, or not in broker.principals)",
-    "421": "ACL writes go to a controller (process.roles=controller)",
-    "503": "AUTHORIZER_NOT_READY: the initial load has not completed",
+    "421": "NOT_CONTROLLER: ACL writes go to the active controller; a broker-role serve or a standby controller "
+    "refuses them (send them to the next serve)",
+    "503": "AUTHORIZER_NOT_READY: the initial load has not completed; LOG_UNAVAILABLE: the log cannot be written now "
+    "(nothing was changed); OFFSET_NOT_REACHED: `min_offset` was not applied within min.offset.wait.max.ms",
 }
 
 

@@ -90,12 +90,21 @@ class AclService(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def last_offset(self) -> int | None:
+        """The offset of a state holding the last write (None: nothing written, or not known)."""
+
 
 class NodeService:
     """An AclService over a started node of a log (the controller writes, the authorizer describes)."""
 
     def __init__(self, node: AclNode) -> None:
         self.node = node
+
+    @property
+    def last_offset(self) -> int | None:
+        """The node's applied offset (the controller catches up after each write)."""
+        return self.node.image.provenance.last_offset
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         """One atomic batch through the node's controller."""
@@ -120,6 +129,8 @@ class KafkaStateService:
     def __init__(self, state: MetadataState) -> None:
         self.authorizer = authorizer_for(state)
         self.path = state.path
+
+    last_offset = None  # never written
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:
         raise LogError(f"{self.path} is Apache Kafka's own KRaft metadata: kraft-acl never writes it")

@@ -17,6 +17,9 @@ MAX_STRING_BYTES = 32_767
 Text = Annotated[str, msgspec.Meta(max_length=MAX_STRING_BYTES)]
 OptText = Annotated[str, msgspec.Meta(max_length=MAX_STRING_BYTES)] | None
 Int32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+# Read-your-writes: the `offset` an ACL write answered; the decision waits (bounded by serve's
+# min.offset.wait.max.ms) until this serve has applied it, else 503 OFFSET_NOT_REACHED.
+MinOffset = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | None
 
 
 class _In(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
@@ -61,6 +64,7 @@ class AuthorizeIn(_In, frozen=True):
     # The audit rules a caller needs with the results (the broker plugin's audit log): "denied" gives the rule text
     # of each DENIED action, "all" of every action, in `rule_texts` (null where not asked). Since API 1.2.0.
     rules: Literal["denied", "all"] | None = None
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class RuleOut(_Out, frozen=True):
@@ -115,6 +119,7 @@ class ByResourceTypeIn(_In, frozen=True):
     resource_type: Text
     listener: Text = ""
     request: Text = ""
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class ResultOut(_Out, frozen=True):
@@ -132,6 +137,7 @@ class AuthorizedOperationsIn(_In, frozen=True):
     resource_type: Text
     resource_name: Text
     listener: Text = ""
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class AuthorizedOperationsOut(_Out, frozen=True):
@@ -183,6 +189,7 @@ class DescribeIn(_In, frozen=True):
     """POST /v1/acls/describe."""
 
     filter: FilterIn = msgspec.field(default_factory=FilterIn)
+    min_offset: MinOffset = None  # since 1.2.0
 
 
 class DescribeOut(_Out, frozen=True):
@@ -208,7 +215,8 @@ class CreateResultOut(_Out, frozen=True):
 
 
 class CreateOut(_Out, frozen=True):
-    """Results in request order, and the offset after the write."""
+    """Results in request order, and the offset of a state holding every ACL the request stored (its batch, or
+    the state it was checked against when every entry was already stored): a decision's `min_offset`."""
 
     results: list[CreateResultOut]
     offset: int
@@ -230,7 +238,8 @@ class DeleteResultOut(_Out, frozen=True):
 
 
 class DeleteOut(_Out, frozen=True):
-    """Results in request order, and the offset after the write."""
+    """Results in request order, and the offset of a state without any ACL the request removed: a decision's
+    `min_offset`."""
 
     results: list[DeleteResultOut]
     offset: int
@@ -254,6 +263,16 @@ class SnapshotOut(msgspec.Struct, frozen=True):
     deleted: list[str]  # snapshot files retention (metadata.log.snapshot.retain) removed after writing it
 
 
+class ControllerOut(msgspec.Struct, frozen=True):
+    """Whether this controller-role serve writes the log now (the active controller) or is a standby."""
+
+    active: bool
+    epoch: int | None  # the writer epoch of its batches while active
+    election_group: str | None  # the Kafka consumer group that elects the active controller (null: embedded log)
+    since: float  # epoch seconds of the last change
+    elections: int  # how often this serve was elected
+
+
 class StatusOut(msgspec.Struct, frozen=True):
     """GET /v1/status: readiness and replay progress (every field always present; null when unknown)."""
 
@@ -271,6 +290,7 @@ class StatusOut(msgspec.Struct, frozen=True):
     diverged: str | None = None  # why the node stopped following for good (the log lost or changed what it applied)
     failing_since: float | None = None  # epoch seconds the current run of failed polls began
     failures: int = 0  # failed polls in that run
+    controller: ControllerOut | None = None  # the controller role (null: process.roles=broker); since 1.2.0
 
 
 class ImageOut(msgspec.Struct, frozen=True):

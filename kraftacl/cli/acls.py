@@ -192,6 +192,7 @@ def _add(target: LogTarget | ServerTarget, acls: list[StandardAcl], output: Outp
     finally:
         service.close()
     _warn_snapshot(service)
+    _say_offset(target, service)
     outcomes = list(zip(acls, results, strict=True))
     if output.is_json:
         typer.echo(
@@ -238,6 +239,17 @@ def _warn_snapshot(service: AclService) -> None:
         print(f"deleted by retention (newest {kept} usable kept): {name}", file=sys.stderr)
 
 
+def _say_offset(target: LogTarget | ServerTarget, service: AclService) -> None:
+    """Through serve, the offset a decision can require to see this write (read-your-writes), on stderr (stdout
+    stays kafka-acls')."""
+    if isinstance(target, ServerTarget) and service.last_offset is not None:
+        print(
+            f"kraft-acl: written at log offset {service.last_offset}; any serve answers from a state holding it "
+            f"with kraft-acl authorize --server URL --min-offset {service.last_offset}",
+            file=sys.stderr,
+        )
+
+
 def _confirmed(filters: list[AclBindingFilter], to_stderr: bool) -> list[AclBindingFilter]:
     """Ask kafka-acls' question per resource filter (on stderr when stdout carries JSON); those answered `y`."""
     by_pattern: dict[ResourcePatternFilter, list[AclBindingFilter]] = {}
@@ -272,6 +284,7 @@ def _remove(target: LogTarget | ServerTarget, filters: list[AclBindingFilter], f
     finally:
         service.close()
     _warn_snapshot(service)
+    _say_offset(target, service)
     if output.is_json:
         payload: list[dict[str, Any]] = [
             {

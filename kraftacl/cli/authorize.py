@@ -99,6 +99,16 @@ Cluster = Annotated[bool, typer.Option("--cluster", help="one quick question: ab
 TransactionalId = Annotated[str | None, _flag("--transactional-id", "ID", "the transactional id asked about")]
 DelegationToken = Annotated[str | None, _flag("--delegation-token", "ID", "the delegation token asked about")]
 UserPrincipal = Annotated[str | None, _flag("--user-principal", "PRINCIPAL", "the user (resource) asked about")]
+MinOffset = Annotated[
+    int | None,
+    typer.Option(
+        "--min-offset",
+        metavar="N",
+        min=0,
+        help="with --server: answer from a state that has applied log offset N (the offset `kraft-acl acls --add/"
+        "--remove --server` printed): serve waits for it, bounded by its min.offset.wait.max.ms (read-your-writes)",
+    ),
+]
 
 
 def authorize_command(
@@ -118,6 +128,7 @@ def authorize_command(
     transactional_id: TransactionalId = None,
     delegation_token: DelegationToken = None,
     user_principal: UserPrincipal = None,
+    min_offset: MinOffset = None,
     server: Server = None,
 ) -> None:
     """Decide requests against ACLs exactly as Kafka's StandardAuthorizer would.
@@ -134,11 +145,15 @@ def authorize_command(
       kraft-acl authorize --acls acls.json --requests requests.jsonl --explain -o table
       cat requests.jsonl | kraft-acl authorize --log-dir data/meta --at-offset 120 --requests -
       kraft-acl authorize --server http://127.0.0.1:9191 --token-file broker.token --requests requests.jsonl
+      kraft-acl authorize --server http://127.0.0.1:9191 --token-file broker.token --min-offset 42 \\
+        --principal User:alice --host 10.0.0.1 --operation Read --topic orders
     """
     if [acls is None, log_dir is None, server is None].count(False) != 1:
         fail("give exactly one of --acls FILE, --log-dir DIR and --server URL")
     if at_offset is not None and log_dir is None:
         fail("--at-offset needs --log-dir")
+    if min_offset is not None and server is None:
+        fail("--min-offset needs --server (a log or a file is read whole: it is always current)")
     if config is not None and server is not None:
         fail("--config does not apply to --server (serve decides with its own super.users and defaults)")
     if acls is not None and requests is not None and str(acls) == str(requests) == STDIN:
@@ -159,7 +174,7 @@ def authorize_command(
     if server is not None:
         client = server.connect()
         try:
-            _answer(client.evaluate, parsed, source, explain, output)
+            _answer(lambda r, e: client.evaluate(r, e, min_offset), parsed, source, explain, output)
         except ServerError as exc:
             server_failed(exc)
         finally:
@@ -232,8 +247,8 @@ def _answer(
         try:
             answer = evaluator(request, explain)
         except ServerError as exc:
-            if exc.status == 0 or exc.status in (401, 403, 503):
-                raise  # serve unreachable, or this caller may not ask: every line would fail alike
+            if exc.status == 0 or exc.status in (401, 403, 503) or exc.field == "$.min_offset":
+                raise  # serve unreachable, this caller may not ask, or --min-offset is wrong: every line fails alike
             answer, failed = {"error": f"{source}: line {number}: {exc}"}, True
         except AuthorizerError as exc:
             answer, failed = {"error": f"{source}: line {number}: {exc}"}, True

@@ -24,6 +24,7 @@ class Suite(StrEnum):
     serve = "serve"
     import_ = "import"
     plugin = "plugin"  # the Kafka broker plugin on real brokers (not part of `all`: needs Java, takes minutes)
+    cluster = "cluster"  # chaos on a real three-node cluster with a serve beside each broker (not in `all`)
     shell = "shell"
     pipeline = "pipeline"
     first_hour = "first-hour"  # make run from a fresh checkout with empty caches, a small audit job (not in `all`)
@@ -52,7 +53,7 @@ def bench_command(
         Suite,
         typer.Option(
             "--suite",
-            metavar="authorizer|log|serve|import|plugin|shell|pipeline|first-hour|all",
+            metavar="authorizer|log|serve|import|plugin|cluster|shell|pipeline|first-hour|all",
             help="which suite to run",
         ),
     ] = Suite.authorizer,
@@ -99,6 +100,10 @@ def bench_command(
             from kraftacl.bench import plugin_suite
 
             result["plugin"] = plugin_suite.run(quick=quick)
+        if suite is Suite.cluster:  # not in `all`: three Kafka JVMs and minutes of faults
+            from kraftacl.bench import cluster_suite
+
+            result["cluster"] = cluster_suite.run(quick=quick)
         if suite in (Suite.shell, Suite.all):
             from kraftacl.bench import shell_suite
 

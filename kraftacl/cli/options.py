@@ -30,7 +30,8 @@ ServerUrl = Annotated[
     typer.Option(
         "--server",
         metavar="URL",
-        help="instead of a log: a running kraft-acl serve, e.g. http://127.0.0.1:9191 (no scheme: http)",
+        help="instead of a log: a running kraft-acl serve, e.g. http://127.0.0.1:9191 (no scheme: http); several "
+        "comma-separated: the next is asked when one is unreachable, loading (503) or not the active controller (421)",
     ),
 ]
 Token = Annotated[
@@ -55,9 +56,13 @@ CaCert = Annotated[
 ]
 
 
-def server_url(url: str) -> str:
-    """`--server`'s value as a base URL: http:// added when there is no scheme; anything but http(s)://host[:port]
-    is a usage error (exit 2)."""
+def server_url(urls: str) -> str:
+    """`--server`'s value as base URLs, comma-separated as given: http:// added to one without a scheme; anything
+    but http(s)://host[:port] is a usage error (exit 2) naming that URL."""
+    return ",".join(_one_url(url) for url in urls.split(",") if url.strip()) or _one_url(urls)
+
+
+def _one_url(url: str) -> str:
     text = url.strip()
     if "://" not in text:
         text = f"http://{text}"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.kafka_broker import KafkaBroker, KafkaBrokerError, fetch_jars, java_problem, maven_problem
 
-KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker", "kafka_snapshotting_broker"})
+KAFKA_FIXTURES = frozenset({"kafka_broker", "kafka_sasl_broker", "kafka_snapshotting_broker", "sidecar_cluster"})
 # Kafka writes a metadata snapshot at most this often once records arrive (the NoOp records the controller
 # appends every 500 ms count), and after any 1 byte of records: tests see their ACLs in a .checkpoint soon.
 SNAPSHOT_EVERY = {
@@ -40,13 +40,8 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(f"KAFKA TESTS SKIPPED: {reason}")
 
 
-def _start_broker(
-    tmp_path_factory: pytest.TempPathFactory,
-    name: str,
-    *,
-    authorizer: bool = False,
-    extra_props: dict[str, str] | None = None,
-) -> KafkaBroker:
+def require_kafka() -> None:
+    """Java 17+ and the Kafka jars (fetched now if Maven is there); else a failure in CI, a loud skip elsewhere."""
     for problem in (java_problem(), maven_problem()):
         if problem is not None:
             _unavailable(problem)
@@ -54,6 +49,16 @@ def _start_broker(
         fetch_jars()
     except KafkaBrokerError as exc:
         pytest.fail(f"KAFKA BROKER JARS COULD NOT BE FETCHED: {exc}", pytrace=False)
+
+
+def _start_broker(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    *,
+    authorizer: bool = False,
+    extra_props: dict[str, str] | None = None,
+) -> KafkaBroker:
+    require_kafka()
     broker = KafkaBroker(tmp_path_factory.mktemp(name), authorizer=authorizer, extra_props=extra_props)
     start_or_fail(broker)
     return broker

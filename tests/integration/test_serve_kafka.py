@@ -1,30 +1,26 @@
-"""serve on a Kafka-backed log (a real KRaft broker): several serve processes tail one topic, one controller
-writes, a second controller fences the first, and a broker outage is served through and reported."""
+"""serve on a Kafka-backed log (a real KRaft broker): several serve processes tail one topic, Kafka's group protocol
+elects the one controller that writes, a standby takes over when it dies, and a broker outage is served through
+and reported."""
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from kraftacl.api.endpoints import CREATE_ACLS, STATUS
+from kraftacl.api.endpoints import CREATE_ACLS, METRICS_PATH, STATUS
+from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
-from tests.server.serve_process import ADMIN_TOKEN, ServeProcess, alice_reads, base_properties
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, ServeProcess, alice_reads, base_properties
 
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "orders",
-    "pattern_type": "LITERAL",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 
 
 def _kafka_props(work: Path, broker: KafkaBroker, topic: str, roles: str) -> dict[str, str]:
@@ -44,33 +40,73 @@ def _wait(check: object, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def test_brokers_tail_one_topic_and_a_second_controller_fences_the_first(
+def _create(serve: ServeProcess, resource: str) -> tuple[int, dict[str, Any]]:
+    """(status, answer) of an admin's create of ACL on `resource`."""
+    answer: tuple[int, dict[str, Any]] = serve.call(
+        CREATE_ACLS, ADMIN_TOKEN, {"acls": [dict(ACL, resource_name=resource)]}, listener="CLIENT"
+    )
+    return answer
+
+
+def _written(serve: ServeProcess, resource: str, within: float) -> float:
+    """Seconds until serve acknowledges a create (421 and 503 are retried), failing after `within`."""
+    started = time.monotonic()
+    while True:
+        status, answer = _create(serve, resource)
+        if status == 200:
+            assert answer["results"][0]["error_code"] == 0, answer
+            return time.monotonic() - started
+        assert status in (421, 503), answer
+        assert time.monotonic() - started < within, f"no write through {serve.url('CLIENT')}: {answer}"
+        time.sleep(0.2)
+
+
+def _controller(serve: ServeProcess) -> dict[str, object]:
+    status: dict[str, object] = httpx.get(serve.url("CLIENT") + STATUS.path).json()["controller"]
+    return status
+
+
+def test_brokers_tail_one_topic_and_a_standby_controller_takes_over_by_itself(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
+    """One active controller at a time (Kafka's group elects it), standbys answer 421, the standby takes over when the
+    active one dies, a controller fenced by an outside writer gets the role back, a restarted one is a standby."""
     topic = f"kraft-acl-serve-{uuid.uuid4().hex[:8]}"
+    c1_props = _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
     with (
-        ServeProcess(
-            tmp_path / "c1", _kafka_props(tmp_path / "c1", kafka_broker, topic, "broker,controller")
-        ).start() as c1,
+        ServeProcess(tmp_path / "c1", c1_props).start() as c1,
         ServeProcess(tmp_path / "b", _kafka_props(tmp_path / "b", kafka_broker, topic, "broker")).start() as reader,
     ):
-        assert c1.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")[1]["results"][0]["error_code"] == 0
+        assert _create(c1, "orders")[1]["results"][0]["error_code"] == 0  # waits for the first election
+        assert _controller(c1)["active"] is True and _controller(reader) is None
         assert alice_reads(c1) == "ALLOWED"
         _wait(lambda: alice_reads(reader) == "ALLOWED", "the broker-role serve did not see the controller's ACL")
-        assert reader.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")[0] == 421
+        assert _create(reader, "orders")[0] == 421
         with ServeProcess(
             tmp_path / "c2", _kafka_props(tmp_path / "c2", kafka_broker, topic, "broker,controller")
         ).start() as c2:
-            second = dict(ACL, resource_name="payments")
-            assert (
-                c2.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [second]}, listener="CLIENT")[1]["results"][0]["error_code"]
-                == 0
-            )
-            status, fenced = c1.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [dict(ACL, resource_name="late")]}, "CLIENT")
-            assert status == 421, fenced
-            assert fenced["error"]["code"] == "NOT_CONTROLLER" and "took over" in fenced["error"]["message"]
+            status, standby = _create(c2, "payments")
+            assert status == 421 and "standby controller" in standby["error"]["message"], standby
+            assert _controller(c2)["active"] is False
+            c1.stop(signal.SIGKILL)
+            _written(c2, "payments", within=60)  # the group's session timeout (6 s), then c2's claim
+            assert _controller(c2)["active"] is True and _controller(c2)["elections"] == 1
             _wait(lambda: alice_reads(reader, "payments") == "ALLOWED", "the reader did not follow the new controller")
-            assert alice_reads(reader, "late") == "DENIED"
+
+            config = KafkaLogConfig(kafka_broker.bootstrap_servers, topic=topic, timeout_s=30)
+            with KafkaLog(config, writer=True):  # an outside writer (kraft-acl acls --bootstrap-server) fences c2
+                status, fenced = _create(c2, "late")
+            assert status == 421 and fenced["error"]["code"] == "NOT_CONTROLLER", fenced
+            assert "took over" in fenced["error"]["message"], fenced
+            _written(c2, "late", within=60)  # c2 rejoins the group, is elected again and claims the log back
+            assert _controller(c2)["elections"] == 2
+
+            c1_again = ServeProcess(tmp_path / "c1", c1_props).start()
+            try:  # the sticky assignment keeps the active controller: the restarted one is a standby
+                assert _create(c1_again, "restarted")[0] == 421
+            finally:
+                c1_again.stop()
+        _wait(lambda: alice_reads(reader, "late") == "ALLOWED", "the reader did not follow the reclaimed log")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +124,7 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
     props = _kafka_props(tmp_path, restartable_broker, topic, "broker,controller")
     props["metadata.log.kafka.socket.timeout.ms"] = "3000"
     with ServeProcess(tmp_path, props).start() as serve:
-        serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [ACL]}, listener="CLIENT")
+        assert _create(serve, "orders")[0] == 200
         restartable_broker.stop(hard=True)
         try:
             status_url = serve.url("CLIENT") + STATUS.path
@@ -99,9 +135,9 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
             assert status["diverged"] is None and status["failures"] >= 1 and status["failing_since"] is not None
             assert status["lag"] is None and status["last_applied_offset"] == 0
             assert alice_reads(serve) == "ALLOWED"  # the last consistent state is still served
-            metrics = httpx.get(serve.url("CLIENT") + "/metrics").text
+            metrics = httpx.get(serve.url("CLIENT") + METRICS_PATH).text
             assert "kraft_acl_log_unreachable 1.0" in metrics
-            refused = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": [dict(ACL, resource_name="x")]}, listener="CLIENT")
+            refused = _create(serve, "x")
             assert refused[0] in (421, 503), refused
         finally:
             restartable_broker.start()

@@ -19,6 +19,16 @@ ADMIN_TOKEN = "admin-token-0123456789abcdef"
 BROKER_TOKEN = "broker-token-0123456789abcdef"
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 TOKENS = {"User:admin": ADMIN_TOKEN, "User:broker": BROKER_TOKEN, "User:alice": ALICE_TOKEN}
+#: The ACL `alice_reads` asks about: User:alice may READ topic orders (the API's JSON form).
+ALICE_READ_ORDERS = {
+    "resource_type": "TOPIC",
+    "resource_name": "orders",
+    "pattern_type": "LITERAL",
+    "principal": "User:alice",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
+}
 
 
 def write_tokens(path: Path, tokens: Mapping[str, str] = TOKENS) -> Path:

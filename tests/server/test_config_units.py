@@ -30,6 +30,10 @@ def test_defaults_and_kafka_backend(tmp_path: Path) -> None:
     assert config.listeners[0].host == "" and config.listeners[0].tls is None
     assert config.log.log_dir is None and config.log.snapshot_dir is None
     assert dict(config.log.kafka_client) == {"security.protocol": "SASL_SSL"}
+    # The topic takes the brokers' replication defaults; a controller is elected in kraft-acl-controllers-<topic>.
+    assert config.log.replication_factor == -1 and config.log.min_insync_replicas is None
+    assert config.log.election_group is None and config.log.election_session_timeout_ms == 6000
+    assert config.min_offset_wait_s == 10.0
     assert config.warnings == (f"{tmp_path / 'p'}: unknown key colour (ignored)",)
 
 
@@ -71,6 +75,14 @@ def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:
         ({"auth.anonymous.listeners": "C"}, "auth.anonymous.listeners='C': not a listener"),
         ({"log.level": "LOUD"}, "log.level='LOUD': must be one of"),
         ({"decision.log.backups": "-1"}, "must be between 0 and 1000"),
+        ({"metadata.log.replication.factor": "0"}, "metadata.log.replication.factor='0': must be -1"),
+        ({"metadata.log.min.insync.replicas": "0"}, "metadata.log.min.insync.replicas='0': must be between 1"),
+        (
+            {"controller.election.heartbeat.interval.ms": "6000"},
+            "controller.election.heartbeat.interval.ms='6000': must be below the session timeout (6000)",
+        ),
+        ({"controller.election.session.timeout.ms": "10"}, "must be between 1000 and 1800000"),
+        ({"min.offset.wait.max.ms": "x"}, "min.offset.wait.max.ms='x': not an integer"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, props: dict[str, str], words: str) -> None:

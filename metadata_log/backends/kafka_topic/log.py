@@ -1,12 +1,12 @@
 """A LogBackend on a real Kafka topic through confluent-kafka: one Kafka message per batch, read_committed.
 
 Thread safety: a `KafkaLog` serializes its own calls with a lock; use one instance per thread for
-parallel reads. confluent-kafka is imported only here (docs/ARCHITECTURE.md).
+parallel reads. confluent-kafka is imported only in this package (docs/ARCHITECTURE.md).
 
 Design:
 * **Topic.** One partition, `cleanup.policy=delete`, infinite retention, replication factor and
-  `min.insync.replicas` from the config. The default name is `kraft-acl-metadata` because a real
-  broker refuses `__cluster_metadata` ("Creation of internal topic __cluster_metadata is
+  `min.insync.replicas` from the config (`client.ensure_topic`). The default name is `kraft-acl-metadata`
+  because a real broker refuses `__cluster_metadata` ("Creation of internal topic __cluster_metadata is
   prohibited."): that name belongs to KRaft's own Raft log.
 * **Atomic batches.** A batch is ONE Kafka message, so it is visible whole or not at all. Its value is
   the file log's CRC-checked frame (`file_format.encode_frame`): logical base offset, record count,
@@ -14,9 +14,12 @@ Design:
   Logical offsets are contiguous record offsets exactly as in the file log, independent of Kafka's
   offsets (which transaction markers interleave).
 * **Exactly once, one writer.** The writer is a transactional producer (`acks=all`, idempotent); each
-  append is one transaction. A second writer with the same `transactional.id` fences the first, whose
-  next append fails with LogFencedError and never reaches the log. After `init_transactions` the new
-  writer reads the committed tail to learn the next logical offset.
+  append is one transaction. Every writer of a topic shares one `transactional.id`, so the one that
+  claims the role last (`claim_writer`: `init_transactions`) fences every earlier one, whose next append
+  fails with LogFencedError and never reaches the log (an open transaction of the old writer is aborted,
+  one being committed completes first). The new writer then reads the committed tail to learn the next
+  logical offset and writes under a new epoch. `release_writer` gives the role up (appends then raise
+  NotWriterError); who claims it when several processes could is `election.WriterElection`'s business.
 * **Reads.** A read_committed consumer; the high-water mark is the last stable offset (LSO) turned
   into a logical offset by reading the last committed message below it. Seeking to a logical offset
   uses a cache of (logical base -> Kafka offset) and otherwise a binary search over Kafka offsets.
@@ -26,122 +29,33 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import logging
 import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.file.format import encode_frame
-from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER, decode_message
+from kraftacl.metadata_log.backends.kafka_topic.client import (
+    KafkaLogConfig,
+    KafkaLogError,
+    LogFencedError,
+    LogMovedError,
+    LogUnavailableError,
+    NotWriterError,
+    UnsafeTopicError,
+    ensure_topic,
+    kafka_error,
+)
+from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER
+from kraftacl.metadata_log.backends.kafka_topic.stream import ReadStream
 from kraftacl.metadata_log.backends.memory import check_records
 from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
-from kraftacl.metadata_log.errors import LogClosedError, LogError, OffsetOutOfRangeError
+from kraftacl.metadata_log.errors import LogClosedError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
-
-KAFKA_LOGGER = logging.getLogger("kraft_acl.kafka")
-
-
-class KafkaLogError(LogError):
-    """A Kafka-side failure, with the topic and the reason."""
-
-
-class LogUnavailableError(KafkaLogError):
-    """The broker did not answer in time (down, unreachable, or partitioned)."""
-
-
-class LogFencedError(KafkaLogError):
-    """Another writer with the same transactional id took over; this writer can never append again."""
-
-
-class UnsafeTopicError(KafkaLogError):
-    """The topic exists with settings that would lose or reorder events."""
-
-
-@dataclass(frozen=True)
-class KafkaLogConfig:
-    """Where the log lives and how to reach it; `client` passes security settings straight to librdkafka."""
-
-    bootstrap_servers: str
-    topic: str = DEFAULT_TOPIC
-    transactional_id: str | None = None
-    replication_factor: int = 1
-    min_insync_replicas: int = 1
-    create_topic: bool = True
-    allow_unsafe_topic: bool = False
-    timeout_s: float = 30.0
-    client: dict[str, str] = field(default_factory=dict)
-
-    def base(self) -> dict[str, Any]:
-        """Settings shared by every client; librdkafka's own log lines go to the `kraft_acl.kafka` logger."""
-        return {"bootstrap.servers": self.bootstrap_servers, "logger": KAFKA_LOGGER, **self.client}
-
-
-def _error(prefix: str, exc: BaseException) -> KafkaLogError:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        err = exc.args[0]
-        text = f"{prefix}: {err.name()}: {err.str()}"
-        if err.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH):
-            return LogFencedError(text + " (another writer took over this log)")
-        if err.code() in (
-            KafkaError._TIMED_OUT,
-            KafkaError._TRANSPORT,
-            KafkaError._ALL_BROKERS_DOWN,
-            KafkaError._UNKNOWN_PARTITION,  # what the metadata cache says while the broker is down
-            KafkaError.REQUEST_TIMED_OUT,
-            KafkaError._MSG_TIMED_OUT,
-        ):
-            return LogUnavailableError(text)
-        if err.fatal():
-            return LogFencedError(text + " (fatal producer error: this writer is fenced)")
-        return KafkaLogError(text)
-    return KafkaLogError(f"{prefix}: {exc}")
-
-
-def ensure_topic(config: KafkaLogConfig) -> None:
-    """Create the topic if missing with event-log settings; refuse (or warn about) an unsafe existing one."""
-    admin = AdminClient(config.base())
-    wanted = {
-        "cleanup.policy": "delete",
-        "retention.ms": "-1",
-        "retention.bytes": "-1",
-        "min.insync.replicas": str(config.min_insync_replicas),
-    }
-    try:
-        meta = admin.list_topics(topic=config.topic, timeout=config.timeout_s)
-    except KafkaException as exc:
-        raise _error(f"cannot reach Kafka at {config.bootstrap_servers}", exc) from exc
-    topic = meta.topics.get(config.topic)
-    if topic is None or topic.error is not None:
-        if not config.create_topic:
-            raise KafkaLogError(f"topic {config.topic} does not exist and topic creation is disabled")
-        new = NewTopic(config.topic, num_partitions=1, replication_factor=config.replication_factor, config=wanted)
-        try:
-            admin.create_topics([new], request_timeout=config.timeout_s)[config.topic].result()
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise _error(f"cannot create topic {config.topic}", exc) from exc
-        return
-    problems = [] if len(topic.partitions) == 1 else [f"{len(topic.partitions)} partitions (need 1)"]
-    resource = ConfigResource(ConfigResource.Type.TOPIC, config.topic)
-    try:
-        entries = admin.describe_configs([resource], request_timeout=config.timeout_s)[resource].result()
-    except KafkaException as exc:
-        raise _error(f"cannot describe topic {config.topic}", exc) from exc
-    policy = entries["cleanup.policy"].value
-    if "compact" in (policy or ""):
-        problems.append(f"cleanup.policy={policy} (compaction drops events)")
-    retention = entries["retention.ms"].value
-    if retention not in ("-1", None):
-        problems.append(f"retention.ms={retention} (old events would be deleted; snapshots must then cover them)")
-    if problems and not config.allow_unsafe_topic:
-        raise UnsafeTopicError(f"topic {config.topic} is unsafe for an event log: {'; '.join(problems)}")
 
 
 class KafkaLog(LogBackend):
@@ -160,14 +74,15 @@ class KafkaLog(LogBackend):
         self._start: tuple[int, int] | None = None  # (low watermark, logical log start) last computed
         if config.create_topic or writer:
             ensure_topic(config)
-        self._probe = _Stream(self._new_consumer(), config)  # watermarks, tail and seek lookups
-        self._reader = _Stream(self._new_consumer(), config)  # read() iterations
+        self._probe = ReadStream(self._new_consumer(), config)  # watermarks, tail and seek lookups
+        self._reader = ReadStream(self._new_consumer(), config)  # read() iterations
         self._producer: Producer | None = None
-        self._fenced: LogFencedError | None = None  # once fenced, always fenced
+        self._fenced: LogFencedError | None = None  # fenced: no append until the role is claimed again
         self._needs_reset = False  # a failed transaction left the producer unusable: rebuild it first
         self.epoch = 0
+        self._next = 0
         if writer:
-            self._open_writer()
+            self.claim_writer()
 
     def _new_consumer(self) -> Consumer:
         return Consumer(
@@ -184,22 +99,39 @@ class KafkaLog(LogBackend):
         )
 
     # ---- writing --------------------------------------------------------------------------------------
+    @property
+    def is_writer(self) -> bool:
+        """True while this instance holds the writer role (claimed, and not fenced or released since)."""
+        return self._producer is not None and self._fenced is None
+
+    def claim_writer(self) -> int:
+        """Become the writer: a new transactional producer whose `init_transactions` fences every other writer of
+        this topic, then the committed tail (next offset, and a new epoch, which it returns)."""
+        with self._write_lock:
+            self._check_open()
+            self._drop_producer()
+            self._open_writer()
+            return self.epoch
+
+    def release_writer(self) -> None:
+        """Give the writer role up (another process was elected): appends raise NotWriterError until a claim."""
+        with self._write_lock:
+            self._drop_producer()
+
+    def _drop_producer(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(0)  # nothing is in flight outside a transaction; never wait for a dead broker
+        self._producer, self._fenced, self._needs_reset = None, None, False
+
     def _open_writer(self) -> None:
         tid = self.config.transactional_id or f"kraft-acl-controller-{self.config.topic}"
-        self._producer = Producer(
-            {
-                **self.config.base(),
-                "transactional.id": tid,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 0,
-            }
-        )
+        producer = Producer(self.config.producer_settings(tid))
         try:
-            self._producer.init_transactions(self.config.timeout_s)
+            producer.init_transactions(self.config.timeout_s)
         except KafkaException as exc:
-            raise _error(f"cannot become the writer of {self.config.topic} (transactional.id {tid})", exc) from exc
-        last = self._last_batch()
+            raise kafka_error(f"cannot become the writer of {self.config.topic} (transactional.id {tid})", exc) from exc
+        last = self._last_batch()  # complete: init_transactions finished or aborted every earlier writer's transaction
+        self._producer = producer
         self.epoch = (last.epoch if last is not None else 0) + 1
         self._next = last.next_offset if last is not None else 0
 
@@ -207,13 +139,12 @@ class KafkaLog(LogBackend):
         with self._write_lock:
             self._check_open()
             if self._producer is None:
-                raise KafkaLogError(f"append on {self.config.topic}: this KafkaLog was opened as a reader")
+                raise NotWriterError(f"append on {self.config.topic}: this process does not hold the writer role")
             if self._fenced is not None:
                 raise LogFencedError(str(self._fenced))
             records = check_records(records)
             if self._needs_reset:
-                self._open_writer()  # fences our own stuck producer, aborts its transaction, re-reads the tail
-                self._needs_reset = False
+                self._reset_writer()
             ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
             base = self._next
             frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
@@ -239,7 +170,7 @@ class KafkaLog(LogBackend):
                 )
                 self._producer.commit_transaction(self.config.timeout_s)
             except KafkaException as exc:
-                error = _error(f"append to {self.config.topic} at offset {base}", exc)
+                error = kafka_error(f"append to {self.config.topic} at offset {base}", exc)
                 if isinstance(error, LogFencedError):
                     self._fenced = error
                 else:
@@ -251,6 +182,19 @@ class KafkaLog(LogBackend):
             if delivered:
                 self._remember(base, delivered[0])
             return AppendResult(base, base + len(records) - 1, self.epoch)
+
+    def _reset_writer(self) -> None:
+        """After an append of unknown outcome: fence our own stuck producer (aborting its transaction, or letting a
+        commit under way complete) and re-read the tail. If that batch did land, the caller validated its new batch
+        against a state without it: refuse (nothing written) so it catches up and validates again."""
+        uncertain = self._next
+        self._open_writer()
+        self._needs_reset = False
+        if self._next != uncertain:
+            raise LogMovedError(
+                f"append to {self.config.topic}: the earlier append of unknown outcome at offset {uncertain} was "
+                f"committed (the log now ends at {self._next}); nothing was written: catch up and try again"
+            )
 
     def _maybe_abort(self) -> None:
         assert self._producer is not None
@@ -381,71 +325,14 @@ class KafkaLog(LogBackend):
                 self._producer.flush(5)
 
 
-class _Stream:
-    """One read_committed consumer on partition 0, repositioned per fetch so interleaved users stay correct."""
-
-    def __init__(self, consumer: Consumer, config: KafkaLogConfig) -> None:
-        self.consumer = consumer
-        self.config = config
-        self.tp = TopicPartition(config.topic, 0)
-        self.lock = threading.Lock()
-        self.at: int | None = None  # where the consumer will fetch next, if known
-
-    def watermarks(self) -> tuple[int, int]:
-        with self.lock:
-            try:
-                low, high = self.consumer.get_watermark_offsets(self.tp, timeout=self.config.timeout_s, cached=False)
-            except KafkaException as exc:
-                raise _error(f"cannot read the watermarks of {self.config.topic}", exc) from exc
-        return int(low), int(high)
-
-    def consume(self, start: int, end: int, codec: Codec) -> Iterator[tuple[int, RecordBatch]]:
-        """(Kafka offset, batch) for every committed message with start <= offset < end."""
-        position = start
-        deadline = time.monotonic() + self.config.timeout_s
-        while position < end:
-            with self.lock:
-                if self.at != position:
-                    self.consumer.assign([TopicPartition(self.config.topic, 0, position)])
-                # consume() waits for all num_messages or the timeout: keep the wait short, since a
-                # seek probe wants one message and a tail read ends below 500 (each wait was ~0.1 s).
-                messages = self.consumer.consume(num_messages=500, timeout=0.01)
-                got = self.consumer.position([self.tp])[0].offset
-                self.at = int(got) if got >= 0 else None
-            if not messages and time.monotonic() > deadline:
-                raise LogUnavailableError(
-                    f"reading {self.config.topic} from Kafka offset {position}: no answer "
-                    f"within {self.config.timeout_s:.0f}s (is the broker up?)"
-                )
-            for msg in messages:
-                offset = msg.offset()
-                if offset is None:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise _error(f"reading {self.config.topic}", KafkaException(err))
-                    position = max(position, offset)
-                    continue
-                deadline = time.monotonic() + self.config.timeout_s
-                if offset >= end:
-                    return
-                position = offset + 1
-                yield offset, _decode(msg, codec, self.config.topic)
-            if self.at is not None:  # librdkafka moves past transaction markers without delivering them
-                position = max(position, self.at)
-
-    def close(self) -> None:
-        with self.lock:
-            self.consumer.close()
-
-
-def _decode(msg: Any, codec: Codec, topic: str) -> RecordBatch:
-    schema_json = dict(msg.headers() or []).get(SCHEMA_HEADER)
-    try:
-        return decode_message(msg.value(), schema_json, codec, f"{topic} Kafka offset {msg.offset()}")
-    except LogError as exc:
-        raise KafkaLogError(str(exc)) from exc
-
-
-__all__ = ["DEFAULT_TOPIC", "KafkaLog", "KafkaLogConfig", "LogFencedError", "LogUnavailableError"]
+__all__ = [
+    "DEFAULT_TOPIC",
+    "KafkaLog",
+    "KafkaLogConfig",
+    "KafkaLogError",
+    "LogFencedError",
+    "LogMovedError",
+    "LogUnavailableError",
+    "NotWriterError",
+    "UnsafeTopicError",
+]

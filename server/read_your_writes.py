@@ -1,0 +1,68 @@
+"""Read-your-writes: a decision or describe that names `min_offset` (the offset an ACL write answered) is answered
+from a state holding that offset, waiting (bounded by min.offset.wait.max.ms) while this serve catches up; else 503
+OFFSET_NOT_REACHED naming how far it got, or 400 once this serve has read the log's end after the request arrived
+and the offset lies beyond it (no write can have answered it).
+
+A serve applies the log some milliseconds after the controller acknowledged a write (docs/deployment.md has the
+measured propagation); a client that must see its own write on any serve passes the offset instead of sleeping.
+
+Runs on the event loop; the wait is woken by the change feed (`server.change_feed`) and re-checks every 50 ms.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from kraftacl.server.context import ServeState
+from kraftacl.server.errors import ApiFailure, BadRequest
+from kraftacl.server.http import Response
+
+RECHECK_S = 0.05  # also notices a batch that changed no ACL (the change feed wakes only on changes)
+
+
+class OffsetNotReached(ApiFailure):
+    """503: this serve had not applied `min_offset` within min.offset.wait.max.ms."""
+
+    status = 503
+    code = "OFFSET_NOT_REACHED"
+
+
+def after_offset(
+    state: ServeState, min_offset: int | None, answer: Callable[[], Response]
+) -> Response | Awaitable[Response]:
+    """`answer()` now when no `min_offset` is asked, it is applied, or serve is still loading (the answer is then
+    AUTHORIZER_NOT_READY); else once it is applied."""
+    if min_offset is None or not state.authorizer.ready or state.authorizer.state()[1] >= min_offset:
+        return answer()
+    return _later(state, min_offset, answer)
+
+
+async def _later(state: ServeState, min_offset: int, answer: Callable[[], Response]) -> Response:
+    arrived = time.monotonic()
+    deadline = arrived + state.config.min_offset_wait_s
+    feed = state.changes
+    while state.authorizer.state()[1] < min_offset:
+        tail = state.tailer.status() if state.tailer is not None else None
+        if (
+            tail is not None
+            and tail.last_error is None
+            and tail.started_monotonic > arrived
+            and tail.high_watermark is not None
+            and min_offset >= tail.high_watermark
+        ):
+            raise BadRequest(
+                f"min_offset {min_offset} is beyond the end of the metadata log (its next offset is "
+                f"{tail.high_watermark}): no ACL write answered it",
+                "$.min_offset",
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            applied = state.authorizer.state()[1]
+            raise OffsetNotReached(
+                f"this serve has applied the metadata log up to offset {applied}, not yet min_offset {min_offset} "
+                f"(waited {time.monotonic() - arrived:.1f} s, min.offset.wait.max.ms); ask again, or another serve",
+                "$.min_offset",
+            )
+        await feed.wait(feed.acl_offset, min(left, RECHECK_S))
+    return answer()
