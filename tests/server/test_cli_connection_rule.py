@@ -1,6 +1,7 @@
 """One rule for `--server` in every command (kraftacl/cli/options.py): an unreachable serve is exit 1, a missing or
 empty token file exit 2 (before anything is sent), a URL without a scheme is http, each one line naming the URL or
-the file; the token is the first line of the file that is not blank or a `#` comment, as the plugin reads it."""
+the file (each of several comma-separated URLs by the same rule); the token is the first line of the file that is
+not blank or a `#` comment, as the plugin reads it."""
 
 from __future__ import annotations
 
@@ -68,6 +69,14 @@ def test_the_same_situation_is_the_same_exit_code_in_every_command(
 
     no_scheme = _run(command, "--server", url.removeprefix("http://"), "--token-file", str(token), tmp_path=tmp_path)
     assert no_scheme.returncode == 0, no_scheme.stderr  # taken as http://, and the token after the comment is used
+
+    # several serves, comma-separated: each URL by the same rule; the unreachable one is passed over
+    both = _run(
+        command, "--server", f"{down},{url.removeprefix('http://')}", "--token-file", str(token), tmp_path=tmp_path
+    )
+    assert both.returncode == 0, both.stderr
+    bad_second = _run(command, "--server", f"{url},ftp://127.0.0.1:1", "--token-file", str(token), tmp_path=tmp_path)
+    assert bad_second.returncode == 2 and "--server ftp://127.0.0.1:1: the scheme must be" in _one_line(bad_second)
 
     wrong = _run(command, "--server", url, "--token", "not-a-token", tmp_path=tmp_path)
     assert wrong.returncode == 1 and "HTTP 401" in _one_line(wrong)
