@@ -1,19 +1,46 @@
 # One command to set up and run, one to set up and test. Everything installs from PyPI / Maven Central.
+#   make run     the runtime only (serve and the CLI: no dev tools, no PySpark, no Maven), then the demo serve
+#   make broker  a real Kafka broker whose authorizer is the plugin, asking the `make run` serve
+#   make test    the dev tools, PySpark, the plugin and the Kafka and Spark jars, then lint, types, every test
 PY ?= python3
+comma := ,
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# uv (from PyPI, into .venv by its pip) installs the packages: it downloads in parallel and skips compiling every
+# .pyc up front, which halves the install of a first `make run` against pip's on a busy 2-core machine
+# (BENCHMARKS.md, "The first hour"). pip stays in .venv for the user.
+UV := $(BIN)/uv
+# Two stamps: the runtime install (`make run`) and the full one (`make setup`, `make test`); the full one builds
+# on the runtime one, so a `make run` after `make test` installs nothing.
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+# what a step prints first: `kraft-acl: <what>`, so a user sees what the minutes go to
+say = @echo "kraft-acl: $(1)"
+# the installers' own output (and the build backend's warnings) go to a log, shown only when the step fails
+INSTALL_LOG := $(VENV)/install.log
+quietly = $(1) >$(INSTALL_LOG) 2>&1 || { cat $(INSTALL_LOG); exit 1; }
+uv_install = $(call quietly,$(UV) pip install --python $(BIN)/python $(1))
 
-.PHONY: setup run demo test lint typecheck unit kafka-jars plugin spark-jars clean
+.PHONY: setup run demo test lint typecheck unit kafka-jars kafka-tools plugin spark-jars broker broker-stop clean
 
-# codec_rows.py and bulk_rows.py are compiled by setup.py (mypyc): an edit to either rebuilds the extension.
-$(STAMP): pyproject.toml setup.py metadata_log/codec/rows.py authorizer/index/bulk_rows.py
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,spark]'
-	touch $(STAMP)
+$(UV):
+	$(call say,creating $(VENV) (Python virtual environment, $(shell $(PY) --version 2>&1)) and installing uv into it)
+	@$(PY) -m venv $(VENV)
+	@$(call quietly,$(BIN)/pip --disable-pip-version-check install --quiet uv)
 
-setup: $(STAMP) plugin
+# rows.py and bulk_rows.py are compiled by setup.py (mypyc, about 10 s): an edit to either rebuilds the extension.
+$(RUN_STAMP): $(UV) pyproject.toml setup.py metadata_log/codec/rows.py authorizer/index/bulk_rows.py
+	$(call say,installing kraft-acl and its runtime dependencies from PyPI and compiling its two hot loops with mypyc)
+	@$(call uv_install,-e .)
+	@touch $@
+
+$(DEV_STAMP): $(RUN_STAMP)
+	$(call say,installing the dev tools (pytest ruff mypy ...) and PySpark (the audit jobs) from PyPI)
+	@$(call uv_install,-e '.[dev$(comma)spark]')
+	@touch $@
+
+## setup: everything `make test` needs: the full .venv, the plugin jar and the Spark Kafka connector jars
+setup: $(DEV_STAMP) plugin
 	@if command -v mvn >/dev/null 2>&1; then bash scripts/spark-jars.sh fetch; fi
 
 ## plugin: the Kafka broker plugin jar (kafka-plugin/, Maven; its JUnit tests run in the build). Without
@@ -33,32 +60,52 @@ $(PLUGIN_JAR): $(PLUGIN_SOURCES)
 	  || { cat kafka-plugin/target/build.log; exit 1; }
 	@touch $@ kafka-plugin/target/test-classes
 
-## run: set up, then run the main job: `kraft-acl serve` on the embedded log with a demo config and demo ACLs
+## run: the runtime install, then the main job: `kraft-acl serve` on the embedded log with the demo config and ACLs
 DEMO_LOG := data/serve-demo
-run: setup
+DEMO_CONFIG := examples/serve/server.properties
+# the demo's CLIENT listener, for the hints make run prints (the port is written once, in DEMO_CONFIG)
+DEMO_URL = http://$(shell sed -n 's|^listeners=.*CLIENT://\([^,]*\).*|\1|p' $(DEMO_CONFIG))
+run: $(RUN_STAMP)
+	$(call say,loading the demo ACLs of examples/serve/acls.json into $(DEMO_LOG))
 	@$(BIN)/kraft-acl import --from-json examples/serve/acls.json --log-dir $(DEMO_LOG)
-	@echo "Demo ACLs are in $(DEMO_LOG). Try, once serve says ready:"
-	@echo "  curl -s -H 'Authorization: Bearer broker-demo-token-0123456789' http://127.0.0.1:9191/v1/authorize \\"
-	@echo "    -d '{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.1\",\"explain\":true,\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"orders-eu\"}]}'"
-	@echo "  curl -s http://127.0.0.1:9191/v1/status"
-	$(BIN)/kraft-acl serve --config examples/serve/server.properties
+	@$(BIN)/kraft-acl serve --config $(DEMO_CONFIG) --check-config -o table
+	$(call say,starting serve in the foreground (Ctrl-C stops it). In another terminal:)
+	@echo "  source .venv/bin/activate"
+	@echo "  kraft-acl acls --server $(DEMO_URL) --token-file examples/serve/admin.token --list"
+	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: 'A broker authorized by serve')"
+	@exec $(BIN)/kraft-acl serve --config $(DEMO_CONFIG)
+
+## broker: a real Kafka broker (the release of scripts/kafka/pom.xml) in the background, its authorizer the plugin
+## asking the `make run` serve; prints BOOTSTRAP=host:port and the client property files. broker-stop stops it.
+BROKER_PORT ?= 9092
+broker: $(RUN_STAMP) plugin kafka-tools
+	@$(BIN)/python -m kraftacl.harness.demo_broker start --port $(BROKER_PORT) --serve-config $(DEMO_CONFIG) \
+	  --plugin-jar $(PLUGIN_JAR) data/broker
+
+broker-stop: $(RUN_STAMP)
+	@$(BIN)/python -m kraftacl.harness.demo_broker stop data/broker
 
 ## demo: the what-if demo (decisions without a running service)
-demo: setup
+demo: $(RUN_STAMP)
 	$(BIN)/kraft-acl authorize --acls examples/demo/acls.json --requests examples/demo/requests.jsonl \
 	  --config examples/demo/server.properties --explain --output table
 
-lint: setup
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check metadata_log authorizer snapshots shell server kraftacl pipeline schemas
 	$(BIN)/lint-imports
 
-typecheck: setup
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 ## kafka-jars: fetch the Apache Kafka broker jars of every supported release from Maven Central (kafka-marked tests)
 kafka-jars:
 	bash scripts/kafka-broker.sh fetch --all
+
+## kafka-tools: Kafka's own command-line tools (kafka-acls, kafka-topics, console producer and consumer) from Maven
+## Central, run by the wrappers in scripts/kafka/bin/
+kafka-tools:
+	@bash scripts/kafka-tools.sh fetch
 
 ## spark-jars: fetch Spark's Kafka connector (at pyspark's version) from Maven Central into .spark/jars
 spark-jars:
@@ -67,7 +114,8 @@ spark-jars:
 ## test: set up, lint, type-check, then run every test (Kafka tests included: the broker jars come from
 ## Maven Central; in CI they are fetched first so the download never counts against a test's timeout)
 test: setup lint typecheck
-	@if [ "$$CI" = "true" ] || command -v mvn >/dev/null 2>&1; then bash scripts/kafka-broker.sh fetch --all; fi
+	@if [ "$$CI" = "true" ] || command -v mvn >/dev/null 2>&1; then \
+	  bash scripts/kafka-broker.sh fetch --all && bash scripts/kafka-tools.sh fetch; fi
 	$(BIN)/pytest -q
 
 clean:

@@ -21,7 +21,7 @@ from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.pipeline.cli_args import Args, parser
 from kraftacl.pipeline.errors import PipelineError
-from kraftacl.pipeline.run_jobs import JOBS
+from kraftacl.pipeline.run_jobs import JOBS, say
 from kraftacl.pipeline.session import build_session
 from kraftacl.snapshots.errors import SnapshotError
 
@@ -45,6 +45,7 @@ def _spark_message(exc: BaseException) -> str:
 
 @contextmanager
 def _session(args: Args) -> Iterator[SparkSession]:
+    say(args, f"starting Spark ({args.master or 'local[*]'} unless spark-submit says otherwise)")
     spark = build_session(
         f"kraft-acl audit {args.job}",
         args.master,
@@ -52,10 +53,12 @@ def _session(args: Args) -> Iterator[SparkSession]:
         progress=args.progress,
         conf=args.conf,
     )
+    say(args, f"Spark {spark.version} is up (master {spark.sparkContext.master})")
     try:
         yield spark
     finally:
         spark.stop()
+        say(args, "Spark stopped")
 
 
 def run(argv: list[str]) -> dict[str, Any]:

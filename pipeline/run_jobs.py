@@ -37,15 +37,16 @@ from kraftacl.pipeline.sources.log_events import LogEvents
 Job = Callable[[SparkSession, Args], dict[str, Any]]
 
 
-def _say(args: Args, message: str) -> None:
+def say(args: Args, message: str) -> None:
+    """One line of the job's progress on stderr (with --progress, the default when stderr is a terminal)."""
     if args.progress:
         print(f"kraft-acl audit {args.job}: {message}", file=sys.stderr, flush=True)
 
 
 def _load(spark: SparkSession, args: Args) -> LogEvents:
-    _say(args, f"reading the log ({args.source.describe()})")
+    say(args, f"reading the log ({args.source.describe()})")
     log = load_events(spark, args.source)
-    _say(args, f"{log.high_watermark - log.log_start} records, offsets {log.log_start}..{log.high_watermark - 1}")
+    say(args, f"{log.high_watermark - log.log_start} records, offsets {log.log_start}..{log.high_watermark - 1}")
     return log
 
 
@@ -65,7 +66,7 @@ def fold_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     o = args.options
     log = _load(spark, args)
     offset = _offset(log, o.to_offset, o.at_time)
-    _say(args, f"folding to offset {offset}")
+    say(args, f"folding to offset {offset}")
     result = fold(log, offset, o.out)
     h = result.header
     return {
@@ -97,7 +98,7 @@ def permissions_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     resources = read_resources(spark, o.resources) if o.resources is not None else default_resources(acls)
     named = [*(read_principals(o.principals) if o.principals is not None else []), *o.principal]
     principals = default_principals(acls, named)
-    _say(args, f"deciding for {len(principals)} principal(s) at offset {offset}")
+    say(args, f"deciding for {len(principals)} principal(s) at offset {offset}")
     prepare(o.out)
     built = report(spark, acls, resources.cache(), principals, config)
     rows = built.rows.orderBy("principal", "resource_type", "resource_name", "operation", "host").cache()
@@ -175,7 +176,7 @@ def usage_job(spark: SparkSession, args: Args) -> dict[str, Any]:
     log = _load(spark, args)
     offset = _offset(log, o.to_offset, o.at_time)
     acls = state_at(log, offset).drop("offset")
-    _say(args, f"reading {len(files)} decision log file(s)")
+    say(args, f"reading {len(files)} decision log file(s)")
     decisions = read_decisions(spark, files, o.from_time, o.until_time).cache()
     found = usage(decisions, acls, o.top, o.few)
     prepare(o.out)

@@ -17,35 +17,13 @@ POM="$SCRIPT_DIR/spark/pom.xml"
 LIB="${SPARK_JARS_DIR:-$ROOT/.spark/jars}"
 
 die() { echo "spark-jars.sh: $*" >&2; exit 1; }
-note() { echo "spark-jars.sh: $*" >&2; }
 pom_hash() { sha256sum "$POM" | cut -d' ' -f1; }
-ready() { [[ -f "$LIB/.fetched" && "$(cat "$LIB/.fetched")" == "$(pom_hash)" ]]; }
+# shellcheck source=scripts/lib/mvn-fetch.sh
+source "$SCRIPT_DIR/lib/mvn-fetch.sh"
 
 cmd_fetch() {
-  if ready; then note "spark jars up to date in $LIB"; return 0; fi
-  command -v mvn >/dev/null 2>&1 || die "mvn not found on PATH (needed once to fetch the Spark Kafka connector)"
-  local parent tmp
-  parent="$(dirname "$LIB")"
-  mkdir -p "$parent"
-  exec 9>"$parent/.fetch.lock"
-  command -v flock >/dev/null 2>&1 && { flock -w 900 9 || die "timed out waiting for another fetch"; }
-  if ready; then exec 9>&-; note "spark jars up to date in $LIB"; return 0; fi
-  tmp="$(mktemp -d "$parent/.jars.tmp.XXXXXX")"
-  note "fetching the Spark Kafka connector with Maven into $LIB ..."
   # shellcheck disable=SC2086  # SPARK_MVN_ARGS is a list of flags
-  if ! mvn -B -q -Dstyle.color=never ${SPARK_MVN_ARGS:-} -f "$POM" \
-      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$tmp" >"$tmp.log" 2>&1; then
-    cat "$tmp.log" >&2
-    rm -rf "$tmp" "$tmp.log"
-    die "mvn dependency:copy-dependencies failed"
-  fi
-  rm -f "$tmp.log"
-  compgen -G "$tmp/spark-sql-kafka-0-10_2.13-*.jar" >/dev/null || { rm -rf "$tmp"; die "no connector jar was fetched"; }
-  pom_hash >"$tmp/.fetched"
-  rm -rf "$LIB"
-  mv "$tmp" "$LIB"
-  exec 9>&-
-  note "fetched $(find "$LIB" -name '*.jar' | wc -l) jars into $LIB"
+  mvn_fetch spark-jars.sh "$POM" "$LIB" "$(pom_hash)" "spark-sql-kafka-0-10_2.13-*.jar" ${SPARK_MVN_ARGS:-}
 }
 
 case "${1:-}" in

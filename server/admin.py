@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import msgspec
@@ -27,6 +28,7 @@ from kraftacl.api.wire import (
     DeleteOut,
     DeleteResultOut,
     FilterIn,
+    SnapshotOut,
     StatusOut,
 )
 from kraftacl.authorizer.decision.standard import Action, RequestContext
@@ -45,6 +47,8 @@ from kraftacl.server.convert import acl_of, acl_out, filter_of
 from kraftacl.server.errors import Forbidden, LogUnavailable, NotController, NotReady
 from kraftacl.server.http_wire import Request, Response
 from kraftacl.server.json_body import decode_sliced
+from kraftacl.snapshots.errors import SnapshotError
+from kraftacl.snapshots.naming import parse_name
 
 _CREATE = msgspec.json.Decoder(CreateIn)
 _DELETE = msgspec.json.Decoder(DeleteIn)
@@ -165,6 +169,30 @@ def _create_out(r: CreateResult) -> CreateResultOut:
 
 def _delete_out(r: DeleteResult) -> DeleteResultOut:
     return DeleteResultOut(r.error.code, r.error.name, [acl_out(i, a) for i, a in r.deleted], r.error.message)
+
+
+async def snapshot(state: ServeState, request: Request, caller: Caller) -> Response:
+    """POST /v1/snapshots: write the current state as a snapshot now (on the writer thread, between two writes),
+    as `kraft-acl snapshot create` does on a log with no serve; the operator's on-demand snapshot (ALTER on the
+    cluster, checked at the head)."""
+    node = state.node
+    if not state.config.writes_snapshots or node.snapshots is None:
+        raise NotController(
+            "this serve does not write the log's snapshots (process.roles=broker on an embedded log: the controller "
+            "serve owns the directory); ask the controller"
+        )
+    before = len(node.retention_deleted)
+
+    def take() -> tuple[Path, int]:
+        return node.take_snapshot(), len(node.image)
+
+    try:
+        path, acls = await asyncio.get_running_loop().run_in_executor(state.writer, take)
+    except SnapshotError as exc:
+        raise LogUnavailable(f"the snapshot could not be written; nothing was changed: {exc}") from exc
+    made = parse_name(path)
+    deleted = node.retention_deleted[before:]
+    return Response(200, _ENCODE.encode(SnapshotOut(str(path), made.end_offset, made.epoch, acls, deleted)))
 
 
 def count(state: ServeState, request: Request, caller: Caller) -> Response:

@@ -106,6 +106,7 @@ ROUTES: dict[tuple[str, str], Route] = dict(
             body="small",
             check=_admin(AclOperation.DESCRIBE, "DescribeAclHistory"),
         ),
+        _on(ep.CREATE_SNAPSHOT, admin.snapshot, body="none", check=_admin(AclOperation.ALTER, "CreateSnapshot")),
         _on(ep.STATUS, admin.status, "status", body="none"),
         _on(ep.CHANGES, changes.changes, body="none", check=_trusted_only("follow the change feed")),
         (

@@ -1,13 +1,16 @@
 """`kraft-acl serve`'s configuration: a Kafka-style properties file parsed and validated, key by key.
 
 `ServeConfig` and its parts are immutable values. Every bad value raises `ServeConfigError` with one
-line naming the file, the key and the value; unknown keys are returned as warnings, never fatal.
-Keys and their meaning are listed in `KEYS` (docs/serve.md's table is generated from the same words).
+line naming the file, the key and the value; unknown keys are returned as warnings (with the known key they
+are closest to: "did you mean"), fatal only for `kraft-acl serve --check-config`.
+Keys and their meaning are listed in `KEYS` (docs/serve.md's table is generated from the same words): a key
+added there is known, and offered as a suggestion, with nothing else to change.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +180,13 @@ class ServeConfig:
     log_format: str
     log_level: int
     warnings: tuple[str, ...] = field(default=())
+    unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
+
+    @property
+    def writes_snapshots(self) -> bool:
+        """True when this serve writes the log's snapshots: the controller of an embedded log (whose directory
+        it owns), or any serve of a Kafka-backed log (each keeps its own snapshot directory)."""
+        return (self.controller or self.log.bootstrap_servers is not None) and self.log.snapshot_dir is not None
 
     def listener_anonymous(self, name: str) -> bool:
         """True when callers without credentials on this listener are User:ANONYMOUS (auth.anonymous.listeners)."""
@@ -312,6 +322,15 @@ def _is_known(key: str) -> bool:
     return key in KEYS or key.startswith(KAFKA_CLIENT_PREFIX)
 
 
+def unknown_key_message(path: Path, key: str, ignored: bool = True) -> str:
+    """What to say of an unknown key: that serve ignores it (when it does), and the known key it is closest to
+    when one is close (a misspelling)."""
+    names = [k for k in KEYS if "*" not in k and "<" not in k]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+    notes = (["ignored"] if ignored else []) + ([f"did you mean {close[0]}?"] if close else [])
+    return f"{path}: unknown key {key}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
     """Validate every key (ServeConfigError on the first bad one) and collect warnings for unknown keys."""
     r = PropertyReader(path, props)
@@ -335,9 +354,9 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         log_format=r.choice("log.format", "text", ("text", "json")),
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],
     )
-    unknown = sorted(k for k in props if k not in r.used and not _is_known(k))
-    warnings = tuple(f"{path}: unknown key {k} (ignored)" for k in unknown)
-    return dataclasses.replace(config, warnings=warnings)
+    unknown = tuple(sorted(k for k in props if k not in r.used and not _is_known(k)))
+    warnings = tuple(unknown_key_message(path, k) for k in unknown)
+    return dataclasses.replace(config, warnings=warnings, unknown_keys=unknown)
 
 
 def load(path: Path) -> ServeConfig:

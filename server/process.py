@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import uvloop
 
+from kraftacl.server.announce import Announcer
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
 from kraftacl.server.config import Listener, ServeConfig
@@ -37,18 +38,20 @@ SWITCH_INTERVAL_S = 0.001
 log = logging.getLogger("kraft_acl.serve")
 
 
-def say(line: str) -> None:
-    """A line for the operator (and for scripts: tests read these) on stdout."""
-    print(f"kraft-acl serve: {line}", flush=True)
-
-
 class Serve:
     """The running process: listeners, the initial load, the tailer, and shutdown."""
 
     def __init__(
-        self, config: ServeConfig, state: ServeState, api: Api, sockets: dict[str, socket.socket], conns: Connections
+        self,
+        config: ServeConfig,
+        state: ServeState,
+        api: Api,
+        sockets: dict[str, socket.socket],
+        conns: Connections,
+        out: Announcer | None = None,
     ) -> None:
         self.config = config
+        self.out = out or Announcer()
         self.state = state
         self.api = api
         self.connections = conns
@@ -76,7 +79,14 @@ class Serve:
             ssl_handshake_timeout=self.config.limits.request_timeout_s if tls is not None else None,
         )
         self.servers.append(server)
-        say(f"listening on {listener.name} {listener.url(sock.getsockname()[1])}{note}")
+        url = listener.url(sock.getsockname()[1])
+        self.out.say(
+            "listening",
+            f"listening on {listener.name} {url}{note}",
+            listener=listener.name,
+            url=url,
+            early_start=listener.early_start,
+        )
 
     async def run(self) -> None:
         """Serve until SIGTERM/SIGINT; raises ServeError when the initial load fails."""
@@ -92,7 +102,10 @@ class Serve:
         for listener in self.config.listeners:
             if not listener.early_start:
                 port = self.sockets[listener.name].getsockname()[1]
-                say(f"{listener.name} {listener.url(port)} opens after the initial load")
+                url = listener.url(port)
+                self.out.say(
+                    "waiting", f"{listener.name} {url} opens after the initial load", listener=listener.name, url=url
+                )
         loaded = await self._initial_load()
         if loaded:
             for listener in self.config.listeners:
@@ -100,7 +113,9 @@ class Serve:
                     await self._open(listener, "")
             self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
             index, offset = self.state.authorizer.state()
-            say(f"ready: {len(index)} ACLs, last applied offset {offset}")
+            self.out.say(
+                "ready", f"ready: {len(index)} ACLs, last applied offset {offset}", acls=len(index), offset=offset
+            )
             self.state.role.start()
             await self.stop.wait()
         await self._shutdown()
@@ -123,7 +138,7 @@ class Serve:
         await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if not done.done() or self.stop.is_set():
-            say("stopped before the initial load completed")
+            self.out.say("stopped", "stopped before the initial load completed", loaded=False)
             return False
         error = done.exception()
         if error is not None:
@@ -141,7 +156,7 @@ class Serve:
                 return
             except LogDirectoryMissingError as exc:
                 if not waited:
-                    say(f"waiting for the metadata log: {exc}")
+                    self.out.say("waiting", f"waiting for the metadata log: {exc}", reason=str(exc))
                     waited = True
                 self.state.start_error = str(exc)
                 if self._stop_flag.wait(self.config.log.poll_interval_s * 10):
@@ -174,7 +189,7 @@ class Serve:
         if self.state.decision_log is not None:
             self.state.decision_log.close()
         self.state.node.close()
-        say("stopped")
+        self.out.say("stopped", "stopped", loaded=True)
 
 
 def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
@@ -186,8 +201,9 @@ def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
         future.set_exception(error)
 
 
-def serve(config: ServeConfig) -> int:
-    """Run serve until stopped; 0 on a clean stop. ServeError when it cannot start or the load fails.
+def serve(config: ServeConfig, out: Announcer | None = None) -> int:
+    """Run serve until stopped, its status lines through `out` (text on stdout by default); 0 on a clean stop.
+    ServeError when it cannot start or the load fails.
 
     Every listener's port is taken first: a conflict ends here, before the log or any file is opened."""
     tokens = load_tokens(config.token_file) if config.token_file is not None else {}
@@ -203,7 +219,7 @@ def serve(config: ServeConfig) -> int:
         raise
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
-        process = Serve(config, state, Api(state, Authenticator(tokens)), sockets, connections)
+        process = Serve(config, state, Api(state, Authenticator(tokens)), sockets, connections, out)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(process.run())
     except ServeError:

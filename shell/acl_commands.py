@@ -72,8 +72,10 @@ def authorize(shell: ShellState, parsed: Parsed) -> None:
         return
     shell.print(decision.result.name)
     shell.print(f"rule: {decision.rule}")
-    if decision.rule.acl is not None:
-        shell.print(f"acl: /acl/id/{view.groups.id_of[decision.rule.acl]}")
+    acl_id = view.groups.id_of[decision.rule.acl] if decision.rule.acl is not None else None
+    if acl_id is not None:
+        shell.print(f"acl: /acl/id/{acl_id}")
+    shell.record(result=decision.result.name, rule=str(decision.rule), acl_id=acl_id, offset=view.offset)
 
 
 def who_can(shell: ShellState, parsed: Parsed) -> None:
@@ -91,9 +93,18 @@ def who_can(shell: ShellState, parsed: Parsed) -> None:
         shell.error(f"who-can: {exc}")
         return
     shell.print(f"who-can {operation.name} {rtype.name}:{name} at offset {view.offset}")
-    for line in table([_row(view, answer, entry) for entry in answer.entries]):
+    rows = [_row(view, answer, entry) for entry in answer.entries]
+    for line in table(rows):
         shell.print(line)
     named_acls = {acl for entry in answer.entries for acl in entry.acls}
+    shell.record(
+        operation=operation.name,
+        resource=f"{rtype.name}:{name}",
+        offset=view.offset,
+        rows=[dict(zip(("result", "principal", "host", "rule", "also"), row, strict=True)) for row in rows],
+        acls={view.groups.id_of[acl]: str(acl) for acl in sorted(named_acls | set(answer.unmatched), key=str)},
+        unmatched=sorted(view.groups.id_of[acl] for acl in answer.unmatched),
+    )
     if named_acls:
         shell.print("")
         for line in sorted(f"{view.groups.id_of[acl]}  {acl}" for acl in named_acls):

@@ -96,6 +96,7 @@ def ls(shell: ShellState, parsed: Parsed) -> None:
             else:
                 files.append(match.name)
     width = shell.screen_width() if shell.interactive else None
+    shell.record(files=files, directories={name: node.sorted_names() for name, node in directories})
     _entries(shell, "", files, width)
     need_intro = bool(files) or len(directories) > 1
     first = not files
@@ -147,6 +148,8 @@ def find(shell: ShellState, parsed: Parsed) -> None:
             lines: list[str] = []
             _find(lines, match.absolute if shell.is_glob(path) else path, match.node)
             shell.print("\n".join(lines))
+            found = shell.answer.get("paths")
+            shell.record(paths=[*(found if isinstance(found, list) else []), *lines])
 
 
 def _find(lines: list[str], path: str, node: Node) -> None:
@@ -199,6 +202,7 @@ def handlers() -> dict[str, Handler]:
 
     def pwd(shell: ShellState, parsed: Parsed) -> None:
         shell.print(shell.cwd)
+        shell.record(cwd=shell.cwd)
 
     return {
         "at": acl_commands.at,

@@ -59,6 +59,7 @@ class ShellState:
         self.cwd = "/"
         self.status = 0
         self.done = False
+        self.answer: dict[str, object] = {}  # the current command's answer as values, for `-o json`
         self._lines: list[str] = []
         self._history = history if history is not None else (lambda: self._lines)
         self._view = source.view()
@@ -75,6 +76,10 @@ class ShellState:
     def print(self, text: str) -> None:
         """Write lines of output (a newline is added)."""
         self.out(text + "\n")
+
+    def record(self, **values: object) -> None:
+        """Values of the current command's answer (what `kraft-acl shell -o json` prints in place of its text)."""
+        self.answer.update(values)
 
     def error(self, message: str, status: int = EXIT_ERROR) -> None:
         """Report an error in Kafka's words and remember the exit status."""

@@ -2,7 +2,7 @@
 write) the controller, started the KIP-801 way.
 
 A node is driven by one thread (start-up, catch-up, controller calls); any number of threads may
-call its authorizer concurrently.
+call its authorizer concurrently, and `take_snapshot` may be called from another thread (one at a time: a lock).
 
 Start-up (docs/ARCHITECTURE.md "START"): refuse a log that ends below a whole snapshot of its own (it
 lost acknowledged batches), load the newest snapshot that validates and belongs to this log at one
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -71,6 +72,7 @@ class AclNode:
         self.snapshot_failure: str | None = None  # why the last automatic snapshot failed (None: it did not)
         self.retention_deleted: list[str] = []  # every snapshot file retention removed after this node's snapshots
         self.tailer: Tailer | None = None
+        self._snapshot_lock = threading.Lock()
 
     @property
     def image(self) -> AclsImage:
@@ -146,9 +148,14 @@ class AclNode:
         log.info("snapshot %s: %d ACLs", reader.path.name, count)
 
     def take_snapshot(self) -> Path:
-        """Write the current image as `<next offset>-<epoch>.checkpoint`."""
+        """Write the current image as `<next offset>-<epoch>.checkpoint` (one snapshot at a time: the policy's, on
+        the thread that publishes, and one asked for, on another, never write the same file at once)."""
         if self.snapshots is None:
             raise StartupError("this node has no snapshot directory")
+        with self._snapshot_lock:
+            return self._take_snapshot(self.snapshots)
+
+    def _take_snapshot(self, snapshots: SnapshotStore) -> Path:
         image = self.loader.image
         p = image.provenance
         header = SnapshotHeader(
@@ -158,8 +165,8 @@ class AclNode:
             log_id=self.backend.log_id,
         )
         with paused_gc():  # a million ACLs go out as columns: no collection pass meanwhile (half the time)
-            path = self.snapshots.write_chunks(header, image.chunks())
-        for gone in self.snapshots.last_deleted:
+            path = snapshots.write_chunks(header, image.chunks())
+        for gone in snapshots.last_deleted:
             self.retention_deleted.append(gone.file_name())
             log.info("retention deleted snapshot %s", gone.file_name())
         if self.policy is not None:

@@ -33,6 +33,7 @@ from kraftacl.api.wire import (
     ErrorOut,
     HistoryIn,
     ImageOut,
+    SnapshotOut,
     StatusOut,
 )
 from kraftacl.authorizer.errors import AuthorizerError
@@ -73,10 +74,7 @@ class ServerTarget:
         if self.token:
             return self.token
         if self.token_file is not None:
-            try:
-                return self.token_file.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ServerError(f"--token-file {self.token_file}: {exc.strerror}") from exc
+            return read_token_file(self.token_file)
         return os.environ.get(TOKEN_ENV) or None
 
     @property
@@ -87,6 +85,24 @@ class ServerTarget:
     def connect(self) -> ServerClient:
         """A client (nothing is sent until the first call)."""
         return ServerClient(self)
+
+
+class TokenFileError(ServerError):
+    """A token file that cannot be read or holds no token: the caller's input, not serve's answer."""
+
+
+def read_token_file(path: Path) -> str:
+    """The token in a token file: its first line that is not blank or a `#` comment, as the broker plugin reads
+    `kraft.acl.token.file`; TokenFileError when the file cannot be read or holds no such line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise TokenFileError(f"--token-file {path}: {reason}") from exc
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    raise TokenFileError(f"--token-file {path}: holds no token (every line is blank or a # comment)")
 
 
 class ServerClient:
@@ -208,6 +224,10 @@ class ServerClient:
             acl = None if e.acl is None else stored_acl(e.acl)[1]
             events[e.id].append(AclEvent(e.offset, e.epoch, e.timestamp_ms, acl))
         return AclHistory(answer.log_start, answer.end, {i: tuple(found) for i, found in events.items()})
+
+    def create_snapshot(self) -> SnapshotOut:
+        """POST /v1/snapshots: serve writes a snapshot of its current state now."""
+        return self.call(ep.CREATE_SNAPSHOT)
 
     def status(self) -> StatusOut:
         """GET /v1/status (ServerError with status 503 while serve is still loading)."""

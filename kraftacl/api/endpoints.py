@@ -113,6 +113,15 @@ ACL_HISTORY: Endpoint[wire.HistoryIn, wire.HistoryOut] = Endpoint(
     wire.HistoryOut,
     wire.HistoryIn,
 )
+CREATE_SNAPSHOT: Endpoint[None, wire.SnapshotOut] = Endpoint(
+    "POST",
+    "/v1/snapshots",
+    "snapshot",
+    "Write a snapshot of the current state into the snapshot directory now, retention applied (ALTER on the "
+    "cluster; the serve that writes the log's snapshots: a controller, or any serve of a Kafka-backed log; "
+    "since 1.3.0)",
+    wire.SnapshotOut,
+)
 STATUS: Endpoint[None, wire.StatusOut] = Endpoint(
     "GET",
     "/v1/status",
@@ -150,6 +159,7 @@ ENDPOINTS: tuple[Endpoint[Any, Any], ...] = (
     ACL_COUNT,
     ACL_IMAGE,
     ACL_HISTORY,
+    CREATE_SNAPSHOT,
     STATUS,
     CHANGES,
     OPA,

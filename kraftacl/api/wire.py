@@ -252,6 +252,17 @@ class CountOut(_Out, frozen=True):
     offset: int
 
 
+class SnapshotOut(msgspec.Struct, frozen=True):
+    """POST /v1/snapshots: the snapshot serve just wrote of its current state, as `kraft-acl snapshot create`
+    reports one (every field always present)."""
+
+    path: str  # where serve wrote it (as serve names its snapshot directory)
+    end_offset: int  # it holds every ACL below this offset
+    epoch: int
+    acls: int
+    deleted: list[str]  # snapshot files retention (metadata.log.snapshot.retain) removed after writing it
+
+
 class ControllerOut(msgspec.Struct, frozen=True):
     """Whether this controller-role serve writes the log now (the active controller) or is a standby."""
 

@@ -53,10 +53,10 @@ from kraftacl.cli.acls_options import (
     filters_for,
     parse_pattern_type,
 )
-from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import acl_json
-from kraftacl.cli.options import Server
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.snapshots.errors import SnapshotError
@@ -170,7 +170,7 @@ def acls_command(
     except OptionError as exc:
         fail(str(exc))
     except ServerError as exc:
-        fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+        server_failed(exc)
     except (LogError, SnapshotError, AuthorizerError) as exc:
         fail(str(exc), EXIT_FAILED)
 

@@ -3,22 +3,32 @@
 Stateless. The jobs run in their own driver process, `python -m kraftacl.pipeline JOB ...`, the same program
 `spark-submit` runs on a cluster: the shell and the pipeline are separate faces that do not import each
 other (pyproject's import contracts), and the driver owns its JVM. Options, help and errors are the
-driver's; this command passes them through and exits with its code.
+driver's; this command passes them through and exits with its code. An install without the `spark` extra
+gets one line saying how to add it (exit 2) before anything starts; the JVM's one start-up warning about
+incubator modules is left out of stderr, everything else (the job's progress, Spark's progress bar) passes.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import BinaryIO, cast
 
 import typer
+
+from kraftacl.cli.errors import fail
 
 audit_app = typer.Typer(
     help="Spark jobs over the metadata log: fold, permissions, changes, usage (`kraft-acl audit JOB --help`).",
     no_args_is_help=True,
 )
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+#: The JVM prints it for the --add-modules Spark's launcher always passes; it says nothing about the job.
+JVM_NOISE = b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+SPARK_MODULES = ("pyspark", "py4j", "pyarrow", "pandas")
 
 
 _JOBS = {
@@ -29,6 +39,33 @@ _JOBS = {
 }
 
 
+def missing_spark() -> list[str]:
+    """The modules of the `spark` extra this Python cannot import (none when it is installed)."""
+    missing = []
+    for name in SPARK_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def _forward(stream: io.BufferedReader, out: BinaryIO) -> None:
+    """Copy the driver's stderr as it comes (progress bars redraw with \\r), without the JVM's start-up warning."""
+    head = b""
+    while len(head) < len(JVM_NOISE) and (chunk := stream.read1(65536)):
+        head += chunk
+        if not JVM_NOISE.startswith(head[: len(JVM_NOISE)]):
+            break
+    out.write(head.replace(JVM_NOISE, b"", 1))
+    out.flush()
+    while chunk := stream.read1(65536):
+        out.write(chunk)
+        out.flush()
+
+
 def _job_command(job: str) -> Callable[[typer.Context], None]:
     def run(ctx: typer.Context) -> None:
         argv = [sys.executable, "-m", "kraftacl.pipeline", job, *ctx.args]
@@ -37,7 +74,16 @@ def _job_command(job: str) -> Callable[[typer.Context], None]:
             typer.echo(shown.stdout, nl=False)
             typer.echo(shown.stderr, nl=False, err=True)
             raise typer.Exit(shown.returncode)
-        raise typer.Exit(subprocess.call(argv))
+        missing = missing_spark()
+        if missing:
+            fail(
+                f"kraft-acl audit runs on Spark, and this install lacks the spark extra ({', '.join(missing)}): "
+                "install it with `pip install -e '.[spark]'` in the checkout (or `make setup`); the jobs also need "
+                "Java 17"
+            )
+        with subprocess.Popen(argv, stderr=subprocess.PIPE) as driver:
+            _forward(cast(io.BufferedReader, driver.stderr), sys.stderr.buffer)
+        raise typer.Exit(driver.returncode)
 
     return run
 

@@ -24,10 +24,10 @@ from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.cli.acls_options import AclOptions as ResourceFlags
 from kraftacl.cli.acls_options import OptionError, check_principal, parse_operation, resources
 from kraftacl.cli.authorize_view import answers_table
-from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
+from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import STATE_AT_HELP, replayed
-from kraftacl.cli.options import Server
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, output_option, print_table
 
 Evaluator = Callable[[Request, bool], dict[str, Any]]
@@ -176,7 +176,7 @@ def authorize_command(
         try:
             _answer(lambda r, e: client.evaluate(r, e, min_offset), parsed, source, explain, output)
         except ServerError as exc:
-            fail(str(exc), EXIT_INPUT if exc.code == "INVALID_REQUEST" else EXIT_FAILED)
+            server_failed(exc)
         finally:
             client.close()
         return

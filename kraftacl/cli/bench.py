@@ -27,6 +27,7 @@ class Suite(StrEnum):
     cluster = "cluster"  # chaos on a real three-node cluster with a serve beside each broker (not in `all`)
     shell = "shell"
     pipeline = "pipeline"
+    first_hour = "first-hour"  # make run from a fresh checkout with empty caches, a small audit job (not in `all`)
     all = "all"
 
 
@@ -52,7 +53,7 @@ def bench_command(
         Suite,
         typer.Option(
             "--suite",
-            metavar="authorizer|log|serve|import|plugin|cluster|shell|pipeline|all",
+            metavar="authorizer|log|serve|import|plugin|cluster|shell|pipeline|first-hour|all",
             help="which suite to run",
         ),
     ] = Suite.authorizer,
@@ -111,6 +112,10 @@ def bench_command(
             from kraftacl.bench import pipeline_suite
 
             result["pipeline"] = pipeline_suite.run(quick=quick)
+        if suite is Suite.first_hour:  # not in `all`: it installs from PyPI into a temporary checkout
+            from kraftacl.bench import first_hour_suite
+
+            result["first-hour"] = first_hour_suite.run(quick=quick)
     except RuntimeError as exc:  # a child process failed: timing.in_child names it and its last error line
         fail(str(exc), EXIT_FAILED)
     progress("done")

@@ -33,7 +33,7 @@ from kraftacl.cli.acls_flags import BootstrapServer, CommandConfig, MetadataTopi
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import library_errors
-from kraftacl.cli.options import Server
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, output_option
 
 
@@ -193,9 +193,9 @@ def _server_errors(source: AclSource | None = None) -> Iterator[None]:
     try:
         yield
     except ServerError as exc:
-        if exc.status == 400:
-            fail(f"{source.label}: {exc}" if source is not None else str(exc), EXIT_INPUT)
-        fail(str(exc), EXIT_FAILED)
+        if exc.status == 400 and source is not None:
+            fail(f"{source.label}: {exc}", EXIT_INPUT)
+        server_failed(exc)
 
 
 def _report(
@@ -229,6 +229,7 @@ def _check(source: AclSource, target: AclTarget, acls: list[StandardAcl]) -> dic
     missing, extra = _sorted(expected - actual), _sorted(actual - expected)
     return {
         "equal": not missing and not extra,
+        "target": "serve" if isinstance(target, ServerAclTarget) else "the log",  # where the extra ACLs are
         "count": len(actual),
         "missing": [acl_to_json(a) for a in missing],
         "extra": [acl_to_json(a) for a in extra],
@@ -256,7 +257,7 @@ def _print_report(r: dict[str, Any]) -> None:
     typer.echo(
         f"Check: {len(check['missing']) + len(check['extra'])} difference(s) between the source and {r['target']}:"
     )
-    for sign, key, where in (("-", "missing", "in the source only"), ("+", "extra", "in the log only")):
+    for sign, key, where in (("-", "missing", "in the source only"), ("+", "extra", f"in {check['target']} only")):
         for acl in check[key]:
             typer.echo(f"{sign} {_acl_text(acl)} ({where})")
 

@@ -14,10 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
+from kraftacl.api.client import ServerError
 from kraftacl.authorizer.decision.config import AuthorizerConfig, load_config
 from kraftacl.authorizer.errors import ConfigError
 from kraftacl.cli.errors import fail
-from kraftacl.cli.options import Server
+from kraftacl.cli.options import Server, server_failed
+from kraftacl.cli.output import Output, output_option
 from kraftacl.shell.parse import EXIT_USAGE
 from kraftacl.shell.session import Shell
 from kraftacl.shell.sources.base import AclSource, SourceError
@@ -85,6 +87,13 @@ def shell_command(
     config: Config = None,
     history_file: HistoryFile = None,
     server: Server = None,
+    output: Annotated[
+        Output,
+        output_option(
+            "table (each answer as text; text is the same) or json (each command's answer as one JSON object: "
+            "the command, its status and its values; not for the interactive shell)"
+        ),
+    ] = Output.table,
 ) -> None:
     """The metadata shell: Kafka's kafka-metadata-shell commands over the ACLs, plus authorize, who-can, history, at.
 
@@ -97,6 +106,7 @@ def shell_command(
       kraft-acl shell --log-dir data/meta who-can READ TOPIC:orders
       kraft-acl shell --server http://127.0.0.1:9191 --token-file admin.token
       echo 'ls /acl/by-principal' | kraft-acl shell --snapshot data/meta/00000000000000000012-0000000003.checkpoint
+      kraft-acl shell --log-dir data/meta -o json authorize User:alice 10.0.0.1 READ TOPIC:orders
     """
     if server is not None and config is not None:
         fail("--config: with --server the decisions use serve's own super.users and allow.everyone.if.no.acl.found")
@@ -106,14 +116,18 @@ def shell_command(
         fail(str(exc))
     options = SourceOptions(log_dir, snapshot, bootstrap_server, command_config, metadata_topic, at_offset, cfg, server)
     interactive = not words and sys.stdin.isatty()
+    if interactive and output.is_json:
+        fail("-o json answers a COMMAND, or the commands read from standard input; the interactive shell prints text")
     if interactive:
         print("Loading...", flush=True)
     try:
         source = open_source(options)
     except SourceError as exc:
+        if isinstance(exc.__cause__, ServerError):  # the one rule of every --server command (cli.options)
+            server_failed(exc.__cause__)
         fail(str(exc))
     try:
-        status = _run(source, words or [], interactive, history_file)
+        status = _run(source, words or [], interactive, history_file, output.is_json)
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader of our output went away (`| head`): nothing more to say
@@ -124,7 +138,7 @@ def shell_command(
     raise typer.Exit(status)
 
 
-def _run(source: AclSource, words: list[str], interactive: bool, history_file: Path | None) -> int:
+def _run(source: AclSource, words: list[str], interactive: bool, history_file: Path | None, as_json: bool) -> int:
     if interactive:
         from kraftacl.shell.interactive import history_store, run_interactive
 
@@ -132,8 +146,9 @@ def _run(source: AclSource, words: list[str], interactive: bool, history_file: P
         run_interactive(source, history_store(history_file or _default_history()))
         return 0
     shell = Shell(source, sys.stdout.write, sys.stderr.write)
+    run = shell.run_json if as_json else shell.run_line
     if words:
-        shell.run_line(shlex.join(words), words)
+        run(shlex.join(words), words)
         return shell.status
     for raw in sys.stdin:
         line = raw.rstrip("\n")
@@ -144,7 +159,7 @@ def _run(source: AclSource, words: list[str], interactive: bool, history_file: P
         except ValueError as exc:
             shell.error(f"cannot read the line '{line}': {exc}", EXIT_USAGE)
             continue
-        shell.run_line(line, parsed)
+        run(line, parsed)
         sys.stdout.flush()  # a program feeding the commands one by one reads each answer before its next command
         if shell.done:
             break

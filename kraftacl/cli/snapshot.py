@@ -1,7 +1,8 @@
 """`kraft-acl snapshot create|list|inspect|verify`: write, list and check ACL snapshot files.
 
 Stateless; only `create` writes (as the log's one writer, so it waits up to --lock-timeout for another
-writer's lock). `list` and `verify --log-dir` also say whether each snapshot belongs to the log, at
+writer's lock; or, with --server, through the running serve that writes the log). `list` and
+`verify --log-dir` also say whether each snapshot belongs to the log, at
 one of its batch boundaries (`snapshots.binding`).
 """
 
@@ -13,9 +14,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
+import msgspec
 import typer
 from rich.table import Table
+from typer_injector import InjectingTyper
 
+from kraftacl.api.client import ServerError
+from kraftacl.api.wire import SnapshotOut
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.cli.errors import fail
@@ -23,6 +28,7 @@ from kraftacl.cli.kafka_files import kafka_files
 from kraftacl.cli.kafka_files_dump import inspect_kafka, verify_kafka
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import LIBRARY_ERRORS, acl_json, acl_table, check_log_dir, library_errors, sorted_acls
+from kraftacl.cli.options import Server, server_failed
 from kraftacl.cli.output import Output, OutputOpt, print_table
 from kraftacl.metadata_log.backends.file.check import scan_directory
 from kraftacl.metadata_log.backends.file.dir_files import is_kafka_file
@@ -34,7 +40,7 @@ from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.history import USABLE, ScanView, SnapshotRow, check_history
 from kraftacl.snapshots.naming import SUFFIX, SnapshotId, parse_name
 
-snapshot_app = typer.Typer(
+snapshot_app = InjectingTyper(  # `create --server` takes the shared connection options (cli.options.Server)
     help="ACL snapshots: <20-digit end offset>-<10-digit epoch>.checkpoint files holding every ACL "
     "below the (exclusive) end offset.",
     no_args_is_help=True,
@@ -79,19 +85,41 @@ def load_image(path: Path) -> tuple[SnapshotReader, AclsImage]:
 
 @snapshot_app.command("create")
 def create_command(
-    log_dir: LogDir,
+    log_dir: Annotated[
+        Path | None,
+        typer.Option("--log-dir", metavar="DIR", help="the metadata log directory (no serve may be writing it)"),
+    ] = None,
     retain: Annotated[
         int, typer.Option("--retain", metavar="N", help="keep the newest N usable snapshots (0: all)")
     ] = 3,
     output: OutputOpt = Output.table,
     lock_timeout: LockTimeout = 5.0,
+    server: Server = None,
 ) -> None:
     """Snapshot the ACL state at the high-water mark into the log directory; prints the new file's path.
+
+    A log a running serve writes is snapshotted through that serve (`--server`: it writes the snapshot between
+    two of its writes, into its snapshot directory, with its own retention; ALTER on the cluster), since the
+    directory has one writer at a time.
 
     \b
     Example:
       kraft-acl snapshot create --log-dir data/meta --retain 3
+      kraft-acl snapshot create --server http://127.0.0.1:9191 --token-file admin.token
     """
+    if (log_dir is None) == (server is None):
+        fail("give one of --log-dir DIR (a log no serve is writing) and --server URL (the serve writing it)")
+    if server is not None:
+        client = server.connect()
+        try:
+            made = client.create_snapshot()
+        except ServerError as exc:
+            server_failed(exc)
+        finally:
+            client.close()
+        _report_created(made, output, f"retention: serve's metadata.log.snapshot.retain at {server.url}")
+        return
+    assert log_dir is not None
     check_log_dir(log_dir)
     if retain < 0:
         fail(f"--retain {retain} is negative")
@@ -112,23 +140,19 @@ def create_command(
         node.close()
     deleted = sorted(before - {p.name for p in log_dir.glob(f"*{SUFFIX}")})
     snap = parse_name(path)
+    made = SnapshotOut(str(path), snap.end_offset, snap.epoch, len(image), deleted)
+    _report_created(made, output, f"--retain {retain}")
+
+
+def _report_created(made: SnapshotOut, output: Output, retention: str) -> None:
+    """What `snapshot create` prints: the path (or the whole report as JSON), then what retention deleted."""
     if output.is_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "path": str(path),
-                    "end_offset": snap.end_offset,
-                    "epoch": snap.epoch,
-                    "acls": len(image),
-                    "deleted": deleted,
-                }
-            )
-        )
+        typer.echo(json.dumps(msgspec.structs.asdict(made)))
         return
-    typer.echo(str(path))
-    print(f"end offset {snap.end_offset}, epoch {snap.epoch}, {len(image)} ACL(s)", file=sys.stderr)
-    for name in deleted:
-        print(f"deleted by retention (--retain {retain}): {name}", file=sys.stderr)
+    typer.echo(made.path)
+    print(f"end offset {made.end_offset}, epoch {made.epoch}, {made.acls} ACL(s)", file=sys.stderr)
+    for name in made.deleted:
+        print(f"deleted by retention ({retention}): {name}", file=sys.stderr)
 
 
 @dataclass(frozen=True, slots=True)

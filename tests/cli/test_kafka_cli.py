@@ -8,6 +8,7 @@ from pathlib import Path
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR
 from tests.authorizer.history.test_kafka_state import LOG, A, B, D
 from tests.cli.test_log_cmds import assert_one_line_error, cli
+from tests.metadata_log.kafka_files import write_snapshot
 from tests.metadata_log.test_kafka_files import GOLDEN
 
 ACLS = [
@@ -163,3 +164,58 @@ def test_import_from_a_kafka_directory(tmp_path: Path) -> None:
     )
     assert report["added"] == 2 and report["check"]["equal"]
     assert cli("export", "--log-dir", kf_dir)[1] == cli("export", "--log-dir", tmp_path / "m")[1]
+
+
+def _kafka_dir(tmp_path: Path, segments: dict[int, list[bytes]]) -> Path:
+    """A metadata.log.dir whose `__cluster_metadata-0` holds one segment per (base offset, batches)."""
+    partition = tmp_path / "meta" / PARTITION_DIR
+    partition.mkdir(parents=True)
+    (partition / "quorum-state").write_text("{}")
+    for base, batches in segments.items():
+        (partition / f"{base:020d}.log").write_bytes(b"".join(batches))
+    return tmp_path / "meta"
+
+
+def test_log_check_reads_kafka_metadata_as_the_other_commands_do(tmp_path: Path) -> None:
+    """`log check` on Kafka's own metadata says so, checks every batch across segments and snapshots, and is
+    OK on a whole log (a log that the other commands read without complaint)."""
+    meta = _kafka_dir(tmp_path, {0: LOG[:3], 5: LOG[3:]})
+    write_snapshot(meta / PARTITION_DIR, 2, [A])
+    code, out, _ = cli("log", "check", "--log-dir", meta)
+    assert code == 0, out
+    assert out.splitlines()[0].startswith(f"Log directory: {meta} (Apache Kafka's own KRaft metadata, read-only")
+    assert "Segments: 2" in out and "Snapshots: 1 (1 valid)" in out
+    assert out.splitlines()[-1] == "OK: one consistent history of Kafka's metadata, offsets 0..12"
+    assert cli("replay", "--log-dir", meta)[0] == 0  # the readers agree that this is one whole log
+    report = json.loads(cli("log", "check", "--log-dir", meta, "-o", "json")[1])
+    assert report["kind"] == "kafka" and report["consistent"] and report["end"] == 13
+    assert [s["batches"] for s in report["segments"]] == [3, len(LOG) - 3]
+    own = tmp_path / "own"
+    added = cli("acls", "--log-dir", own, "--add", "--allow-principal", "User:a", "--operation", "Read", "--topic", "t")
+    assert added[0] == 0
+    own_report = cli("log", "check", "--log-dir", own)
+    assert own_report[0] == 0 and own_report[1].startswith(f"Log directory: {own} (kraft-acl's embedded log)")
+    assert json.loads(cli("log", "check", "--log-dir", own, "-o", "json")[1])["kind"] == "kraft-acl"
+
+
+def test_log_check_lists_every_problem_in_kafka_metadata(tmp_path: Path) -> None:
+    """A damaged batch (CRC), a gap between segments, a damaged snapshot and a log start no snapshot covers are
+    each named with their file (and byte), and the check goes on past each; exit 1. A torn tail of the newest
+    segment is only a warning: a broker may be writing it."""
+    damaged = bytearray(LOG[3])
+    damaged[30] ^= 0xFF
+    meta = _kafka_dir(tmp_path, {2: [LOG[2], bytes(damaged)], 6: [LOG[4]], 11: [LOG[7], LOG[7][:20]]})
+    partition = meta / PARTITION_DIR
+    snapshot = write_snapshot(partition, 1, [A])
+    snapshot.write_bytes(snapshot.read_bytes()[:-5])
+    code, out, _ = cli("log", "check", "--log-dir", meta)
+    assert code == 1, out
+    problems = out[out.index("Problems:") : out.index("Warnings:")]
+    assert f"{2:020d}.log byte {len(LOG[2])}: batch CRC-32C mismatch" in problems
+    assert f"{11:020d}.log byte 0: gap: expected a batch at offset 8, found 11" in problems
+    assert f"{1:020d}-{1:010d}.checkpoint: damaged snapshot" in problems
+    assert "the log starts at offset 2 and no whole snapshot ends at or after it" in problems
+    assert f"{11:020d}.log byte {len(LOG[7])}: 20 bytes" in out[out.index("Warnings:") :] and "unfinished batch" in out
+    assert out.splitlines()[-1].startswith("NOT one consistent history")
+    report = json.loads(cli("log", "check", "--log-dir", meta, "-o", "json")[1])
+    assert not report["consistent"] and len(report["problems"]) == 4 and len(report["warnings"]) == 1

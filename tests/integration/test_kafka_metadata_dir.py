@@ -253,6 +253,21 @@ def test_the_shell_on_the_brokers_directory(cluster: dict[str, Any], kraft_acl: 
     assert shell("authorize", "User:alice", "WRITE", "TOPIC:payments").startswith("ALLOWED\n")
 
 
+def test_log_check_on_the_brokers_directory(cluster: dict[str, Any], kraft_acl: list[str], tmp_path: Path) -> None:
+    """`log check` on a real broker's metadata: Kafka's kind, one consistent history across its segments and
+    snapshots (the broker snapshots every second), the end at least what the readers read; the files untouched."""
+    copy = tmp_path / "meta"
+    shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
+    before = {p.name: p.read_bytes() for p in (copy / PARTITION_DIR).iterdir()}
+    check = [*kraft_acl, "log", "check", "--log-dir", str(copy), "-o", "json"]
+    done = subprocess.run(check, capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["kind"] == "kafka" and report["consistent"], done.stdout
+    assert report["snapshots"] and all(s["valid"] for s in report["snapshots"])
+    assert report["end"] >= read_state(copy).high_watermark
+    assert {p.name: p.read_bytes() for p in (copy / PARTITION_DIR).iterdir()} == before
+
+
 @pytest.mark.spark
 def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
     cluster: dict[str, Any], spark: Any, kraft_acl: list[str], tmp_path: Path

@@ -79,3 +79,21 @@ def test_bad_options_fail_in_one_line_before_spark_starts(kraft_acl: list[str], 
     )
     helped = audit(kraft_acl, "fold", "--help")
     assert helped.returncode == 0 and "--to-offset N" in helped.stdout
+
+
+def test_spark_stays_quiet_and_the_jobs_progress_stays(kraft_acl: list[str], spark: object, tmp_path: Path) -> None:
+    """A small job prints its result on stdout and, on stderr, nothing without --progress; with it, only its own
+    progress lines and Spark's progress bar: no JVM warning, no Spark log line, no "Setting default log level"."""
+    generated = random_log(tmp_path / "meta", seed=7, batches=8)
+    meta = str(generated.directory)
+    quiet = audit(kraft_acl, "changes", "--log-dir", meta, "--from-offset", "0", "--no-progress")
+    assert quiet.returncode == 0 and quiet.stdout.startswith("Offsets 0 -> "), quiet.stderr
+    assert quiet.stderr == ""
+    shown = audit(kraft_acl, "changes", "--log-dir", meta, "--from-offset", "0", "--progress")
+    assert shown.returncode == 0, shown.stderr
+    lines = [line.strip() for line in shown.stderr.replace("\r", "\n").splitlines() if line.strip()]
+    own = [line for line in lines if line.startswith("kraft-acl audit changes: ")]
+    assert own[0].startswith("kraft-acl audit changes: starting Spark") and "reading the log" in " ".join(own)
+    assert own[-1] == "kraft-acl audit changes: Spark stopped"
+    others = [line for line in lines if line not in own and not line.startswith("[Stage ")]
+    assert others == [], others

@@ -119,9 +119,7 @@ def test_import_check_through_serve_lists_differences(serve: ServeProcess, tmp_p
     assert _run("acls", *_remote(serve), *extra).returncode == 0
     checked = _run("import", "--from-json", source, *_remote(serve), "--check")
     assert checked.returncode == 1, checked.stderr
-    assert (
-        "+ resource_type=TOPIC resource_name=only-in-serve" in checked.stdout and "(in the log only)" in checked.stdout
-    )
+    assert "+ resource_type=TOPIC resource_name=only-in-serve" in checked.stdout and "(in serve only)" in checked.stdout
 
 
 def test_import_refusals_name_the_element_and_field_and_write_nothing(serve: ServeProcess, tmp_path: Path) -> None:

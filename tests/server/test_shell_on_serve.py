@@ -177,22 +177,22 @@ def test_the_prompt_follows_acls_added_through_serve(
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--server", f"http://127.0.0.1:{free_port()}"], "cannot reach serve: [Errno 111] Connection refused"),
-        (["--server", "URL", "--token", "not-a-token"], "HTTP 401 UNAUTHENTICATED: the bearer token is not in"),
-        (["--server", "URL", "--token", ALICE_TOKEN], "HTTP 403 CLUSTER_AUTHORIZATION_FAILED: User:alice from"),
-        (["--server", "URL", "--at-offset", "1"], "--at-offset needs a log (--log-dir or --bootstrap-server)"),
-        (["--server", "URL", "--config", "x.properties"], "--config: with --server the decisions use serve's own"),
-        (["--server", "URL", "--log-dir", "."], "give exactly one of --log-dir DIR, --snapshot FILE,"),
+    ("args", "exit_code", "message"),
+    [  # the rule of every --server command (cli.options): serve unreachable or refusing is 1, bad input 2
+        (["--server", f"http://127.0.0.1:{free_port()}"], 1, "cannot reach serve: [Errno 111] Connection refused"),
+        (["--server", "URL", "--token", "not-a-token"], 1, "HTTP 401 UNAUTHENTICATED: the bearer token is not in"),
+        (["--server", "URL", "--token", ALICE_TOKEN], 1, "HTTP 403 CLUSTER_AUTHORIZATION_FAILED: User:alice from"),
+        (["--server", "URL", "--at-offset", "1"], 2, "--at-offset needs a log (--log-dir or --bootstrap-server)"),
+        (["--server", "URL", "--config", "x.properties"], 2, "--config: with --server the decisions use serve's own"),
+        (["--server", "URL", "--log-dir", "."], 2, "give exactly one of --log-dir DIR, --snapshot FILE,"),
     ],
 )
-def test_bad_urls_and_tokens_are_one_line_and_exit_2(
-    kraft_acl: list[str], serve: ServeProcess, args: list[str], message: str
+def test_bad_urls_and_tokens_are_one_line_and_the_rules_exit_code(
+    kraft_acl: list[str], serve: ServeProcess, args: list[str], exit_code: int, message: str
 ) -> None:
     argv = [serve.url("CLIENT") if a == "URL" else a for a in args]
     if "--token" not in argv:
         argv += ["--token", ADMIN_TOKEN]
     code, out, err = run(kraft_acl, "shell", *argv, "ls")
-    assert (code, out) == (2, "")
+    assert (code, out) == (exit_code, "")
     assert err.startswith("kraft-acl: error: ") and message in err and err.count("\n") == 1, err

@@ -3,6 +3,7 @@ of `metashell_log.py`, with the exact output; commands read from standard input;
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -355,3 +356,34 @@ def test_kafka_metadata_is_recognised_before_any_kraft_acl_reader(kraft_acl: lis
     # Only the snapshot's end exists in a directory holding nothing but a snapshot: no state at 2 to move to.
     code, _, err = shell(kraft_acl, ["--log-dir", str(kafka_dir)], "at", "2")
     assert code == 1 and err.startswith("at: ") and "no snapshot ends at or below offset 2" in err, err
+
+
+def test_json_output_one_answer_per_command(kraft_acl: list[str], log_dir: Path) -> None:
+    """`-o json`: each command's answer as one JSON object (the command, its status, its values or its text), for
+    one command and for commands read from standard input; the same decisions as the text form."""
+    source = ["--log-dir", str(log_dir), "-o", "json"]
+    code, out, err = shell(kraft_acl, source, "authorize", "User:alice", "READ", "TOPIC:orders")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "command": "authorize User:alice READ TOPIC:orders",
+        "status": 0,
+        "result": "ALLOWED",
+        "rule": f"MatchingAcl(acl={ACL_F})",
+        "acl_id": F,
+        "offset": 7,
+    }
+    code, out, err = shell(kraft_acl, source, stdin="ls /acl\nwho-can DESCRIBE TOPIC:orders\nls /nope\nman pwd\n")
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and err == "" and [a["status"] for a in answers] == [0, 0, 1, 0]
+    assert answers[0]["directories"] == {"acl": ["by-principal", "by-resource", "id"]}
+    rows = answers[1]["rows"]
+    assert rows[0] == {
+        "result": "ALLOWED",
+        "principal": "User:alice",
+        "host": "any host",
+        "rule": f"MatchingAcl {B}",
+        "also": f"also applying: {F}",
+    }
+    assert set(answers[1]["acls"]) >= {B, F} and answers[1]["offset"] == 7
+    assert answers[2]["errors"] == ["ls: /nope: no such file or directory."]
+    assert answers[3]["output"][0].startswith("pwd: ")  # a command without values of its own: its text, as lines
