@@ -48,11 +48,12 @@ def acl(
     }
 
 
-def grant(serve: ServeProcess, *acls: dict[str, str]) -> None:
-    """Create ACLs through serve's API (as its super user); every entry must succeed."""
+def grant(serve: ServeProcess, *acls: dict[str, str]) -> int:
+    """Create ACLs through serve's API (as its super user); every entry must succeed. The offset of their batch."""
     status, body = serve.call(CREATE_ACLS, ADMIN_TOKEN, {"acls": list(acls)})
     assert status == 200, body
     assert all(r["error_code"] == 0 for r in body["results"]), body
+    return int(body["offset"])
 
 
 def revoke(serve: ServeProcess, *acls: dict[str, str]) -> None:

@@ -67,7 +67,10 @@ def test_failover_then_fail_closed_then_recovery(plugin_setup: PluginSetup) -> N
         finally:
             start_serve(second)
     finally:
+        seen = len(server_log(plugin_setup))
         start_serve(first)
+    # The circuit breaker lets calls reach a restarted serve once its probe (every 500 ms) got an answer.
+    wait_for_log(plugin_setup, f"serve {first.url('CONTROLLER')} answers again", since=seen)
     assert produce(broker, "mia", topic) is None, "the same broker process decides through serve again"
     assert topic in visible_topics(broker, "mia")
 
@@ -106,9 +109,19 @@ def wait_for_no_memory(setup: PluginSetup) -> None:
         time.sleep(0.2)
 
 
-def wait_for_log(setup: PluginSetup, text: str, timeout: float = 60.0) -> None:
+def wait_for_notice(setup: PluginSetup, offset: int) -> None:
+    """Wait until the broker's plugin knows of the ACL change at `offset` (its change feed reported it, or it uses
+    no remembered decision): a request after it is asked of serve, not answered from memory."""
+    deadline = time.monotonic() + 60
+    while broker_metric(setup.broker, "cache-usable") != 0 and broker_metric(setup.broker, "cache-acl-offset") < offset:
+        assert time.monotonic() < deadline, f"the plugin never learnt of the ACL change at offset {offset}"
+        time.sleep(0.05)
+
+
+def wait_for_log(setup: PluginSetup, text: str, timeout: float = 60.0, since: int = 0) -> None:
+    """Wait until the broker logs `text` (at or after character `since` of its log)."""
     deadline = time.monotonic() + timeout
-    while text not in server_log(setup):
+    while text not in server_log(setup)[since:]:
         assert time.monotonic() < deadline, f"the broker never logged {text!r}"
         time.sleep(0.2)
 
@@ -121,18 +134,21 @@ def test_a_frozen_serve_is_skipped_and_the_local_one_asked_again_once_it_answers
     time.sleep(0.5)  # serve B tails the log every 20 ms
     assert produce(broker, "nora", topic) is None
     answered_by_b = decisions_of(second)
+    paused_at = len(server_log(plugin_setup))
     first.pause()
     try:
         wait_for_no_memory(plugin_setup)
         assert produce(broker, "nora", topic) is None, "serve B answers once A has timed out"
         assert produce(broker, "nora", topic) is None
-        wait_for_log(plugin_setup, f"stopped asking serve {first.url('CONTROLLER')}")
+        wait_for_log(plugin_setup, f"stopped asking serve {first.url('CONTROLLER')}", since=paused_at)
         assert decisions_of(second) > answered_by_b
     finally:
+        seen = len(server_log(plugin_setup))
         first.resume()
-    wait_for_log(plugin_setup, f"serve {first.url('CONTROLLER')} answers again")
+    wait_for_log(plugin_setup, f"serve {first.url('CONTROLLER')} answers again", since=seen)
     before = decisions_of(first)
-    grant(first, acl("User:nora", "READ", topic))  # a change: the next decisions are asked, not remembered
+    offset = grant(first, acl("User:nora", "READ", topic))  # a change: the next decisions are asked, not remembered
+    wait_for_notice(plugin_setup, offset)
     assert produce(broker, "nora", topic) is None
     assert decisions_of(first) > before, "the broker asks its first (local) serve again"
 
@@ -145,6 +161,7 @@ def test_with_every_serve_frozen_requests_are_denied_without_reaching_them(plugi
     time.sleep(0.5)
     assert produce(broker, "oscar", topic) is None
     before = [decisions_of(s) for s in serves]
+    paused_at = len(server_log(plugin_setup))
     for s in serves:
         s.pause()
     try:
@@ -155,13 +172,14 @@ def test_with_every_serve_frozen_requests_are_denied_without_reaching_them(plugi
             attempts += 1
         assert topic not in visible_topics(broker, "oscar")
         assert produce(broker, "admin", topic) is None  # super users are decided in the broker
-        assert "no other serve is healthy" in server_log(plugin_setup)
+        assert "no other serve is healthy" in server_log(plugin_setup)[paused_at:]
     finally:
+        resumed_at = len(server_log(plugin_setup))
         for s in serves:
             s.resume()
     reached = sum(decisions_of(s) - b for s, b in zip(serves, before, strict=True))
     assert reached <= 8, f"{reached} decisions reached the frozen serves over {attempts} produce attempts"
-    wait_for_log(plugin_setup, "answers again")
+    wait_for_log(plugin_setup, "answers again", since=resumed_at)
     deadline = time.monotonic() + 60
     while produce(broker, "oscar", topic, timeout=8) is not None:
         assert time.monotonic() < deadline, "decisions did not come back"
