@@ -8,17 +8,9 @@ import socket
 import httpx
 import pytest
 
-from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess
+from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, ALICE_TOKEN, BROKER_TOKEN, ServeProcess
 
-ACL = {
-    "resource_type": "TOPIC",
-    "resource_name": "orders",
-    "pattern_type": "LITERAL",
-    "principal": "User:alice",
-    "host": "*",
-    "operation": "READ",
-    "permission_type": "ALLOW",
-}
+ACL = ALICE_READ_ORDERS
 
 
 def _authorize(

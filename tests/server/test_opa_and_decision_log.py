@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 
-from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import (
+    ADMIN_TOKEN,
+    ALICE_READ_ORDERS,
+    ALICE_TOKEN,
+    BROKER_TOKEN,
+    ServeProcess,
+    base_properties,
+)
 
 ACLS = [
-    {
-        "resource_type": "TOPIC",
-        "resource_name": "orders",
-        "pattern_type": "LITERAL",
-        "principal": "User:alice",
-        "host": "*",
-        "operation": "READ",
-        "permission_type": "ALLOW",
-    },
+    ALICE_READ_ORDERS,
     {
         "resource_type": "TOPIC",
         "resource_name": "pay-",
