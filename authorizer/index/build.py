@@ -5,7 +5,7 @@ on any thread.
 
 A million ACLs leave no room for a Python statement per ACL per structure, nor for touching each
 ACL tuple more than once: the tuples of a replayed log lie scattered in memory, and each visit is
-a cache miss. So one loop (`bulk_rows.group_acls`, compiled by mypyc) visits every ACL once and
+a cache miss. So one loop (`bulk_rows.group_acls_into`, compiled by mypyc, run in steps) visits every ACL once and
 files it under its type: into the literal or prefixed name map, and into its principal's view as
 `name -> grants` (PREFIXED ACLs a second time, principal by principal, into radix trees:
 `bulk_rows.prefix_tries`). The grant of one ACL, `{host: bit}`, comes from `_SINGLES[host][code]`, a table

@@ -53,17 +53,26 @@ def missing_spark() -> list[str]:
 
 
 def _forward(stream: io.BufferedReader, out: BinaryIO) -> None:
-    """Copy the driver's stderr as it comes (progress bars redraw with \\r), without the JVM's start-up warning."""
-    head = b""
-    while len(head) < len(JVM_NOISE) and (chunk := stream.read1(65536)):
-        head += chunk
-        if not JVM_NOISE.startswith(head[: len(JVM_NOISE)]):
-            break
-    out.write(head.replace(JVM_NOISE, b"", 1))
-    out.flush()
+    """Copy the driver's stderr as it comes (progress bars redraw with \\r), without the JVM's start-up warning
+    (once, wherever it comes: before or after the job's first progress line)."""
+    pending, dropped = b"", False
     while chunk := stream.read1(65536):
-        out.write(chunk)
+        data = pending + chunk
+        if not dropped and (at := data.find(JVM_NOISE)) >= 0:
+            data, dropped = data[:at] + data[at + len(JVM_NOISE) :], True
+        pending = b"" if dropped else _partial_noise(data)
+        out.write(data[: len(data) - len(pending)])
         out.flush()
+    out.write(pending)
+    out.flush()
+
+
+def _partial_noise(data: bytes) -> bytes:
+    """The longest end of `data` that the warning could start with (held back until the next chunk shows)."""
+    for size in range(min(len(data), len(JVM_NOISE) - 1), 0, -1):
+        if JVM_NOISE.startswith(data[-size:]):
+            return data[-size:]
+    return b""
 
 
 def _job_command(job: str) -> Callable[[typer.Context], None]:

@@ -52,7 +52,8 @@ def test_the_callers_use_the_loops_in_use() -> None:
     assert codec_fast.decode_v1_rows is decoder
     assert lazy_records.codec_fast is codec_fast
     module, _ = native.load_native(bulk_rows, "kraftacl.authorizer.index._bulk_rows_native")
-    assert index_build.group_acls is native_rows.group_acls is (module or bulk_rows).group_acls
+    for loop in ("group_acls_into", "intern_merged", "prefix_tries_from"):  # the index build's loops, in steps
+        assert getattr(index_build, loop) is getattr(native_rows, loop) is getattr(module or bulk_rows, loop), loop
     assert image_module.apply_new_rows is native_rows.apply_new_rows is (module or bulk_rows).apply_new_rows
 
 
