@@ -147,11 +147,12 @@ class HttpProtocol(asyncio.Protocol):
             self._task.cancel()  # nobody waits for the answer: its work stops (a long poll ends)
 
     def eof_received(self) -> bool:
-        """The client closed its side: nothing more is read; what it sent whole is answered, then serve closes."""
+        """The client closed its connection: it has left. serve closes too, and `connection_lost` stops the work
+        in progress for it (an explain, a describe, a long poll) and drops what it sent but serve had not begun,
+        as Go's net/http ends a request's context when its client's connection closes: an abandoned 10,000-action
+        explain otherwise ran on for seconds, taking the GIL from the decisions of every broker. (A client that
+        only half-closes to signal the end of its requests gets no answer to those still running.)"""
         self.accepting, self.reading, self.current = False, False, None
-        if self.running or self.pending:
-            self.closing = True
-            return True  # keep the transport open to write the answers (a TLS transport closes anyway)
         return False
 
     def _arm(self, seconds: float) -> None:

@@ -92,8 +92,8 @@ def _run(state: ServeState, acls: list[StandardAcl], dry_run: bool) -> ImportOut
 async def import_acls(state: ServeState, request: Request, caller: Caller) -> Response:
     """POST /v1/acls/import (who may was checked at the head, before the body was read)."""
     async with state.lane.slicer() as slicer:
-        body = await decode_sliced(request.body, _IMPORT, "acls", _ACLS, slicer)
-        with paused_gc():
+        with paused_gc(freeze=True):  # the ACLs built here stay (in the index): no collection walks them
+            body = await decode_sliced(request.body, _IMPORT, "acls", _ACLS, slicer)
             acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls), 256)]
     await writable(state)
     out = await on_writer(state, lambda: _run(state, acls, body.dry_run))

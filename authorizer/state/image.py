@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 from operator import attrgetter
+from typing import TypeVar
 
 from kraftacl.authorizer.errors import ImageError
 from kraftacl.authorizer.index.native_rows import add_columns, apply_new_rows, hashed_dict
@@ -20,6 +21,8 @@ from kraftacl.authorizer.state.records import COLUMN_CODES, UNKNOWN_CODES, acl_f
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import CHUNK_RECORDS
+
+T = TypeVar("T")
 
 _FEW = 8  # a delta of at most this many ids is applied one id at a time (`AclsDelta.apply`)
 # The order of a snapshot's records: the bulk build's grouping (see AclsImage.chunks).
@@ -64,11 +67,16 @@ class AclsImage:
         from a million ACLs builds about a quarter faster than from id order. Grouping, not sorting:
         one pass, then the distinct (type, pattern, principal) keys are sorted.
         """
-        ids = list(self.acls)
-        acls = list(self.acls.values())
+        ids = _stepped(iter(self.acls))
+        acls = _stepped(iter(self.acls.values()))
         groups: defaultdict[tuple[object, ...], list[int]] = defaultdict(list)
-        deque(map(list.append, map(groups.__getitem__, map(_SNAPSHOT_ORDER, acls)), range(len(ids))), maxlen=0)
-        order = list(chain.from_iterable(groups[key] for key in sorted(groups)))
+        for start in range(0, len(acls), STEP):  # C passes of STEP ACLs: a thread gets the GIL back between two
+            step = acls[start : start + STEP]
+            deque(
+                map(list.append, map(groups.__getitem__, map(_SNAPSHOT_ORDER, step)), range(start, start + len(step))),
+                0,
+            )
+        order = _stepped(chain.from_iterable(groups[key] for key in sorted(groups)))
         del groups
         for start in range(0, len(order), rows):
             part = order[start : start + rows]
@@ -208,7 +216,10 @@ class AclsDelta:
         if not len(base):  # initial replay: the delta holds only live adds; the image adopts them
             self._lent = True
             return AclsImage(OverlayMap(changes), provenance)  # type: ignore[arg-type]
-        fresh: dict[str, StandardAcl] = dict(base.items())
+        fresh: dict[str, StandardAcl] = {}
+        items = iter(base.items())
+        while step := list(islice(items, STEP)):  # not one C call over the whole base (the GIL)
+            fresh.update(step)
         for acl_id, acl in changes.items():
             if acl is None:
                 del fresh[acl_id]
@@ -243,3 +254,15 @@ def image_from_columns(chunks: Iterable[AclColumns]) -> OverlayMap[str, Standard
             raise ImageError(f"snapshot record {number}: ACL {chunk.ids[position]} appears twice in the snapshot")
         total += chunk.rows
     return OverlayMap(acls)
+
+
+STEP = 8192  # items per C call in the bulk passes over a whole image (about a millisecond)
+
+
+def _stepped(items: Iterator[T]) -> list[T]:
+    """`list(items)` STEP items per C call, so a thread building it gives the GIL back between two steps (one
+    C call over a million items would keep every other thread, the event loop's included, waiting)."""
+    out: list[T] = []
+    while step := list(islice(items, STEP)):
+        out += step
+    return out

@@ -1,6 +1,8 @@
 """The `serve` benchmark suite: a real `kraft-acl serve` process on loopback, asked over keep-alive HTTP.
 
-Figures: one-action authorize round trip p50/p99, a batch of 100 actions, and decisions per second
+Figures: one-action authorize round trip p50/p99, a batch of 100 actions (with how the machine's idle CPUs wake,
+`cpuidle`: on a quiet KVM guest whose vCPUs halt at once, two halt exits dominate a loopback round trip; see
+BENCHMARKS.md), and decisions per second
 with 8 concurrent keep-alive clients (each in its own process, so the clients' interpreter is not the
 bottleneck), with the serve process's own CPU seconds so the rate per serve core is known. Data: the
 authorizer suite's mixed set (100k ACLs over 5,000 principals), loaded as one batch of records. Then
@@ -26,7 +28,7 @@ from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.bench import noisy_neighbour
 from kraftacl.bench.datasets import mixed_requests, mixed_set
 from kraftacl.bench.http_client import KeepAlive
-from kraftacl.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_probe_us, percentiles
+from kraftacl.bench.timing import REFERENCE_PROBE_US, at_reference, cpu_idle, cpu_probe_us, percentiles
 from kraftacl.harness.serve_process import ServeProcess, free_port
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.uuids import new_uuid
@@ -146,6 +148,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     return {
         "acls": acl_count,
         "cpu_probe_us": round(probe, 2),
+        "cpuidle": cpu_idle(),
         "authorize_1_action_us": one,
         "authorize_100_actions_us": batch,
         "authorize_1_action_p50_us_at_reference": round(at_reference(one["p50_us"], probe), 1),

@@ -26,6 +26,29 @@ T = TypeVar("T")
 REFERENCE_PROBE_US = 24.0
 
 
+_CPUIDLE = "/sys/devices/system/cpu/cpuidle"
+_HALTPOLL = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+
+
+def cpu_idle() -> dict[str, Any]:
+    """How this machine's idle CPUs wake (a loopback round trip pays two wake-ups when the host is quiet): the
+    kernel's cpuidle driver and, in a KVM guest using `haltpoll`, how long an idle vCPU polls before halting
+    (`guest_halt_poll_ns`; 0 means every wake-up is a halt exit through the hypervisor). None where absent."""
+
+    def read(path: str) -> str | None:
+        try:
+            with open(path, encoding="ascii") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    poll = read(_HALTPOLL)
+    return {
+        "driver": read(f"{_CPUIDLE}/current_driver"),
+        "guest_halt_poll_ns": int(poll) if poll is not None and poll.isdigit() else None,
+    }
+
+
 def cpu_probe_us(number: int = 20000) -> float:
     """Microseconds for `sum(range(1000))`, best of 5 (the performance notes' cross-machine yardstick).
 
