@@ -454,6 +454,7 @@ class HttpProtocol(asyncio.Protocol):
     async def _stream(self, response: StreamedResponse, keep_alive: bool) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():
+            await _close_pieces(response)
             return
         transport.write(encode_stream_head(response, keep_alive))
         try:
@@ -529,9 +530,14 @@ async def _settled(outcome: Awaitable[Response | StreamedResponse]) -> Response 
 
 
 async def _close_pieces(response: StreamedResponse) -> None:
-    close = getattr(response.pieces, "aclose", None)
-    if close is not None:
-        await close()
+    """Close the pieces' generator (its cleanup runs if it had started) and tell the answer it is done with."""
+    try:
+        close = getattr(response.pieces, "aclose", None)
+        if close is not None:
+            await close()
+    finally:
+        if response.on_close is not None:
+            response.on_close()
 
 
 def _log_crash(task: asyncio.Task[None]) -> None:

@@ -59,6 +59,7 @@ class StreamedResponse:
     status: int
     pieces: AsyncIterator[bytes]
     content_type: bytes = b"application/json"
+    on_close: Callable[[], None] | None = None  # called once the answer is done with, sent whole or not
 
 
 Outcome = Response | StreamedResponse | Awaitable["Response | StreamedResponse"]

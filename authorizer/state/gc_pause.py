@@ -26,18 +26,43 @@ _was_enabled = False  # the collector's state when the first of them began
 def paused_gc(freeze: bool = False) -> Iterator[None]:
     """Disable the collector for the block (see the module docstring); with `freeze`, what was made and kept is
     frozen as the block ends, so the collection that follows does not walk it."""
+    _begin()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        _end()
+
+
+class GcPause:
+    """A pause that outlives the block that began it (a describe hands it to its streamed answer, which ends it
+    when the last piece is written or the client leaves); `end` is idempotent. Whoever begins one also arranges
+    that it ends by a deadline whatever happens, so a slow reader cannot keep the collector off."""
+
+    def __init__(self) -> None:
+        _begin()
+        self.held = True
+
+    def end(self) -> None:
+        """Let the collector run again (once the last pause ends)."""
+        if self.held:
+            self.held = False
+            _end()
+
+
+def _begin() -> None:
     global _holders, _was_enabled
     with _lock:
         if _holders == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
         _holders += 1
-    try:
-        yield
-    finally:
-        if freeze:
-            gc.freeze()
-        with _lock:
-            _holders -= 1
-            if _holders == 0 and _was_enabled:
-                gc.enable()
+
+
+def _end() -> None:
+    global _holders
+    with _lock:
+        _holders -= 1
+        if _holders == 0 and _was_enabled:
+            gc.enable()

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kraftacl.authorizer.state.gc_pause import paused_gc
+from kraftacl.authorizer.state.gc_pause import GcPause, paused_gc
 
 
 @pytest.fixture(autouse=True)
@@ -50,4 +50,17 @@ def test_freeze_moves_what_the_block_kept_out_of_the_collections() -> None:
 def test_an_error_inside_still_re_enables_it() -> None:
     with pytest.raises(RuntimeError), paused_gc(freeze=True):
         raise RuntimeError("boom")
+    assert gc.isenabled()
+
+
+def test_a_handed_over_pause_ends_once_and_outlives_blocks() -> None:
+    pause = GcPause()
+    with paused_gc():
+        pass
+    assert not gc.isenabled(), "the pause still holds after an inner block ends"
+    pause.end()
+    assert gc.isenabled()
+    pause.end()  # idempotent: a second end does not re-count
+    with paused_gc():
+        assert not gc.isenabled()
     assert gc.isenabled()
