@@ -3,20 +3,20 @@ rule and the deciding ACL's id), decisions written to the decision log, and a la
 (`rules`), each against one state read at the start, so that a broker's decision never waits behind them:
 
 * a large batch without rules is decoded and decided as codes in slices of the event loop (`server.slices`);
-* rules are found on the rules thread (`ServeState.rules`, one thread): finding the rule of one action walks every
-  ACL that may apply to it, Python code that can take milliseconds per action and that the GIL's switch interval
-  (1 ms in serve) interrupts whenever the event loop has a decision to answer; a call whose client left stops.
+* rules are found on the loop too: a call of at most INLINE_RULES actions at once (a broker's call with the decision
+  log), a larger one an action at a time in slices, since finding the rule of one action walks every ACL that may
+  apply to it (Python code that can take milliseconds per action). On a thread, the event loop waited for the GIL
+  against it (up to the switch interval at each handover: explain's p99 of 10 ms); a call whose client left stops
+  at its next pause. Only the explain id map is built on a thread (`ServeState.rules`), once.
 
-The handlers are called on the event loop thread; `_rules_work` runs on the rules thread.
+Everything here runs on the event loop thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import Awaitable, Sequence
-from contextlib import nullcontext
+from collections.abc import Awaitable, Iterator
 
 import msgspec
 
@@ -40,11 +40,11 @@ _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _ACTIONS = msgspec.json.Decoder(list[ActionIn])
 _ENCODE = msgspec.json.Encoder()
 CODES_STEP = 256  # actions decided as codes per step on the loop (about 0.2 ms)
-RULES_STEP = 16  # actions decided with their rules per step on the rules thread (between two looks at `stop`)
+INLINE_RULES = 32  # a call of at most this many actions finds its rules at once (no lane, no slices)
 ENCODE_STEP = 512  # rules encoded per msgspec call
 # PAUSED_GC: the collector is off while a batch's rules are found (at most explain.max.actions of them): the
-# rules, results and candidate lists it makes would otherwise trigger collections of 3-40 ms each, on the rules
-# thread but holding the GIL the event loop needs; they are acyclic and freed by reference counting.
+# rules, results and candidate lists it makes would otherwise trigger collections of 3-40 ms each, holding the
+# event loop; they are acyclic and freed by reference counting.
 
 
 async def authorize_large(state: ServeState, request: Request, caller: Caller) -> Response:
@@ -70,22 +70,17 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
 
 
 def answer(state: ServeState, body: AuthorizeIn, trusted: bool) -> Awaitable[Response]:
-    """A call whose decisions need their rules (explain, or the decision log; the rule texts asked with them):
-    decided on the rules thread."""
+    """A call whose decisions need their rules (explain, or the decision log; the rule texts asked with them)."""
     return _with_rules(state, body, trusted)
 
 
-def decide_logged(state: ServeState, ctx: RequestContext, action: Action) -> Awaitable[list[int]]:
-    """One action decided with its rule on the rules thread, for the decision log (the OPA API); its codes."""
+async def decide_logged(state: ServeState, ctx: RequestContext, action: Action) -> list[int]:
+    """One action decided with its rule, for the decision log (the OPA API), at once on the loop; its codes."""
     index, offset = state.authorizer.state()
-
-    def work() -> list[int]:
-        results, codes, rules = decide_at(state, index, ctx, [action], False, "$.input.action")
-        if state.decision_log is not None and rules is not None:
-            state.decision_log.write(ctx, [action], results, rules, offset, True)
-        return codes
-
-    return asyncio.get_running_loop().run_in_executor(state.rules, work)
+    results, codes, rules = decide_at(state, index, ctx, [action], False, "$.input.action")
+    if state.decision_log is not None and rules is not None:
+        state.decision_log.write(ctx, [action], results, rules, offset, True)
+    return codes
 
 
 def decide_at(
@@ -104,80 +99,93 @@ def decide_at(
 
 
 async def _with_rules(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
-    """Decide with rules on the rules thread (a rule walks every ACL that may apply: up to milliseconds per
-    action, Python code the GIL's switch interval interrupts) against one state; stopped if the client leaves."""
+    """Decide with rules against one state: a small call at once on the loop (a broker's call with the decision log
+    waits for nobody), a larger one an action at a time in slices of the loop, taking its turn in the lane (a rule
+    walks every ACL that may apply: up to milliseconds per action, so a broker's decision waits at most one slice
+    and one action, not the GIL's switch interval against a thread); it stops at its next pause if the client
+    leaves (the task is cancelled)."""
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
-    loop = asyncio.get_running_loop()
     if body.explain and state.acl_ids.by_content is None:
-        await loop.run_in_executor(state.rules, state.acl_ids.enable)
+        await asyncio.get_running_loop().run_in_executor(state.rules, state.acl_ids.enable)
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
-    stop = threading.Event()
-    try:
-        out, codes, seconds = await loop.run_in_executor(
-            state.rules, _rules_work, state, ctx, index, offset, body, trusted, stop
-        )
-    except asyncio.CancelledError:
-        stop.set()
-        raise
+    work = _Rules(state, ctx, index, offset, body, trusted)
+    if len(body.actions) <= INLINE_RULES:
+        work.decide(0, len(body.actions))
+        out = b"".join(work.pieces())
+    else:
+        async with state.lane.slicer() as slicer:
+            with paused_gc():  # see PAUSED_GC
+                for i in range(len(body.actions)):
+                    work.decide(i, i + 1)
+                    await slicer.pause()
+                pieces = []
+                for piece in work.pieces():
+                    pieces.append(piece)
+                    await slicer.pause()
+                out = b"".join(pieces)
     figures = state.metrics.figures
-    figures.observe(seconds)
-    figures.count_codes(codes)
+    figures.observe(work.seconds)
+    figures.count_codes(work.codes)
     return Response(200, out)
 
 
-def _rules_work(
-    state: ServeState,
-    ctx: RequestContext,
-    index: AclIndex,
-    offset: int,
-    body: AuthorizeIn,
-    trusted: bool,
-    stop: threading.Event,
-) -> tuple[bytes, list[int], float]:
-    """On the rules thread: the decisions and rules of every action in steps, the decision log's lines, and
-    the answer's bytes (encoded in steps too: no C call long enough to keep the GIL from the event loop)."""
-    results: list[AuthorizationResult] = []
-    codes: list[int] = []
-    rules: list[Rule] = []
-    with_rules = body.explain or body.rules is not None
-    started = time.perf_counter()
-    with paused_gc() if len(body.actions) > RULES_STEP else nullcontext():  # see PAUSED_GC
-        for start in range(0, len(body.actions), RULES_STEP):
-            if stop.is_set():
-                raise asyncio.CancelledError
-            chunk = body.actions[start : start + RULES_STEP]
-            actions = [action_of(a, f"$.actions[{start + i}]") for i, a in enumerate(chunk)]
-            chunk_results, chunk_codes, chunk_rules = decide_at(state, index, ctx, actions, with_rules, "$.actions")
-            results += chunk_results
-            codes += chunk_codes
-            if chunk_rules is not None:
-                rules += chunk_rules
-                if state.decision_log is not None:
-                    state.decision_log.write(ctx, actions, chunk_results, chunk_rules, offset, trusted)
-    seconds = time.perf_counter() - started
-    head = _ENCODE.encode(AuthorizeOut([r.name for r in results], offset))
-    if not with_rules:
-        return head, codes, seconds
-    pieces = [head[:-1]]
-    if body.explain:
-        ids = state.acl_ids
-        pieces += _array(b"rules", [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules])
-    if body.rules is not None:
-        every = body.rules == "all"
-        texts = [
-            str(r) if every or res is not AuthorizationResult.ALLOWED else None
-            for r, res in zip(rules, results, strict=True)
-        ]
-        pieces += _array(b"rule_texts", texts)
-    pieces.append(b"}")
-    return b"".join(pieces), codes, seconds
+class _Rules:
+    """One call's decisions with their rules, found a range of actions at a time, and its answer's bytes in pieces
+    (ENCODE_STEP rules per msgspec call); used on the event loop thread."""
 
+    def __init__(
+        self, state: ServeState, ctx: RequestContext, index: AclIndex, offset: int, body: AuthorizeIn, trusted: bool
+    ) -> None:
+        self.state, self.ctx, self.index, self.offset, self.body, self.trusted = (
+            state,
+            ctx,
+            index,
+            offset,
+            body,
+            trusted,
+        )
+        self.with_rules = body.explain or body.rules is not None
+        self.results: list[AuthorizationResult] = []
+        self.codes: list[int] = []
+        self.rules: list[Rule] = []
+        self.seconds = 0.0
 
-def _array(key: bytes, items: Sequence[object]) -> list[bytes]:
-    """`,"key":[...]` encoded ENCODE_STEP items per msgspec call (no C call long enough to keep the GIL)."""
-    pieces = [b',"' + key + b'":[']
-    for start in range(0, len(items), ENCODE_STEP):
-        pieces += [b"," if start else b"", _ENCODE.encode(items[start : start + ENCODE_STEP])[1:-1]]
-    pieces.append(b"]")
-    return pieces
+    def decide(self, start: int, end: int) -> None:
+        """The actions [start, end): decisions, rules, decision log lines."""
+        began = time.perf_counter()
+        actions = [action_of(a, f"$.actions[{start + i}]") for i, a in enumerate(self.body.actions[start:end])]
+        results, codes, rules = decide_at(self.state, self.index, self.ctx, actions, self.with_rules, "$.actions")
+        self.results += results
+        self.codes += codes
+        if rules is not None:
+            self.rules += rules
+            log = self.state.decision_log
+            if log is not None:
+                log.write(self.ctx, actions, results, rules, self.offset, self.trusted)
+        self.seconds += time.perf_counter() - began
+
+    def pieces(self) -> Iterator[bytes]:
+        """The answer's bytes: results and offset, then `rules` and `rule_texts` when asked."""
+        head = _ENCODE.encode(AuthorizeOut([r.name for r in self.results], self.offset))
+        if not self.with_rules:
+            yield head
+            return
+        yield head[:-1]
+        body, rules = self.body, self.rules
+        if body.explain:
+            ids = self.state.acl_ids
+            yield b',"rules":['
+            for start in range(0, len(rules), ENCODE_STEP):
+                step = [RuleOut(r.kind, str(r), ids.id_of(r)) for r in rules[start : start + ENCODE_STEP]]
+                yield (b"," if start else b"") + _ENCODE.encode(step)[1:-1]
+            yield b"]"
+        if body.rules is not None:
+            every = body.rules == "all"
+            yield b',"rule_texts":['
+            for start in range(0, len(rules), ENCODE_STEP):
+                pairs = zip(rules[start : start + ENCODE_STEP], self.results[start : start + ENCODE_STEP], strict=True)
+                texts = [str(r) if every or res is not AuthorizationResult.ALLOWED else None for r, res in pairs]
+                yield (b"," if start else b"") + _ENCODE.encode(texts)[1:-1]
+            yield b"]"
+        yield b"}"
