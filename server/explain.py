@@ -137,14 +137,8 @@ class _Rules:
     def __init__(
         self, state: ServeState, ctx: RequestContext, index: AclIndex, offset: int, body: AuthorizeIn, trusted: bool
     ) -> None:
-        self.state, self.ctx, self.index, self.offset, self.body, self.trusted = (
-            state,
-            ctx,
-            index,
-            offset,
-            body,
-            trusted,
-        )
+        self.state, self.ctx, self.index, self.offset = state, ctx, index, offset
+        self.body, self.trusted = body, trusted
         self.with_rules = body.explain or body.rules is not None
         self.results: list[AuthorizationResult] = []
         self.codes: list[int] = []

@@ -1,6 +1,7 @@
 """A client that closes its connection has left: the work serve was doing for it stops (an abandoned explain must
 not run on for seconds, taking the GIL from every broker's decisions). Observed through the decision log's line
-counter: an explain call writes one line per action as it goes."""
+counter: an explain call writes one line per action as it goes. And a broker's decision (logged too) does not wait
+for that explain."""
 
 from __future__ import annotations
 
@@ -80,3 +81,19 @@ def test_an_abandoned_explain_stops(explaining: ServeProcess) -> None:
     logged = _settled(explaining) - before
     assert 0 < logged < ACTIONS, logged
     assert alice_reads(explaining) == "DENIED"  # serve carries on (no ACL for 10.0.0.1: denied)
+
+
+def test_a_brokers_logged_decision_does_not_wait_for_an_explain(explaining: ServeProcess) -> None:
+    """With the decision log on, every decision is found with its rule: a broker's one-action call is answered at
+    once while a 10,000-action explain is still being worked through (it used to queue behind it)."""
+    before = _settled(explaining)
+    with Raw(explaining.url("CLIENT"), timeout=300) as raw:
+        raw.send(post("/v1/authorize", _explain_body(), BROKER_TOKEN))
+        deadline = time.monotonic() + 30
+        while _lines(explaining) == before:
+            assert time.monotonic() < deadline, "the explain never started"
+            time.sleep(0.02)
+        assert alice_reads(explaining) == "DENIED"
+        assert _lines(explaining) - before < ACTIONS, "the broker's decision was answered only after the explain"
+        assert raw.answer().status == 200
+    assert _settled(explaining) - before == ACTIONS + 1
