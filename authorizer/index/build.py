@@ -31,6 +31,7 @@ from kraftacl.authorizer.index.bulk_rows import Grants as RowGrants
 from kraftacl.authorizer.index.bulk_rows import TypeGroups
 from kraftacl.authorizer.index.native_rows import group_acls_into, intern_merged, prefix_tries_from
 from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.index.steps import listed
 from kraftacl.authorizer.index.type_index import (
     BITS,
     N_TYPES,
@@ -73,7 +74,7 @@ STEP = 2048  # ACLs per call into the compiled loops (about 2 ms here)
 
 def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
     """A TypeIndex per resource type code (None where a type has no ACL); ImageError on duplicate content."""
-    rows = acls if isinstance(acls, list) else _listed(acls)
+    rows = acls if isinstance(acls, list) else listed(acls)
     grouped: list[TypeGroups | None] = [None] * N_TYPES
     merged: list[tuple[dict[str, RowGrants], str]] = []
     fresh: set[int] = set()
@@ -85,15 +86,6 @@ def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
     for start in range(0, len(merged), STEP):
         intern_merged(merged, start, min(start + STEP, len(merged)), intern_grants)
     return tuple(None if groups is None else _type_index(groups) for groups in grouped)
-
-
-def _listed(items: Iterable[StandardAcl]) -> list[StandardAcl]:
-    """`list(items)` a step at a time."""
-    out: list[StandardAcl] = []
-    it = iter(items)
-    while step := list(islice(it, STEP * 8)):
-        out += step
-    return out
 
 
 def _first_repeat(acls: list[StandardAcl]) -> StandardAcl | None:
@@ -149,6 +141,6 @@ def _lengths(prefixed: dict[str, object]) -> Counter[int]:
     """How many prefixed names have each length, counted a step at a time."""
     counts: Counter[int] = Counter()
     names = iter(prefixed)
-    while step := list(islice(names, STEP * 8)):
+    while step := list(islice(names, STEP)):
         counts.update(map(len, step))
     return counts

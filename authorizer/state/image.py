@@ -12,18 +12,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 from operator import attrgetter
-from typing import TypeVar
 
 from kraftacl.authorizer.errors import ImageError
 from kraftacl.authorizer.index.native_rows import add_columns, apply_new_rows, hashed_dict
 from kraftacl.authorizer.index.overlay import OverlayMap
+from kraftacl.authorizer.index.steps import STEP, listed
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record, batch_rows
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import CHUNK_RECORDS
 
-T = TypeVar("T")
 # ACLs per chunk of a node's snapshot: a chunk is built and encoded in a few C calls over its rows, so a snapshot
 # written by a serving node (after an import) gives the GIL back every few milliseconds (10,000 rows: 10-16 ms).
 SNAPSHOT_ROWS = min(2048, CHUNK_RECORDS)
@@ -71,11 +70,11 @@ class AclsImage:
         from a million ACLs builds about a quarter faster than from id order. Grouping, not sorting:
         one pass, then the distinct (type, pattern, principal) keys are sorted.
         """
-        ids = _stepped(iter(self.acls))
-        acls = _stepped(iter(self.acls.values()))
+        ids = listed(self.acls)
+        acls = listed(self.acls.values())
         # positions as C integers (no int object per ACL to make and free: a free of 500k ints is one C call)
         groups: defaultdict[tuple[object, ...], array[int]] = defaultdict(lambda: array("I"))
-        for start in range(0, len(acls), STEP):  # C passes of STEP ACLs: a thread gets the GIL back between two
+        for start in range(0, len(acls), STEP):  # C passes of STEP ACLs (`index.steps`)
             step = acls[start : start + STEP]
             deque(map(array.append, map(groups.__getitem__, map(_SNAPSHOT_ORDER, step)), range(start, start + STEP)), 0)
         order = array("I")
@@ -222,7 +221,7 @@ class AclsDelta:
             return AclsImage(OverlayMap(changes), provenance)  # type: ignore[arg-type]
         fresh: dict[str, StandardAcl] = {}
         items = iter(base.items())
-        while step := list(islice(items, STEP)):  # not one C call over the whole base (the GIL)
+        while step := list(islice(items, STEP)):  # not one C call over the whole base (`index.steps`)
             fresh.update(step)
         for acl_id, acl in changes.items():
             if acl is None:
@@ -258,15 +257,3 @@ def image_from_columns(chunks: Iterable[AclColumns]) -> OverlayMap[str, Standard
             raise ImageError(f"snapshot record {number}: ACL {chunk.ids[position]} appears twice in the snapshot")
         total += chunk.rows
     return OverlayMap(acls)
-
-
-STEP = 8192  # items per C call in the bulk passes over a whole image (about a millisecond)
-
-
-def _stepped(items: Iterator[T]) -> list[T]:
-    """`list(items)` STEP items per C call, so a thread building it gives the GIL back between two steps (one
-    C call over a million items would keep every other thread, the event loop's included, waiting)."""
-    out: list[T] = []
-    while step := list(islice(items, STEP)):
-        out += step
-    return out

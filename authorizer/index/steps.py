@@ -1,0 +1,25 @@
+"""Passes over bulk data (hundreds of thousands of ACLs, ids, rows) a step of C work at a time.
+
+One C call over a whole image (`list(...)`, `dict(...)`, `list(zip(...))`) holds the GIL from start to end: a serving
+node's event loop, which answers brokers' decisions, then waits for all of it (tens of milliseconds at 500k items).
+Cut into steps of STEP items, the thread doing it returns to the interpreter between two steps, where the loop takes
+the GIL back within the switch interval. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import TypeVar
+
+T = TypeVar("T")
+STEP = 8192  # items per C call (about a millisecond on the machine of BENCHMARKS.md)
+
+
+def listed(items: Iterable[T], step: int = STEP) -> list[T]:
+    """`list(items)`, `step` items per C call."""
+    out: list[T] = []
+    it: Iterator[T] = iter(items)
+    while chunk := list(islice(it, step)):
+        out += chunk
+    return out
