@@ -402,7 +402,12 @@ def test_same_writer_appends_again_after_broker_restart(own_broker: KafkaBroker)
                     raise
                 time.sleep(0.5)
         assert result.base_offset == 1
-        assert names_of(log_batches(cfg)) == ["before", "after"]
+        # A committed transaction reaches read_committed readers once its coordinator has written the commit
+        # markers, which it does after answering the commit: right after a broker restart that can take a moment.
+        deadline = time.monotonic() + 30
+        while (names := names_of(log_batches(cfg))) != ["before", "after"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert names == ["before", "after"]
     finally:
         _start_again(own_broker)
         log.close()
