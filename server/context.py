@@ -34,7 +34,7 @@ class ServeState:
     decision_log: DecisionLog | None
     acl_ids: AclIds
     writer: ThreadPoolExecutor  # ACL writes (fsync, Kafka transactions) run here, one at a time
-    rules: ThreadPoolExecutor  # builds the explain id map (`AclIds.enable`), once, off the event loop
+    rules: ThreadPoolExecutor  # rules of large calls (explain) are found here, one call at a time; the explain id map
     role: ControllerRole  # whether this serve writes the log now (active controller, standby, or broker role)
     tailer: Tailer | None = None
     trusted: frozenset[str] = field(default_factory=frozenset)  # broker principals and super users

@@ -3,18 +3,20 @@ rule and the deciding ACL's id), decisions written to the decision log, and a la
 (`rules`), each against one state read at the start, so that a broker's decision never waits behind them:
 
 * a large batch without rules is decoded and decided as codes in slices of the event loop (`server.slices`);
-* rules are found on the loop too: a call of at most INLINE_RULES actions at once (a broker's call with the decision
-  log), a larger one an action at a time in slices, since finding the rule of one action walks every ACL that may
-  apply to it (Python code that can take milliseconds per action). On a thread, the event loop waited for the GIL
-  against it (up to the switch interval at each handover: explain's p99 of 10 ms); a call whose client left stops
-  at its next pause. Only the explain id map is built on a thread (`ServeState.rules`), once.
+* rules of a call of at most INLINE_RULES actions (a broker's call with the decision log) are found at once on the
+  loop, so it never queues behind an explain;
+* rules of a larger call are found on the rules thread (`ServeState.rules`, one thread): finding the rule of one
+  action walks every ACL that may apply to it, Python code that can take from microseconds to 200 ms per action and
+  that the GIL's switch interval (1 ms in serve) interrupts whenever the event loop has a decision to answer (on the
+  loop, in slices, one such action was one stall of 200 ms); a call whose client left stops.
 
-Everything here runs on the event loop thread.
+The handlers are called on the event loop thread; `_work_through` runs on the rules thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Iterator
 
@@ -40,11 +42,12 @@ _AUTHORIZE = msgspec.json.Decoder(AuthorizeIn)
 _ACTIONS = msgspec.json.Decoder(list[ActionIn])
 _ENCODE = msgspec.json.Encoder()
 CODES_STEP = 256  # actions decided as codes per step on the loop (about 0.2 ms)
-INLINE_RULES = 32  # a call of at most this many actions finds its rules at once (no lane, no slices)
+INLINE_RULES = 32  # a call of at most this many actions finds its rules at once on the loop
+RULES_STEP = 16  # actions decided with their rules per step on the rules thread (between two looks at `stop`)
 ENCODE_STEP = 512  # rules encoded per msgspec call
 # PAUSED_GC: the collector is off while a batch's rules are found (at most explain.max.actions of them): the
-# rules, results and candidate lists it makes would otherwise trigger collections of 3-40 ms each, holding the
-# event loop; they are acyclic and freed by reference counting.
+# rules, results and candidate lists it makes would otherwise trigger collections of 3-40 ms each, on the rules
+# thread but holding the GIL the event loop needs; they are acyclic and freed by reference counting.
 
 
 async def authorize_large(state: ServeState, request: Request, caller: Caller) -> Response:
@@ -99,14 +102,14 @@ def decide_at(
 
 
 async def _with_rules(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
-    """Decide with rules against one state: a small call at once on the loop (a broker's call with the decision log
-    waits for nobody), a larger one an action at a time in slices of the loop, taking its turn in the lane (a rule
-    walks every ACL that may apply: up to milliseconds per action, so a broker's decision waits at most one slice
-    and one action, not the GIL's switch interval against a thread); it stops at its next pause if the client
-    leaves (the task is cancelled)."""
+    """Decide with rules against one state: a call of at most INLINE_RULES actions at once on the loop (a broker's
+    call with the decision log waits for nobody), a larger one on the rules thread, where the GIL's switch interval
+    interrupts it whenever the loop has a decision to answer (a rule walks every ACL that may apply: one action can
+    take 200 ms, which on the loop would be one stall); it stops when the client leaves."""
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
+    loop = asyncio.get_running_loop()
     if body.explain and state.acl_ids.by_content is None:
-        await asyncio.get_running_loop().run_in_executor(state.rules, state.acl_ids.enable)
+        await loop.run_in_executor(state.rules, state.acl_ids.enable)
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
     work = _Rules(state, ctx, index, offset, body, trusted)
@@ -114,20 +117,29 @@ async def _with_rules(state: ServeState, body: AuthorizeIn, trusted: bool) -> Re
         work.decide(0, len(body.actions))
         out = b"".join(work.pieces())
     else:
-        async with state.lane.slicer() as slicer:
-            with paused_gc():  # see PAUSED_GC
-                for i in range(len(body.actions)):
-                    work.decide(i, i + 1)
-                    await slicer.pause()
-                pieces = []
-                for piece in work.pieces():
-                    pieces.append(piece)
-                    await slicer.pause()
-                out = b"".join(pieces)
+        stop = threading.Event()
+        try:
+            out = await loop.run_in_executor(state.rules, _work_through, work, stop)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
     figures = state.metrics.figures
     figures.observe(work.seconds)
     figures.count_codes(work.codes)
     return Response(200, out)
+
+
+def _work_through(work: _Rules, stop: threading.Event) -> bytes:
+    """On the rules thread: every action, RULES_STEP at a time (looking at `stop` between two steps), then the
+    answer's bytes (encoded ENCODE_STEP rules per msgspec call: no C call long enough to keep the GIL)."""
+    with paused_gc():  # see PAUSED_GC
+        for start in range(0, len(work.body.actions), RULES_STEP):
+            if stop.is_set():
+                raise asyncio.CancelledError
+            work.decide(start, start + RULES_STEP)
+        out = b"".join(work.pieces())
+        work.rules, work.results = [], []  # freed before the collector is back, not walked by it
+    return out
 
 
 class _Rules:

@@ -145,8 +145,8 @@ def test_rules_give_the_audit_rule_of_the_decisions_asked(serve: ServeProcess) -
     assert bad.status_code == 400 and bad.json()["error"]["field"] == "$.rules"
 
 
-def test_rules_of_a_large_call_are_found_in_slices_and_agree(serve: ServeProcess) -> None:
-    """A body above 64 KiB is decoded in slices and its rules found in slices of the loop: the same texts, in order,
+def test_rules_of_a_large_call_are_found_on_the_rules_thread_and_agree(serve: ServeProcess) -> None:
+    """A body above 64 KiB is decoded in slices and its rules found on the rules thread: the same texts, in order,
     as the small call's, for every action."""
     create(serve, acl("big-ok", "User:bob"), acl("big-no", "User:bob", "DENY"))
     names = ("big-ok", "big-no", "big-none") * 1000  # about 90 KB of JSON

@@ -56,7 +56,7 @@ def test_a_decision_with_min_offset_waits_for_the_write(pair: tuple[ServeProcess
 
 
 def test_min_offset_on_the_heavier_paths_waits_too(pair: tuple[ServeProcess, ServeProcess]) -> None:
-    """A large body (decoded in slices), explain (rules found in slices) and describe (streamed) wait for the
+    """A large body (decoded in slices), explain (rules on the rules thread) and describe (streamed) wait for the
     write as the hot path does."""
     controller, reader = pair
 
