@@ -144,7 +144,8 @@ def _work_through(work: _Rules, stop: threading.Event) -> bytes:
 
 class _Rules:
     """One call's decisions with their rules, found a range of actions at a time, and its answer's bytes in pieces
-    (ENCODE_STEP rules per msgspec call); used on the event loop thread."""
+    (ENCODE_STEP rules per msgspec call); used by one thread at a time (the loop for a small call, the rules thread
+    for a large one; the loop reads `codes` and `seconds` once that is done)."""
 
     def __init__(
         self, state: ServeState, ctx: RequestContext, index: AclIndex, offset: int, body: AuthorizeIn, trusted: bool

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from itertools import islice
 from typing import Any
 
 import immutables
@@ -31,7 +30,7 @@ from kraftacl.authorizer.index.bulk_rows import Grants as RowGrants
 from kraftacl.authorizer.index.bulk_rows import TypeGroups
 from kraftacl.authorizer.index.native_rows import group_acls_into, intern_merged, prefix_tries_from
 from kraftacl.authorizer.index.overlay import OverlayMap
-from kraftacl.authorizer.index.steps import listed
+from kraftacl.authorizer.index.steps import chunks, listed
 from kraftacl.authorizer.index.type_index import (
     BITS,
     N_TYPES,
@@ -140,7 +139,6 @@ def _prefix_tries(acls: list[StandardAcl]) -> dict[str, Any]:
 def _lengths(prefixed: dict[str, object]) -> Counter[int]:
     """How many prefixed names have each length, counted a step at a time."""
     counts: Counter[int] = Counter()
-    names = iter(prefixed)
-    while step := list(islice(names, STEP)):
+    for step in chunks(prefixed):
         counts.update(map(len, step))
     return counts

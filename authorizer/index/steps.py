@@ -16,10 +16,16 @@ T = TypeVar("T")
 STEP = 8192  # items per C call (about a millisecond on the machine of BENCHMARKS.md)
 
 
+def chunks(items: Iterable[T], step: int = STEP) -> Iterator[list[T]]:
+    """`items` in lists of `step` (the last one shorter), each made by one C call."""
+    it = iter(items)
+    while chunk := list(islice(it, step)):
+        yield chunk
+
+
 def listed(items: Iterable[T], step: int = STEP) -> list[T]:
     """`list(items)`, `step` items per C call."""
     out: list[T] = []
-    it: Iterator[T] = iter(items)
-    while chunk := list(islice(it, step)):
+    for chunk in chunks(items, step):
         out += chunk
     return out

@@ -10,13 +10,13 @@ from array import array
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain
 from operator import attrgetter
 
 from kraftacl.authorizer.errors import ImageError
 from kraftacl.authorizer.index.native_rows import add_columns, apply_new_rows, hashed_dict
 from kraftacl.authorizer.index.overlay import OverlayMap
-from kraftacl.authorizer.index.steps import STEP, listed
+from kraftacl.authorizer.index.steps import STEP, chunks, listed
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record, batch_rows
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
@@ -220,8 +220,7 @@ class AclsDelta:
             self._lent = True
             return AclsImage(OverlayMap(changes), provenance)  # type: ignore[arg-type]
         fresh: dict[str, StandardAcl] = {}
-        items = iter(base.items())
-        while step := list(islice(items, STEP)):  # not one C call over the whole base (`index.steps`)
+        for step in chunks(base.items()):  # not one C call over the whole base (`index.steps`)
             fresh.update(step)
         for acl_id, acl in changes.items():
             if acl is None:
