@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from kraftacl.api import endpoints as ep
+from kraftacl.api import frames as wire_frames
 from kraftacl.api.endpoints import Endpoint
 from kraftacl.api.openapi import openapi_document
 from kraftacl.api.wire import ErrorBody, ErrorOut
@@ -23,7 +24,8 @@ from kraftacl.authorizer.model.acls import AclOperation
 from kraftacl.server import acl_history, admin, changes, decide, describe, import_api
 from kraftacl.server.auth import ANONYMOUS, Authenticator, Caller
 from kraftacl.server.context import ServeState
-from kraftacl.server.errors import ApiFailure, Forbidden, Unauthenticated
+from kraftacl.server.errors import ApiFailure, BadRequest, Forbidden, Unauthenticated
+from kraftacl.server.frames import FrameConnection, FrameRoute
 from kraftacl.server.http_wire import Outcome, Request, Response, StreamedResponse
 from kraftacl.server.metrics import CONTENT_TYPE
 
@@ -120,7 +122,8 @@ ROUTES: dict[tuple[str, str], Route] = dict(
     ]
 )
 _OPA_ROUTE = Route(decide.opa, ep.OPA.name, body="small", check=_trusted_only("use the OPA API"))
-_PATHS = {path for _, path in ROUTES}
+_PATHS = {path for _, path in ROUTES} | {wire_frames.PATH}
+_SWITCHING = [(b"connection", b"upgrade"), (b"upgrade", wire_frames.PROTOCOL.encode())]
 
 
 def _metrics(state: ServeState) -> Response:
@@ -171,6 +174,11 @@ class Api:
             "small": (min(SMALL_BODY, limits.request_max_bytes), "the limit of this endpoint"),
             "none": (0, "the limit of a GET (no body)"),
         }
+        self.frames_route = Route(self.upgrade, "frames", body="none")
+        self.frame_kinds: dict[int, FrameRoute] = {}
+        for kind, endpoint in wire_frames.KINDS.items():
+            route = ROUTES[(endpoint.method, endpoint.path)]
+            self.frame_kinds[kind] = (endpoint.path, route, *self.body_limits[route.body])
 
     def admit(self, request: Request, probation: bool) -> Response | tuple[int, str]:
         """At the head: the route and the caller, or the refusal (404, 405, 401, 403, 421, 503); the body limit."""
@@ -178,6 +186,8 @@ class Api:
         if route is None:
             if request.method == "POST" and request.path.startswith(ep.OPA_PREFIX):
                 route = _OPA_ROUTE
+            elif request.method == "GET" and request.path == wire_frames.PATH:
+                route = self.frames_route
             else:
                 return self._count("unknown", self._no_route(request))
         try:
@@ -220,6 +230,20 @@ class Api:
         self.state.metrics.figures.count_request(endpoint, response.status)
         return response
 
+    def upgrade(self, state: ServeState, request: Request, caller: Caller) -> Response:
+        """GET /v1/frames: 101, and this connection carries decision frames from now on (`server.frames`)."""
+        if request.headers.get(b"upgrade", b"").lower() != wire_frames.PROTOCOL.encode():
+            raise BadRequest(f"GET {wire_frames.PATH} needs the header Upgrade: {wire_frames.PROTOCOL}", "Upgrade")
+        if b"upgrade" not in request.headers.get(b"connection", b"").lower():
+            raise BadRequest(f"GET {wire_frames.PATH} needs the header Connection: Upgrade", "Connection")
+        trusted = caller.principal in state.trusted
+        return Response(
+            101,
+            b"",
+            headers=_SWITCHING,
+            upgrade=lambda: FrameConnection(self.dispatch, self.frame_kinds, request, trusted),
+        )
+
     def _authenticate(self, request: Request, route: Route) -> Caller | None:
         principal, offered = self.authenticator.from_header(request.headers.get(b"authorization"))
         if offered and principal is None:
@@ -235,7 +259,8 @@ class Api:
 
     def _no_route(self, request: Request) -> Response:
         if request.path in _PATHS or request.path.startswith(ep.OPA_PREFIX):
-            allowed = sorted(m for m, p in ROUTES if p == request.path) or ["POST"]
+            only = "GET" if request.path == wire_frames.PATH else "POST"
+            allowed = sorted(m for m, p in ROUTES if p == request.path) or [only]
             body = ErrorOut(ErrorBody("METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}"))
             return Response(
                 HTTPStatus.METHOD_NOT_ALLOWED, _ENCODE.encode(body), headers=[(b"allow", ", ".join(allowed).encode())]

@@ -37,7 +37,9 @@ import httptools
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.config import Listener, NetworkLimits
 from kraftacl.server.connections import Connections
+from kraftacl.server.frames import FrameConnection
 from kraftacl.server.http_wire import (
+    LINGER_S,
     Dispatch,
     Outcome,
     Request,
@@ -46,6 +48,7 @@ from kraftacl.server.http_wire import (
     encode_chunk,
     encode_response,
     encode_stream_head,
+    encode_switching,
     error_body,
 )
 
@@ -53,12 +56,11 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 64 * 1024  # URL plus headers
 FEED_SLICE = 4096  # bytes parsed per step once a connection may have to stop mid-read (see `_feed`)
-LINGER_S = 2.0  # after refusing at the head: how long the client's unread bytes are discarded before closing
 _EVICTED = (
     "serve has max.connections open; this connection held one of the places kept for broker principals without "
     "sending a whole request head, and made room for a new connection; retry later"
 )
-_KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length"})
+_KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length", b"upgrade", b"connection"})
 Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
 
 
@@ -111,6 +113,7 @@ class HttpProtocol(asyncio.Protocol):
         self.discarding = False
         self.closing = False
         self.deadline = math.inf  # loop time at which `timed_out` applies (the registry's sweep)
+        self._switch_to: FrameConnection | None = None  # the protocol a 101 just sent hands the connection to
 
     # ---- connection lifecycle ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -242,6 +245,7 @@ class HttpProtocol(asyncio.Protocol):
     def _feed(self, data: bytes) -> None:
         """Parse `data`; a large read is parsed in slices, and what follows a slice after which this connection
         is blocked waits unparsed (so a read of tiny pipelined requests cannot queue thousands of them)."""
+        start = 0
         try:
             if len(data) <= FEED_SLICE:
                 self.parser.feed_data(data)
@@ -253,11 +257,27 @@ class HttpProtocol(asyncio.Protocol):
                         self._pause_reading()
                     return
                 self.parser.feed_data(data[start : start + FEED_SLICE])
-        except httptools.HttpParserUpgrade:
-            self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "protocol upgrades are not supported")
+        except httptools.HttpParserUpgrade as upgrade:
+            self._switch(data[start + int(upgrade.args[0]) :])
         except httptools.HttpParserError as exc:
             if not self.discarding and self.accepting:
                 self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", f"malformed HTTP request: {exc}")
+
+    def _switch(self, rest: bytes) -> None:
+        """A request asked to upgrade the connection: if serve answered it 101 (`server.frames`), the frame
+        protocol reads the connection from the byte after the request's head; otherwise it is a 400."""
+        protocol, self._switch_to = self._switch_to, None
+        transport = self.transport
+        if protocol is None or transport is None:
+            if self.accepting:  # answered already otherwise (a refusal at its head)
+                self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "no upgrade to this protocol on this path")
+            return
+        self.connections.remove(self, self.listener.name)
+        self.accepting, self.deadline, self.transport = False, math.inf, None
+        transport.set_protocol(protocol)
+        protocol.take_over(transport, rest, self.limits, self.connections, self.listener)
+        if self.reading_paused:
+            transport.resume_reading()
 
     def _fail(self, status: int, code: str, message: str) -> None:
         """Answer an HTTP-level error and close (the byte stream can no longer be trusted)."""
@@ -429,6 +449,9 @@ class HttpProtocol(asyncio.Protocol):
             outcome = error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
         if isinstance(outcome, Response):
             self._release(reserved)
+            if outcome.upgrade is not None:
+                self._upgrade(outcome)
+                return
             self._write(outcome, request.keep_alive)
             return
         self.running = True
@@ -472,6 +495,18 @@ class HttpProtocol(asyncio.Protocol):
         transport.write(encode_chunk(b""))
         if not keep_alive:
             transport.close()
+
+    def _upgrade(self, response: Response) -> None:
+        """Send the 101; the connection switches protocol when the parser reaches the end of the head (it does
+        in this same read: an upgrade is honoured only when nothing else of this connection is in progress)."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        if self.pending or self.running:
+            self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "an upgrade must not be pipelined behind requests")
+            return
+        assert response.upgrade is not None
+        self.transport.write(encode_switching(response))
+        self._switch_to = response.upgrade()
 
     def _write(self, response: Response, keep_alive: bool) -> None:
         transport = self.transport

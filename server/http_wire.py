@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _STATUS_LINES = {s.value: f"HTTP/1.1 {s.value} {s.phrase}\r\n".encode() for s in HTTPStatus}
 _ENCODE = msgspec.json.Encoder()
 CLOSE = (b"connection", b"close")
+LINGER_S = 2.0  # after a refusal: how long the client's unread bytes are discarded before closing
 
 
 @dataclass(slots=True)
@@ -43,12 +44,14 @@ class Request:
 
 @dataclass(slots=True)
 class Response:
-    """Status, body and content type; `headers` are extra (name, value) pairs."""
+    """Status, body and content type; `headers` are extra (name, value) pairs. `upgrade` (a 101 answer): the
+    protocol that takes the connection over once the 101 is sent (`server.frames`)."""
 
     status: int
     body: bytes
     content_type: bytes = b"application/json"
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    upgrade: Callable[[], Any] | None = None
 
 
 @dataclass(slots=True)
@@ -93,6 +96,11 @@ def encode_response(response: Response, keep_alive: bool) -> bytes:
     head = _head(response.status, response.content_type, response.headers, keep_alive)
     head += [b"content-length: ", str(len(response.body)).encode(), b"\r\n\r\n", response.body]
     return b"".join(head)
+
+
+def encode_switching(response: Response) -> bytes:
+    """A 101 Switching Protocols: its status line and headers, no body."""
+    return b"".join([_STATUS_LINES[101], *(b"%s: %s\r\n" % pair for pair in response.headers), b"\r\n"])
 
 
 def encode_stream_head(response: StreamedResponse, keep_alive: bool) -> bytes:

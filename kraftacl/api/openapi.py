@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
-from kraftacl.api import wire
+from kraftacl.api import frames, wire
 from kraftacl.api.endpoints import ENDPOINTS, METRICS_PATH, Endpoint
 
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",
@@ -70,6 +70,21 @@ def openapi_document(endpoints: tuple[Endpoint[Any, Any], ...] = ENDPOINTS) -> d
         "get": {
             "summary": "Prometheus metrics (text exposition format)",
             "responses": {"200": {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}},
+        }
+    }
+    paths[frames.PATH] = {
+        "get": {
+            "summary": f"Upgrade this connection to decision frames ({frames.PROTOCOL}; since 1.4.0): send "
+            f"Connection: Upgrade and Upgrade: {frames.PROTOCOL}; after the 101 the connection carries the bodies "
+            "of /v1/authorize, /v1/authorize-by-resource-type and /v1/authorized-operations in frames "
+            "(docs/serve.md, Decision frames)",
+            "responses": {
+                "101": {"description": "Switching Protocols: frames from the next byte"},
+                **{
+                    code: {"description": why, "content": {"application/json": {"schema": _ref(wire.ErrorOut)}}}
+                    for code, why in ERRORS.items()
+                },
+            },
         }
     }
     return {

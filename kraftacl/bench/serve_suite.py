@@ -1,4 +1,5 @@
-"""The `serve` benchmark suite: a real `kraft-acl serve` process on loopback, asked over keep-alive HTTP.
+"""The `serve` benchmark suite: a real `kraft-acl serve` process on loopback, asked over keep-alive HTTP and over
+decision frames (`kraftacl.api.frames`), each figure for both.
 
 Figures: one-action authorize round trip p50/p99, a batch of 100 actions (with how the machine's idle CPUs wake,
 `cpuidle`: on a quiet KVM guest whose vCPUs halt at once, two halt exits dominate a loopback round trip; see
@@ -23,6 +24,7 @@ from typing import Any
 import msgspec
 
 from kraftacl.api.endpoints import AUTHORIZE
+from kraftacl.api.frames import KIND_OF_PATH, FrameClient
 from kraftacl.api.wire import ActionIn, AuthorizeIn
 from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.bench import noisy_neighbour
@@ -34,6 +36,7 @@ from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.uuids import new_uuid
 
 TOKEN = "bench-broker-token-0123456789"
+TRANSPORTS = ("http", "frames")  # HTTP/1.1 keep-alive, and decision frames (`kraftacl.api.frames`)
 
 
 def _start(work: Path, acl_count: int) -> tuple[ServeProcess, int]:
@@ -63,27 +66,53 @@ def _body(requests: list[tuple[str, str, Any, Any, str]], start: int, n: int) ->
     return msgspec.json.encode(AuthorizeIn(principal, host, actions))
 
 
-def _latency(port: int, bodies: list[bytes], rounds: int) -> dict[str, float]:
-    with KeepAlive("127.0.0.1", port, AUTHORIZE.path, TOKEN) as client:
+class _Asker:
+    """One keep-alive connection asking /v1/authorize, over HTTP or decision frames (`kraftacl.api.frames`)."""
+
+    def __init__(self, port: int, transport: str) -> None:
+        self.http = KeepAlive("127.0.0.1", port, AUTHORIZE.path, TOKEN) if transport == "http" else None
+        self.frames = FrameClient("127.0.0.1", port, TOKEN) if transport == "frames" else None
+
+    def ask(self, body: bytes) -> None:
+        """One call; a status other than 200 fails the run."""
+        if self.http is not None:
+            self.http.post(body)
+            return
+        assert self.frames is not None
+        status, answer = self.frames.call(KIND_OF_PATH[AUTHORIZE.path], body)
+        if status != 200:
+            raise RuntimeError(f"serve answered {status}: {answer[:200]!r}")
+
+    def __enter__(self) -> _Asker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in (self.http, self.frames):
+            if client is not None:
+                client.close()
+
+
+def _latency(port: int, bodies: list[bytes], rounds: int, transport: str) -> dict[str, float]:
+    with _Asker(port, transport) as client:
         for body in bodies[:500]:
-            client.post(body)
+            client.ask(body)
         samples = []
         for i in range(rounds):
             body = bodies[i % len(bodies)]
             start = time.perf_counter_ns()
-            client.post(body)
+            client.ask(body)
             samples.append(time.perf_counter_ns() - start)
     return percentiles(samples)
 
 
-def _client(port: int, bodies: list[bytes], seconds: float, go: Any, out: Any) -> None:
-    with KeepAlive("127.0.0.1", port, AUTHORIZE.path, TOKEN) as client:
-        client.post(bodies[0])
+def _client(port: int, bodies: list[bytes], seconds: float, transport: str, go: Any, out: Any) -> None:
+    with _Asker(port, transport) as client:
+        client.ask(bodies[0])
         out.put(0)  # connected and warm
         go.wait()
         done, deadline, i = 0, time.monotonic() + seconds, 0
         while time.monotonic() < deadline:
-            client.post(bodies[i % len(bodies)])
+            client.ask(bodies[i % len(bodies)])
             i += 1
             done += 1
         out.put(done)
@@ -95,12 +124,13 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _throughput(
-    port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float
+    port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float, transport: str
 ) -> dict[str, float]:
-    """`clients` processes post as fast as they can for `seconds`, all starting together."""
+    """`clients` processes ask as fast as they can for `seconds`, all starting together."""
     ctx = multiprocessing.get_context("spawn")
     queue, go = ctx.Queue(), ctx.Event()
-    workers = [ctx.Process(target=_client, args=(port, bodies, seconds, go, queue)) for _ in range(clients)]
+    args = (port, bodies, seconds, transport, go, queue)
+    workers = [ctx.Process(target=_client, args=args) for _ in range(clients)]
     for worker in workers:
         worker.start()
     for _ in workers:
@@ -134,29 +164,31 @@ def run(quick: bool = False) -> dict[str, Any]:
             ones = [_body(requests, i, 1) for i in range(2_000)]
             hundreds = [_body(requests, i * 100, 100) for i in range(100)]
             print("serve suite: latency", file=sys.stderr)
-            one = _latency(port, ones, rounds)
-            batch = _latency(port, hundreds, max(rounds // 10, 500))
+            latency: dict[str, dict[str, float]] = {}
+            for transport in TRANSPORTS:
+                latency[f"1_{transport}"] = _latency(port, ones, rounds, transport)
+                latency[f"100_{transport}"] = _latency(port, hundreds, max(rounds // 10, 500), transport)
             print("serve suite: throughput", file=sys.stderr)
             seconds = 3.0 if quick else 10.0
             assert serve.proc is not None
-            single = _throughput(port, serve.proc.pid, ones, 1, 8, seconds)
-            batched = _throughput(port, serve.proc.pid, hundreds, 100, 8, seconds)
+            rates: dict[str, dict[str, float]] = {}
+            for transport in TRANSPORTS:
+                rates[f"1_{transport}"] = _throughput(port, serve.proc.pid, ones, 1, 8, seconds, transport)
+                rates[f"100_{transport}"] = _throughput(port, serve.proc.pid, hundreds, 100, 8, seconds, transport)
         finally:
             serve.stop()
     print("serve suite: noisy_neighbour", file=sys.stderr)
     noisy = noisy_neighbour.run(quick=quick)
-    return {
-        "acls": acl_count,
-        "cpu_probe_us": round(probe, 2),
-        "cpuidle": cpu_idle(),
-        "authorize_1_action_us": one,
-        "authorize_100_actions_us": batch,
-        "authorize_1_action_p50_us_at_reference": round(at_reference(one["p50_us"], probe), 1),
-        "authorize_100_actions_p50_us_at_reference": round(at_reference(batch["p50_us"], probe), 1),
-        "throughput_1_action": single,
-        "throughput_100_actions": batched,
-        "decisions_per_serve_cpu_s_at_reference": round(
-            single["decisions_per_serve_cpu_s"] * probe / REFERENCE_PROBE_US
-        ),
-        "noisy_neighbour": noisy,
-    }
+    figures: dict[str, Any] = {"acls": acl_count, "cpu_probe_us": round(probe, 2), "cpuidle": cpu_idle()}
+    for transport in TRANSPORTS:
+        tail = "" if transport == "http" else "_frames"
+        for n, noun in (("1", "action"), ("100", "actions")):
+            measured = latency[f"{n}_{transport}"]
+            figures[f"authorize_{n}_{noun}{tail}_us"] = measured
+            figures[f"authorize_{n}_{noun}{tail}_p50_us_at_reference"] = round(
+                at_reference(measured["p50_us"], probe), 1
+            )
+            figures[f"throughput_{n}_{noun}{tail}"] = rates[f"{n}_{transport}"]
+        per_cpu = rates[f"1_{transport}"]["decisions_per_serve_cpu_s"]
+        figures[f"decisions_per_serve_cpu_s{tail}_at_reference"] = round(per_cpu * probe / REFERENCE_PROBE_US)
+    return {**figures, "noisy_neighbour": noisy}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import msgspec
 
+from kraftacl.api import frames
 from kraftacl.api.endpoints import ENDPOINTS, OPENAPI_PATH, Endpoint
 from kraftacl.api.openapi import openapi_document
 
@@ -49,4 +50,4 @@ def test_an_endpoint_is_one_struct_pair_and_one_entry() -> None:
     ]
     assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Changed"}
     assert "requestBody" not in op and "Changed" in doc["components"]["schemas"]
-    assert set(doc["paths"]) == {e.path for e in ENDPOINTS} | {"/metrics", "/v1/example"}
+    assert set(doc["paths"]) == {e.path for e in ENDPOINTS} | {"/metrics", frames.PATH, "/v1/example"}

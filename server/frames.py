@@ -1,0 +1,252 @@
+"""Decision frames on an upgraded connection (`kraft-acl-frames/1`, `kraftacl.api.frames`): the broker's hot
+path without an HTTP head per decision.
+
+The caller was authenticated once, at the upgrade; each frame then runs the decision endpoint its kind names,
+through the same `Api.dispatch` as HTTP (so limits, audit lines, the decision log, read-your-writes and metrics
+are the endpoint's), and its answer goes back with the frame's id. The bounds are HTTP's: a frame's body at most
+its endpoint's limit (reserved from the process-wide request memory before it is read), at most
+max.in.flight.requests.per.connection frames read and not answered, write back-pressure, a frame begun whole
+within request.timeout.ms, an idle connection closed after connections.max.idle.ms.
+
+Everything here runs on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import struct
+from collections.abc import Awaitable, Mapping
+from http import HTTPStatus
+
+from kraftacl.api.frames import REQUEST, answer_frame
+from kraftacl.server.config import Listener, NetworkLimits
+from kraftacl.server.connections import Connections
+from kraftacl.server.http_wire import LINGER_S, Dispatch, Request, Response, StreamedResponse, error_body
+
+log = logging.getLogger(__name__)
+
+FrameRoute = tuple[str, object, int, str]  # path, the api's Route, body limit, its config key
+_LENGTH = struct.Struct(">I")
+_INTERNAL = error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
+_HEADERS: dict[bytes, bytes] = {}
+RESERVED_ABOVE = 4096  # a frame's body above this is reserved from the request memory before it is read
+
+
+class FrameConnection(asyncio.Protocol):
+    """One upgraded connection: bytes received and not yet framed, the frames being answered, what blocks it."""
+
+    def __init__(self, dispatch: Dispatch, kinds: Mapping[int, FrameRoute], upgrade: Request, trusted: bool) -> None:
+        self.dispatch, self.kinds, self.trusted = dispatch, kinds, trusted
+        self.caller, self.peer_host, self.tls_principal = upgrade.caller, upgrade.peer_host, upgrade.principal_from_tls
+        self.limit = max(limit for _, _, limit, _ in kinds.values())
+        self.loop = asyncio.get_event_loop()
+        self.transport: asyncio.Transport | None = None
+        self.limits: NetworkLimits | None = None
+        self.connections: Connections | None = None
+        self.listener = ""
+        self.buffer = bytearray()
+        self.reserved = 0  # request memory held for the frame being read
+        self.waiting = 0  # bytes waited for in the request memory (reading stopped meanwhile)
+        self.tasks: dict[asyncio.Task[None], int] = {}  # frames answered later -> their reserved bytes
+        self.write_paused = self.reading_paused = self.closing = self.discarding = False
+        self.deadline = math.inf
+
+    def take_over(
+        self,
+        transport: asyncio.Transport,
+        rest: bytes,
+        limits: NetworkLimits,
+        connections: Connections,
+        listener: Listener,
+    ) -> None:
+        """The HTTP connection answered 101: from now on this protocol reads `transport` (`rest`: bytes after
+        the upgrade's head)."""
+        self.transport, self.limits, self.connections, self.listener = transport, limits, connections, listener.name
+        connections.add(self, listener.name, self.loop)
+        self._arm(limits.idle_timeout_s)
+        if rest:
+            self.data_received(rest)
+
+    def _arm(self, seconds: float) -> None:
+        self.deadline = self.loop.time() + seconds
+
+    # ---- what the connection registry asks ----------------------------------------------------------
+    def busy(self) -> bool:
+        """A frame is being read or answered."""
+        return bool(self.buffer) or bool(self.tasks)
+
+    def timed_out(self) -> None:
+        """A frame not whole in time, a client that does not read its answers, or an idle connection: closed."""
+        self.deadline = math.inf
+        if self.transport is None or (self.tasks and not self.discarding):
+            return
+        if self.write_paused:
+            self.transport.abort()
+        else:
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Close now (shutdown's deadline passed)."""
+        if self.transport is not None:
+            self.transport.close()
+
+    def evict(self) -> None:
+        """Never on probation (its caller showed who it is at the upgrade); close if asked."""
+        self.abort()
+
+    def close_when_idle(self) -> None:
+        """Shutdown: close now if nothing is in progress, else after the answers in progress."""
+        self.closing = True
+        if not self.tasks and self.transport is not None:
+            self.transport.close()
+
+    # ---- asyncio ------------------------------------------------------------------------------------
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.connections is not None:
+            self.connections.remove(self, self.listener)
+            self.connections.memory.forget(self._granted)
+            self._release(self.reserved)
+        self.reserved, self.transport, self.deadline = 0, None, math.inf
+        for task in list(self.tasks):
+            task.cancel()  # nobody waits for these answers
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self._pause_reading()
+        if not self.tasks and self.limits is not None:
+            self._arm(self.limits.request_timeout_s)
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self._parse()
+
+    def data_received(self, data: bytes) -> None:
+        if self.discarding:
+            return
+        self.buffer += data
+        self._parse()
+
+    def eof_received(self) -> bool:
+        return False  # the client has left: close, and `connection_lost` stops its work
+
+    # ---- frames -------------------------------------------------------------------------------------
+    def _blocked(self) -> bool:
+        assert self.limits is not None
+        return self.write_paused or self.waiting > 0 or len(self.tasks) >= self.limits.max_in_flight
+
+    def _parse(self) -> None:
+        """Answer every whole frame received, as far as this connection is not blocked; then read on or wait."""
+        buffer = self.buffer
+        while len(buffer) >= REQUEST.size and self.transport is not None and not self.closing:
+            if self._blocked():
+                self._pause_reading()
+                return
+            length, frame_id, kind = REQUEST.unpack_from(buffer)
+            route = self.kinds.get(kind)
+            if length < 5 or length - 5 > (self.limit if route is None else route[2]):
+                self._fail(frame_id, length, route)
+                return
+            if length - 5 > RESERVED_ABOVE and not self.reserved and not self._reserve(length - 5):
+                return
+            if len(buffer) < 4 + length:
+                break
+            body = bytes(buffer[REQUEST.size : 4 + length])
+            del buffer[: 4 + length]
+            reserved, self.reserved = self.reserved, 0
+            self._run(frame_id, kind, route, body, reserved)
+        if self.transport is None or self.closing:
+            return
+        assert self.limits is not None
+        self._arm(self.limits.request_timeout_s if buffer else self.limits.idle_timeout_s)
+        if self.reading_paused and not self._blocked():
+            self.reading_paused = False
+            self.transport.resume_reading()
+
+    def _run(self, frame_id: int, kind: int, route: FrameRoute | None, body: bytes, reserved: int) -> None:
+        if route is None:
+            self._release(reserved)
+            known = ", ".join(f"{k} ({path})" for k, (path, _, _, _) in self.kinds.items())
+            self._answer(frame_id, error_body(400, "INVALID_REQUEST", f"no frame kind {kind}; known: {known}", "kind"))
+            return
+        path, api_route, _, _ = route
+        request = Request(
+            "POST", path, "", _HEADERS, self.peer_host, self.listener, self.tls_principal, body, self.caller, api_route
+        )
+        try:
+            outcome = self.dispatch(request)
+        except Exception:  # a bug must cost one 500, never the connection or the process
+            log.exception("unhandled error answering a %s frame", path)
+            outcome = _INTERNAL
+        if isinstance(outcome, Response):
+            self._release(reserved)
+            self._answer(frame_id, outcome)
+            return
+        task = self.loop.create_task(self._later(frame_id, outcome))
+        self.tasks[task] = reserved
+        task.add_done_callback(self._done)
+
+    async def _later(self, frame_id: int, outcome: Awaitable[Response | StreamedResponse] | StreamedResponse) -> None:
+        try:
+            response = outcome if isinstance(outcome, StreamedResponse) else await outcome
+        except Exception:
+            log.exception("unhandled error in an asynchronous frame handler")
+            response = _INTERNAL
+        if isinstance(response, StreamedResponse):  # no decision endpoint streams; refuse rather than buffer
+            log.error("a decision endpoint answered a frame with a streamed response")
+            response = _INTERNAL
+        self._answer(frame_id, response)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._release(self.tasks.pop(task, 0))
+        if self.closing and not self.tasks and self.transport is not None:
+            self.transport.close()
+        else:
+            self._parse()
+
+    def _answer(self, frame_id: int, response: Response) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(answer_frame(frame_id, response.status, response.body))
+
+    def _fail(self, frame_id: int, length: int, route: FrameRoute | None) -> None:
+        """A frame that cannot be read: one answer naming why, then the connection closes."""
+        if length < 5:
+            response = error_body(400, "INVALID_REQUEST", f"frame length {length} is below 5", "length")
+        else:
+            path, _, limit, key = route or ("a decision endpoint", None, self.limit, "every decision body's limit")
+            message = f"frame length {length}: the request body of {path} exceeds {key} ({limit})"
+            response = error_body(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "INVALID_REQUEST", message, "length")
+        self.closing = self.discarding = True
+        self.buffer.clear()
+        self._answer(frame_id, response)
+        transport = self.transport
+        if transport is not None and transport.can_write_eof():
+            transport.write_eof()  # the client reads the answer; what it still sends is discarded, then close
+            self._arm(LINGER_S)
+        elif transport is not None:
+            transport.close()
+
+    # ---- request memory -----------------------------------------------------------------------------
+    def _reserve(self, n: int) -> bool:
+        assert self.connections is not None
+        if self.connections.memory.try_reserve(n, self.trusted):
+            self.reserved = n
+            return True
+        self.waiting = n
+        self.connections.memory.wait(n, self.trusted, self._granted)
+        self._pause_reading()
+        return False
+
+    def _granted(self) -> None:
+        self.reserved, self.waiting = self.waiting, 0
+        self._parse()
+
+    def _release(self, n: int) -> None:
+        if n and self.connections is not None:
+            self.connections.memory.release(n)
+
+    def _pause_reading(self) -> None:
+        if not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
