@@ -231,5 +231,8 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
         if (admin != null) {
             admin.close();
         }
+        if (client != null) {
+            client.close();
+        }
     }
 }

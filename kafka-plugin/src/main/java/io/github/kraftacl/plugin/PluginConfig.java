@@ -35,6 +35,7 @@ final class PluginConfig {
     static final String ADMIN_TIMEOUT_MS = PREFIX + "admin.timeout.ms";
     static final String READY_POLL_MS = PREFIX + "ready.poll.ms";
     static final String PROBE_INTERVAL_MS = PREFIX + "probe.interval.ms";
+    static final String TRANSPORT = PREFIX + "serve.transport";
     static final String CACHE_ENABLED = PREFIX + "cache.enabled";
     static final String CACHE_MAX_ENTRIES = PREFIX + "cache.max.entries";
     static final String CACHE_MAX_BYTES = PREFIX + "cache.max.bytes";
@@ -52,6 +53,7 @@ final class PluginConfig {
     final int adminTimeoutMs;
     final int readyPollMs;
     final int probeIntervalMs;
+    final boolean frames; // kraft.acl.serve.transport=frames: decisions over serve's decision frames
     final boolean cacheEnabled;
     final int cacheMaxEntries;
     final long cacheMaxBytes;
@@ -71,6 +73,7 @@ final class PluginConfig {
         this.adminTimeoutMs = millis(configs, ADMIN_TIMEOUT_MS, 30000);
         this.readyPollMs = millis(configs, READY_POLL_MS, 200);
         this.probeIntervalMs = millis(configs, PROBE_INTERVAL_MS, 500);
+        this.frames = frames(text(configs, TRANSPORT, ""));
         this.cacheEnabled = bool(configs, CACHE_ENABLED, true);
         this.cacheMaxEntries = (int) number(configs, CACHE_MAX_ENTRIES, 100_000, 1, Integer.MAX_VALUE, "entries");
         this.cacheMaxBytes = number(configs, CACHE_MAX_BYTES, 64L << 20, 1L << 16, Long.MAX_VALUE / 2,
@@ -204,6 +207,18 @@ final class PluginConfig {
             // reported below
         }
         throw new ConfigException(key, value, "must be a whole number of milliseconds >= 1");
+    }
+
+    /** kraft.acl.serve.transport: frames (the default) or http. */
+    private static boolean frames(String value) {
+        if (value.isEmpty() || value.equalsIgnoreCase("frames")) {
+            return true;
+        }
+        if (value.equalsIgnoreCase("http")) {
+            return false;
+        }
+        throw new ConfigException(TRANSPORT, value, "must be frames (decisions over serve's decision frames, HTTP "
+                + "for a serve without them) or http (every call over HTTP)");
     }
 
     /** Kafka's rules (StandardAuthorizer.getConfiguredSuperUsers): split on ';', trim, each Type:name. */

@@ -20,16 +20,17 @@ import org.slf4j.LoggerFactory;
  * times out, refuses the connection or refuses the plugin's credentials is skipped from then on, until the probe
  * finds it answering again.
  *
- * <p>Thread-safe: any number of broker threads call it at once. The transport is the JDK's
- * {@link HttpURLConnection} with its keep-alive connection pool. It was chosen by measured latency: a one-action
- * authorize round trip took 247-287 us at p50 on the development machine, against 366-453 us for
- * {@code java.net.http.HttpClient} (BENCHMARKS.md, "The Kafka broker plugin"). Decisions are sent buffered (one
- * write; the JDK may resend such a request once on a stale keep-alive connection, which is harmless for a decision,
- * but never after a read timeout); ACL writes use fixed-length streaming, which the JDK never resends. Fixed-length
- * streaming for decisions was measured and dropped: headers and body go out in two writes, and a one-action round
- * trip took 1.2-1.3 ms instead of 87-170 us.
+ * <p>Thread-safe: any number of broker threads call it at once. Decisions go over serve's decision frames
+ * ({@link FrameClient}) unless {@code kraft.acl.serve.transport=http} or that serve has none; every other call, and
+ * a decision to a serve without frames, over the JDK's {@link HttpURLConnection} with its keep-alive connection pool.
+ * It was chosen by measured latency: a one-action authorize round trip took 247-287 us at p50 on the development
+ * machine, against 366-453 us for {@code java.net.http.HttpClient} (BENCHMARKS.md, "The Kafka broker plugin").
+ * Decisions over HTTP are sent buffered (one write; the JDK may resend such a request once on a stale keep-alive
+ * connection, which is harmless for a decision, but never after a read timeout); ACL writes use fixed-length
+ * streaming, which the JDK never resends. Fixed-length streaming for decisions was measured and dropped: headers and
+ * body go out in two writes, and a one-action round trip took 1.2-1.3 ms instead of 87-170 us.
  */
-final class ServeClient {
+final class ServeClient implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ServeClient.class);
     /** One HTTP answer and the serve that gave it. */
     record Reply(int status, byte[] body, URI server) {}
@@ -49,6 +50,7 @@ final class ServeClient {
     private final int connectTimeoutMs;
     private final SSLSocketFactory sockets; // null without TLS
     private final boolean verifyHostname;
+    private final FrameClient frames; // null with kraft.acl.serve.transport=http
     private volatile boolean started;
     private volatile int answering; // the index of the serve that answered last, for the "now asking" line
 
@@ -59,6 +61,7 @@ final class ServeClient {
         this.connectTimeoutMs = config.connectTimeoutMs;
         this.sockets = config.sslContext == null ? null : config.sslContext.getSocketFactory();
         this.verifyHostname = config.verifyHostname;
+        this.frames = config.frames ? new FrameClient(routes, config) : null;
     }
 
     /** The URLs and which of them calls skip. */
@@ -138,7 +141,8 @@ final class ServeClient {
                 URI server = routes.url(index);
                 Reply reply;
                 try {
-                    reply = exchange(server, path, body, timeoutMs, once);
+                    reply = decision ? decision(index, server, path, body, timeoutMs)
+                            : exchange(server, path, body, timeoutMs, once);
                 } catch (IOException e) {
                     problems.failed(server, e);
                     failures.add(server + ": " + describe(e));
@@ -182,6 +186,12 @@ final class ServeClient {
         throw new UnavailableException("no kraft-acl serve answered: " + String.join("; ", why));
     }
 
+    /** A decision over frames when this serve has them, else over HTTP. */
+    private Reply decision(int index, URI server, String path, byte[] body, int timeoutMs) throws IOException {
+        Reply reply = frames == null ? null : frames.decide(index, path, body, timeoutMs);
+        return reply != null ? reply : exchange(server, path, body, timeoutMs, false);
+    }
+
     private Reply exchange(URI server, String path, byte[] body, int timeoutMs, boolean once) throws IOException {
         HttpURLConnection c = (HttpURLConnection) url(server, path).openConnection();
         if (c instanceof HttpsURLConnection https) {
@@ -218,6 +228,14 @@ final class ServeClient {
 
     private static URL url(URI server, String path) throws MalformedURLException {
         return new URL(server.getScheme(), server.getHost(), server.getPort(), path);
+    }
+
+    /** Close the idle decision-frames connections. */
+    @Override
+    public void close() {
+        if (frames != null) {
+            frames.close();
+        }
     }
 
     static String describe(IOException e) {

@@ -45,6 +45,20 @@ class MisconfigurationTest extends FakeServeTest {
     }
 
     @Test
+    void aTokenRefusedAtTheUpgradeToFramesIsTheSameError() throws Exception {
+        serve.answer(FrameClient.PATH, 401, "{\"error\":{\"code\":\"UNAUTHENTICATED\",\"message\":\"unknown "
+                + "bearer token\"}}");
+        plugin = plugin(dir, serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        assertEquals(List.of(AuthorizationResult.DENIED), plugin.authorize(ctx("bob"), List.of(read("a"))));
+        assertTrue(plugin.routes().isOpen(0), "skipped, as a serve refusing the token over HTTP is");
+        assertTrue(serve.on("/v1/authorize").stream().noneMatch(r -> r.body().contains("User:bob")),
+                "not asked over HTTP instead");
+        String message = errors().get(0).message();
+        assertTrue(message.contains("HTTP 401 UNAUTHENTICATED: unknown bearer token") && message.contains(
+                "the token in kraft.acl.token.file=" + dir.resolve("token")), message);
+    }
+
+    @Test
     void aPrincipalThatIsNotABrokerPrincipalIsAnError() throws Exception {
         serve.answer("/v1/authorize", 403, "{\"error\":{\"code\":\"AUTHORIZATION_FAILED\",\"message\":\"User:x may "
                 + "ask decisions only about itself\"}}");

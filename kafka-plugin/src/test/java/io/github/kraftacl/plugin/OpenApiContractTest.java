@@ -126,6 +126,9 @@ class OpenApiContractTest {
 
         Set<String> called = new TreeSet<>();
         for (FakeServe.Received r : serve.received) {
+            if (r.path().equals(FrameClient.PATH)) {
+                continue; // the upgrade to decision frames, no JSON operation; this fake has none (404): HTTP follows
+            }
             assertConforms(r);
             called.add(r.method() + " " + r.path());
         }

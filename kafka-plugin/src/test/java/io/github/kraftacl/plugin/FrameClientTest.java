@@ -1,0 +1,160 @@
+package io.github.kraftacl.plugin;
+
+import static io.github.kraftacl.plugin.TestPlugins.TOKEN;
+import static io.github.kraftacl.plugin.TestPlugins.ctx;
+import static io.github.kraftacl.plugin.TestPlugins.plugin;
+import static io.github.kraftacl.plugin.TestPlugins.read;
+import static io.github.kraftacl.plugin.TestPlugins.waitFor;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Decisions over serve's decision frames: one pooled connection, the fallback to HTTP, and failing connections. */
+class FrameClientTest extends FakeServeTest {
+    private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
+    private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
+    private static final byte[] ALICE_READS_A = ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\","
+            + "\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"a\"}]}")
+            .getBytes(StandardCharsets.UTF_8);
+
+    private final FakeDecider decider = new FakeDecider();
+    private FakeFrames frames;
+
+    @BeforeEach
+    void startFakeFrames() throws IOException {
+        decider.allowed.add("a");
+        frames = new FakeFrames(this::answer);
+    }
+
+    @AfterEach
+    void stopFakeFrames() throws IOException {
+        frames.close();
+    }
+
+    /** FakeDecider's decisions; every authorizeByResourceType ALLOWED. */
+    private FakeServe.Answer answer(FakeServe.Received r) {
+        return r.path().equals("/v1/authorize-by-resource-type")
+                ? new FakeServe.Answer(200, "{\"result\":\"ALLOWED\",\"offset\":1}", 0) : decider.apply(r);
+    }
+
+    /** A FrameClient of the plugin's configuration for this one URL. */
+    private static FrameClient client(String url) {
+        PluginConfig config = PluginConfig.parse(Map.of(PluginConfig.URLS, url));
+        return new FrameClient(new ServeRoutes(config.urls, 500), config);
+    }
+
+    private static String body(ServeClient.Reply reply) {
+        return new String(reply.body(), StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void decisionsGoOverFramesOnOnePooledConnection() throws Exception {
+        plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
+        assertEquals(List.of(ALLOWED, DENIED), plugin.authorize(ctx("alice"), List.of(read("a"), read("b"))));
+        assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+        assertEquals(ALLOWED, plugin.authorizeByResourceType(ctx("alice"), AclOperation.WRITE, ResourceType.TOPIC));
+        assertEquals(2, frames.on("/v1/authorize").size(), "kind 1");
+        assertEquals(1, frames.on("/v1/authorize-by-resource-type").size(), "kind 2");
+        assertEquals(1, frames.upgrades.get(), "one connection, pooled between calls");
+        FakeServe.Received first = frames.on("/v1/authorize").get(0);
+        assertEquals("Bearer " + TOKEN, first.authorization());
+        assertTrue(first.body().startsWith("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\""),
+                "the HTTP endpoint's JSON body: " + first.body());
+        plugin.close();
+        waitFor(() -> frames.ended.get() == 1, "closing the plugin closes its pooled connection");
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {404, 405, 400})
+    void aServeWithoutFramesIsAskedOverHttpFromThenOn(int status) throws Exception {
+        serve.answer(FrameClient.PATH, status, "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no\"}}");
+        serve.answer("/v1/authorize", decider);
+        plugin = plugin(dir, serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(List.of(ALLOWED, DENIED), plugin.authorize(ctx("alice"), List.of(read("a"), read("b"))));
+        }
+        assertEquals(1, serve.on(FrameClient.PATH).size(), "the upgrade is tried once");
+        assertEquals("Bearer " + TOKEN, serve.on(FrameClient.PATH).get(0).authorization());
+        assertEquals(3, serve.on("/v1/authorize").size());
+        List<CapturedLogs.Line> info = CapturedLogs.lines(FrameClient.class.getName(), "INFO");
+        assertEquals(1, info.size(), info.toString());
+        assertTrue(info.get(0).message().contains("with HTTP " + status + " (a serve without them): decisions go to "
+                + "it over HTTP"), info.get(0).message());
+    }
+
+    @Test
+    void transportHttpNeverAsksForFrames() throws Exception {
+        serve.answer("/v1/authorize", decider);
+        plugin = plugin(dir, serve.url(), PluginConfig.CACHE_ENABLED, "false", PluginConfig.TRANSPORT, "http");
+        assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+        assertTrue(serve.on(FrameClient.PATH).isEmpty());
+        assertEquals(1, serve.on("/v1/authorize").size());
+    }
+
+    @Test
+    void aPooledConnectionServeClosedIsReplacedOnce() throws Exception {
+        frames.closeAfterAnswer = true;
+        plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+        }
+        assertEquals(3, frames.upgrades.get());
+        assertEquals(3, frames.received.size());
+        assertFalse(plugin.routes().isOpen(0));
+    }
+
+    @Test
+    void aReadTimeoutIsNeverRetriedAndItsConnectionNeverReused() throws Exception {
+        try (FrameClient client = client(frames.url())) {
+            assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
+            frames.delayMs = 1000;
+            frames.delayed.set(1);
+            assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A, 200),
+                    "a pooled connection that timed out is not retried");
+            assertEquals(1, frames.upgrades.get());
+            ServeClient.Reply reply = client.decide(0, "/v1/authorize", ALICE_READS_A, 2000);
+            assertEquals("{\"results\":[\"ALLOWED\"],\"offset\":0}", body(reply));
+            assertEquals(2, frames.upgrades.get(), "a new connection: the timed-out one would read the late answer");
+        }
+    }
+
+    @Test
+    void aServeThatTimesOutIsSkippedForTheNext() throws Exception {
+        try (FakeFrames slow = new FakeFrames(this::answer)) {
+            slow.delayMs = 2000;
+            slow.delayed.set(100);
+            plugin = plugin(dir, slow.url() + "," + frames.url(), PluginConfig.CACHE_ENABLED, "false");
+            assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+            assertTrue(plugin.routes().isOpen(0), "skipped from now on, as after an HTTP read timeout");
+            assertEquals(1, frames.received.size());
+        }
+    }
+
+    @Test
+    void anAnswerWithAnotherIdIsAnErrorAndItsConnectionIsDropped() throws Exception {
+        try (FrameClient client = client(frames.url())) {
+            frames.wrongIds.set(1);
+            IOException e = assertThrows(IOException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A,
+                    2000));
+            assertTrue(e.getMessage().contains(frames.url() + " answered decision frame 1 on a connection waiting "
+                    + "for frame 0"), e.getMessage());
+            assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
+            assertEquals(2, frames.upgrades.get());
+        }
+    }
+}
