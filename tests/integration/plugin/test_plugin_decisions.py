@@ -6,10 +6,21 @@ Each test has its own user, topics and groups, so the tests do not depend on eac
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from confluent_kafka import KafkaError
 
-from tests.integration.plugin.clients import acl, consume, create_topics, grant, produce, unique, visible_topics
+from tests.integration.plugin.clients import (
+    ADMIN_TOKEN,
+    acl,
+    consume,
+    create_topics,
+    grant,
+    produce,
+    unique,
+    visible_topics,
+)
 from tests.integration.plugin.conftest import PluginSetup
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
@@ -119,3 +130,16 @@ def test_super_user_is_allowed_whatever_the_acls(plugin_setup: PluginSetup) -> N
     )
     assert produce(broker, "admin", topic) is None
     assert consume(broker, "admin", topic, group) == ([b"value"], None)
+
+
+def test_decisions_travel_as_frames(plugin_setup: PluginSetup) -> None:
+    """The plugin's default transport: its decision connections were upgraded to decision frames (serve counted
+    the 101s), and the decisions they carried were answered (counted under the authorize endpoint)."""
+    broker, serve = plugin_setup.broker, plugin_setup.primary
+    topic = unique("framed")
+    create_topics(broker, topic)
+    grant(serve, acl("User:alice", "WRITE", topic))
+    assert produce(broker, "alice", topic) is None
+    text = serve.metrics_text(ADMIN_TOKEN, "CONTROLLER")
+    upgrades = re.search(r'^kraft_acl_http_requests_total\{endpoint="frames",status="101"\} (\S+)$', text, re.M)
+    assert upgrades is not None and float(upgrades.group(1)) >= 1, text

@@ -2,13 +2,8 @@ package io.github.kraftacl.plugin;
 
 import java.io.Reader;
 import java.net.InetAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -37,7 +32,7 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  *       ITERATIONS calls of N actions (names PREFIX0 .. PREFIX(N-1)) after a warm-up; prints one JSON line:
  *       {"actions":N,"calls":ITERATIONS,"p50_us":..,"p99_us":..,"mean_us":..,"allowed":..}
  *   PluginBench PROPS transports PRINCIPAL OPERATION TYPE PREFIX N CALLS
- *       the same request through HttpURLConnection (the plugin's) and java.net.http.HttpClient, alternating
+ *       the same request over the plugin's decision frames and over HTTP (HttpURLConnection), alternating
  *   PluginBench PROPS hit PRINCIPAL OPERATION TYPE PREFIX N CALLS
  *       the same N actions answered from the plugin's memory, beside Kafka's StandardAuthorizer holding every ACL
  *       serve has (CacheBench.hit)
@@ -120,37 +115,37 @@ public final class PluginBench {
     }
 
     /**
-     * The same authorize request through the plugin's transport (HttpURLConnection) and through
-     * java.net.http.HttpClient, in alternating rounds of 100 calls in this one JVM, so that both see the same
-     * machine; prints {"HttpURLConnection": {"p50_us", "p99_us"}, "HttpClient": {...}}.
+     * The same authorize request through the plugin's two transports, decision frames ({@link FrameClient}, the
+     * default) and HTTP ({@link java.net.HttpURLConnection}, {@code kraft.acl.serve.transport=http}), in alternating
+     * rounds of 100 calls in this one JVM, so that both see the same machine; prints
+     * {"frames": {"p50_us", "p99_us"}, "HttpURLConnection": {...}}.
      */
     private static void transports(PluginConfig config, String principal, List<Action> actions, int calls)
             throws Exception {
         byte[] body = WireJson.authorize(new WireJson.Subject(principal, "127.0.0.1", "SASL_PLAINTEXT", "Metadata"),
                 actions);
-        ServeClient plugin = new ServeClient(config);
-        HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-                .connectTimeout(Duration.ofMillis(config.connectTimeoutMs)).build();
-        HttpRequest request = HttpRequest.newBuilder(URI.create(config.urls.get(0) + "/v1/authorize"))
-                .header("Authorization", "Bearer " + config.token.orElse("")).header("Content-Type",
-                        "application/json").timeout(Duration.ofMillis(config.requestTimeoutMs))
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build();
-        int rounds = Math.max(4, calls / 100);
-        long[] viaUrlConnection = new long[rounds * 100];
-        long[] viaHttpClient = new long[rounds * 100];
-        long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(WARM_UP_S);
-        while (System.nanoTime() < warm) {
-            round(() -> plugin.post("/v1/authorize", body, config.requestTimeoutMs, false).status(), null, 0);
-            round(() -> client.send(request, HttpResponse.BodyHandlers.ofByteArray()).statusCode(), null, 0);
+        if (!config.frames) {
+            throw new IllegalArgumentException("the transports comparison needs kraft.acl.serve.transport=frames");
         }
-        for (int r = 0; r < rounds; r++) {
-            round(() -> plugin.post("/v1/authorize", body, config.requestTimeoutMs, false).status(),
-                    viaUrlConnection, r * 100);
-            round(() -> client.send(request, HttpResponse.BodyHandlers.ofByteArray()).statusCode(), viaHttpClient,
-                    r * 100);
+        int timeout = config.requestTimeoutMs;
+        try (ServeClient plugin = new ServeClient(config)) {
+            Call viaFrames = () -> plugin.decide("/v1/authorize", body, timeout).status();
+            Call viaHttp = () -> plugin.post("/v1/authorize", body, timeout, false).status();
+            int rounds = Math.max(4, calls / 100);
+            long[] frames = new long[rounds * 100];
+            long[] http = new long[rounds * 100];
+            long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(WARM_UP_S);
+            while (System.nanoTime() < warm) {
+                round(viaFrames, null, 0);
+                round(viaHttp, null, 0);
+            }
+            for (int r = 0; r < rounds; r++) {
+                round(viaFrames, frames, r * 100);
+                round(viaHttp, http, r * 100);
+            }
+            System.out.printf(Locale.ROOT, "{\"frames\":%s,\"HttpURLConnection\":%s}%n", summary(frames),
+                    summary(http));
         }
-        System.out.printf(Locale.ROOT, "{\"HttpURLConnection\":%s,\"HttpClient\":%s}%n",
-                summary(viaUrlConnection), summary(viaHttpClient));
     }
 
     /** A call answering an HTTP status. */
