@@ -51,6 +51,7 @@ class FrameConnection(asyncio.Protocol):
         self.waiting = 0  # bytes waited for in the request memory (reading stopped meanwhile)
         self.tasks: dict[asyncio.Task[None], int] = {}  # frames answered later -> their reserved bytes
         self.write_paused = self.reading_paused = self.closing = self.discarding = False
+        self.held: list[bytes] | None = None  # answers of the frames of one read, written together
         self.deadline = math.inf
 
     def take_over(
@@ -137,7 +138,16 @@ class FrameConnection(asyncio.Protocol):
         return self.write_paused or self.waiting > 0 or len(self.tasks) >= self.limits.max_in_flight
 
     def _parse(self) -> None:
-        """Answer every whole frame received, as far as this connection is not blocked; then read on or wait."""
+        """Answer every whole frame received, as far as this connection is not blocked, the answers ready at once
+        written together (one send for the frames of one read: a client multiplexing many callers' frames on one
+        connection costs serve one read and one write per batch, not per frame); then read on or wait."""
+        self.held = []
+        try:
+            self._frames()
+        finally:
+            self._flush()
+
+    def _frames(self) -> None:
         buffer = self.buffer
         while len(buffer) >= REQUEST.size and self.transport is not None and not self.closing:
             if self._blocked():
@@ -206,8 +216,16 @@ class FrameConnection(asyncio.Protocol):
             self._parse()
 
     def _answer(self, frame_id: int, response: Response) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(answer_frame(frame_id, response.status, response.body))
+        frame = answer_frame(frame_id, response.status, response.body)
+        if self.held is not None:
+            self.held.append(frame)
+        elif self.transport is not None and not self.transport.is_closing():
+            self.transport.write(frame)
+
+    def _flush(self) -> None:
+        held, self.held = self.held, None
+        if held and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(held[0] if len(held) == 1 else b"".join(held))
 
     def _fail(self, frame_id: int, length: int, route: FrameRoute | None) -> None:
         """A frame that cannot be read: one answer naming why, then the connection closes."""
@@ -219,6 +237,7 @@ class FrameConnection(asyncio.Protocol):
             response = error_body(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "INVALID_REQUEST", message, "length")
         self.closing = self.discarding = True
         self.buffer.clear()
+        self._flush()
         self._answer(frame_id, response)
         transport = self.transport
         if transport is not None and transport.can_write_eof():

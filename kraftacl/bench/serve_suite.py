@@ -5,7 +5,9 @@ Figures: one-action authorize round trip p50/p99, a batch of 100 actions (with h
 `cpuidle`: on a quiet KVM guest whose vCPUs halt at once, two halt exits dominate a loopback round trip; see
 BENCHMARKS.md), and decisions per second
 with 8 concurrent keep-alive clients (each in its own process, so the clients' interpreter is not the
-bottleneck), with the serve process's own CPU seconds so the rate per serve core is known. Data: the
+bottleneck), with the serve process's own CPU seconds so the rate per serve core is known; and the same over
+frames multiplexed as the plugin sends them under load (2 connections, one per broker, each with 8 frames in flight:
+a broker's request threads sharing its one connection). Data: the
 authorizer suite's mixed set (100k ACLs over 5,000 principals), loaded as one batch of records. Then
 `noisy_neighbour` (`kraftacl.bench.noisy_neighbour`, its own serve of 300k ACLs): the broker's one-action latency
 while another caller does heavy work.
@@ -37,6 +39,8 @@ from kraftacl.metadata_log.uuids import new_uuid
 
 TOKEN = "bench-broker-token-0123456789"
 TRANSPORTS = ("http", "frames")  # HTTP/1.1 keep-alive, and decision frames (`kraftacl.api.frames`)
+# the plugin's way under load: each broker's request threads share one frames connection per serve
+MUX_CLIENTS, MUX_DEPTH = 2, 8
 
 
 def _start(work: Path, acl_count: int) -> tuple[ServeProcess, int]:
@@ -118,19 +122,46 @@ def _client(port: int, bodies: list[bytes], seconds: float, transport: str, go: 
         out.put(done)
 
 
+def _multiplexed(port: int, bodies: list[bytes], seconds: float, depth: int, go: Any, out: Any) -> None:
+    """One connection carrying `depth` frames in flight (a broker's request threads sharing the plugin's one
+    connection): a new frame as each answer comes back."""
+    kind = KIND_OF_PATH[AUTHORIZE.path]
+    with FrameClient("127.0.0.1", port, TOKEN) as client:
+        client.call(kind, bodies[0])
+        out.put(0)  # connected and warm
+        go.wait()
+        for i in range(depth):
+            client.send(kind, bodies[i % len(bodies)])
+        done, deadline, i = 0, time.monotonic() + seconds, depth
+        while time.monotonic() < deadline:
+            if client.receive()[1] != 200:
+                raise RuntimeError("serve refused a benchmark frame")
+            client.send(kind, bodies[i % len(bodies)])
+            i += 1
+            done += 1
+        for _ in range(depth):
+            client.receive()
+        out.put(done)
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _throughput(
-    port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float, transport: str
+    port: int, pid: int, bodies: list[bytes], actions: int, clients: int, seconds: float, transport: str, depth: int = 1
 ) -> dict[str, float]:
-    """`clients` processes ask as fast as they can for `seconds`, all starting together."""
+    """`clients` processes ask as fast as they can for `seconds`, all starting together; with `depth` > 1 each is
+    one frames connection with that many frames in flight."""
     ctx = multiprocessing.get_context("spawn")
     queue, go = ctx.Queue(), ctx.Event()
-    args = (port, bodies, seconds, transport, go, queue)
-    workers = [ctx.Process(target=_client, args=args) for _ in range(clients)]
+    if depth > 1:
+        target: Any = _multiplexed
+        args: tuple[Any, ...] = (port, bodies, seconds, depth, go, queue)
+    else:
+        target, args = _client, (port, bodies, seconds, transport, go, queue)
+    workers = [ctx.Process(target=target, args=args) for _ in range(clients)]
     for worker in workers:
         worker.start()
     for _ in workers:
@@ -143,6 +174,7 @@ def _throughput(
         worker.join()
     return {
         "clients": clients,
+        "in_flight_per_client": depth,
         "actions_per_call": actions,
         "calls": calls,
         "decisions_per_s": round(calls * actions / seconds),
@@ -175,6 +207,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             for transport in TRANSPORTS:
                 rates[f"1_{transport}"] = _throughput(port, serve.proc.pid, ones, 1, 8, seconds, transport)
                 rates[f"100_{transport}"] = _throughput(port, serve.proc.pid, hundreds, 100, 8, seconds, transport)
+            multiplexed = _throughput(port, serve.proc.pid, ones, 1, MUX_CLIENTS, seconds, "frames", MUX_DEPTH)
         finally:
             serve.stop()
     print("serve suite: noisy_neighbour", file=sys.stderr)
@@ -191,4 +224,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             figures[f"throughput_{n}_{noun}{tail}"] = rates[f"{n}_{transport}"]
         per_cpu = rates[f"1_{transport}"]["decisions_per_serve_cpu_s"]
         figures[f"decisions_per_serve_cpu_s{tail}_at_reference"] = round(per_cpu * probe / REFERENCE_PROBE_US)
+    figures["throughput_1_action_frames_multiplexed"] = multiplexed
+    per_cpu = multiplexed["decisions_per_serve_cpu_s"]
+    figures["decisions_per_serve_cpu_s_frames_multiplexed_at_reference"] = round(per_cpu * probe / REFERENCE_PROBE_US)
     return {**figures, "noisy_neighbour": noisy}
