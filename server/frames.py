@@ -52,6 +52,7 @@ class FrameConnection(asyncio.Protocol):
         self.tasks: dict[asyncio.Task[None], int] = {}  # frames answered later -> their reserved bytes
         self.write_paused = self.reading_paused = self.closing = self.discarding = False
         self.held: list[bytes] | None = None  # answers of the frames of one read, written together
+        self.partial = False  # part of a frame has arrived (its deadline is armed)
         self.deadline = math.inf
 
     def take_over(
@@ -164,12 +165,18 @@ class FrameConnection(asyncio.Protocol):
                 break
             body = bytes(buffer[REQUEST.size : 4 + length])
             del buffer[: 4 + length]
+            self.partial = False
             reserved, self.reserved = self.reserved, 0
             self._run(frame_id, kind, route, body, reserved)
         if self.transport is None or self.closing:
             return
         assert self.limits is not None
-        self._arm(self.limits.request_timeout_s if buffer else self.limits.idle_timeout_s)
+        if not buffer:
+            self.partial = False
+            self._arm(self.limits.idle_timeout_s)
+        elif not self.partial:  # a frame has begun: it must be whole within request.timeout.ms of its first byte
+            self.partial = True
+            self._arm(self.limits.request_timeout_s)
         if self.reading_paused and not self._blocked():
             self.reading_paused = False
             self.transport.resume_reading()

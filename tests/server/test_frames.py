@@ -201,6 +201,20 @@ def test_a_frame_not_whole_in_time_closes_the_connection(framed: tuple[ServeProc
         assert struct.unpack_from(">IIH", _read_frame(idle))[1:] == (2, 200)
 
 
+def test_a_frame_trickled_byte_by_byte_is_not_given_more_time(framed: tuple[ServeProcess, ssl.SSLContext]) -> None:
+    """The deadline runs from a frame's first byte: bytes trickling in do not extend it."""
+    serve, _ = framed
+    frame = request_frame(1, AUTHORIZE, _json(_subject(actions=[READ_ORDERS])))
+    with _upgraded(serve) as sock:
+        started = time.monotonic()
+        with pytest.raises(OSError):
+            for byte in frame[:-1]:
+                sock.sendall(bytes([byte]))
+                time.sleep(0.3)  # a byte well within request.timeout.ms (1 s) of the one before
+            raise AssertionError("serve read the whole trickle without closing the connection")
+        assert time.monotonic() - started < 8
+
+
 def _upgraded(serve: ServeProcess) -> socket.socket:
     host, port = address(serve.url("CLIENT"))
     sock = socket.create_connection((host, port), timeout=10)
