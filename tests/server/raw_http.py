@@ -121,3 +121,11 @@ class Raw:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_all(sock: socket.socket) -> bytes:
+    """Everything `sock` receives until the peer closes."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data

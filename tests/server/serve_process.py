@@ -6,8 +6,11 @@ Immutable constants and pure helpers.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from pathlib import Path
+
+import trustme
 
 from kraftacl.api.endpoints import AUTHORIZE
 from kraftacl.api.wire import ActionIn, AuthorizeIn
@@ -62,3 +65,20 @@ def alice_reads(serve: ServeProcess, topic: str = "orders") -> str:
     status, answer = serve.call(AUTHORIZE, BROKER_TOKEN, body, listener="CLIENT")
     assert status == 200, answer
     return str(answer["results"][0])
+
+
+def add_tls_listener(props: dict[str, str], work: Path) -> ssl.SSLContext:
+    """Add a TLS listener (server certificate only: bearer tokens) to `props`; the client context trusting it."""
+    ca = trustme.CA()
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(work / "server.pem"))
+    props["listeners"] += f",TLS://127.0.0.1:{free_port()}"
+    props.update(
+        {
+            "listener.security.protocol.map": "TLS:SSL",
+            "ssl.certfile": str(work / "server.pem"),
+            "ssl.keyfile": str(work / "server.pem"),
+        }
+    )
+    client_tls = ssl.create_default_context()
+    ca.configure_trust(client_tls)
+    return client_tls

@@ -15,18 +15,17 @@ from typing import Any
 
 import msgspec
 import pytest
-import trustme
 
 from kraftacl.api.frames import FrameClient, UpgradeRefused, request_frame, upgrade_head
-from tests.server.raw_http import Raw, address, head
+from tests.server.raw_http import Raw, address, head, read_all
 from tests.server.serve_process import (
     ADMIN_TOKEN,
     ALICE_READ_ORDERS,
     ALICE_TOKEN,
     BROKER_TOKEN,
     ServeProcess,
+    add_tls_listener,
     base_properties,
-    free_port,
 )
 
 AUTHORIZE, BY_TYPE, OPERATIONS = 1, 2, 3
@@ -37,19 +36,8 @@ READ_ORDERS = {"operation": "READ", "resource_type": "TOPIC", "resource_name": "
 def framed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, ssl.SSLContext]]:
     """A controller+broker serve with one ACL, a PLAINTEXT and a TLS listener, request.timeout.ms 1 s."""
     work: Path = tmp_path_factory.mktemp("frames")
-    ca = trustme.CA()
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(work / "server.pem"))
     props = base_properties(work, request_timeout_ms="1000", request_max_bytes="2097152")
-    props["listeners"] += f",TLS://127.0.0.1:{free_port()}"
-    props.update(
-        {
-            "listener.security.protocol.map": "TLS:SSL",
-            "ssl.certfile": str(work / "server.pem"),
-            "ssl.keyfile": str(work / "server.pem"),
-        }
-    )
-    client_tls = ssl.create_default_context()
-    ca.configure_trust(client_tls)
+    client_tls = add_tls_listener(props, work)
     with ServeProcess(work / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         assert admin.post("/v1/acls/create", json={"acls": [ALICE_READ_ORDERS]}).status_code == 200
         yield serve, client_tls
@@ -182,7 +170,7 @@ def test_an_unreadable_frame_is_answered_and_closes(
     serve, _ = framed
     with _upgraded(serve) as sock:
         sock.sendall(frame)
-        answer = _read_all(sock)
+        answer = read_all(sock)
     length, frame_id, got = struct.unpack_from(">IIH", answer)
     assert (frame_id, got) == (7, status)
     assert msgspec.json.decode(answer[10 : 4 + length])["error"]["field"] == field
@@ -195,7 +183,7 @@ def test_a_frame_not_whole_in_time_closes_the_connection(framed: tuple[ServeProc
     with _upgraded(serve) as sock, _upgraded(serve) as idle:
         sock.sendall(request_frame(1, AUTHORIZE, body)[:-5])
         started = time.monotonic()
-        assert _read_all(sock) == b""  # closed, no answer
+        assert read_all(sock) == b""  # closed, no answer
         assert time.monotonic() - started < 8
         idle.sendall(request_frame(2, AUTHORIZE, body))
         assert struct.unpack_from(">IIH", _read_frame(idle))[1:] == (2, 200)
@@ -224,13 +212,6 @@ def _upgraded(serve: ServeProcess) -> socket.socket:
         got += sock.recv(1)
     assert got.startswith(b"HTTP/1.1 101 "), got
     return sock
-
-
-def _read_all(sock: socket.socket) -> bytes:
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    return data
 
 
 def _read_frame(sock: socket.socket) -> bytes:

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import trustme
 
 from tests.server.raw_http import Raw, head, post
 from tests.server.serve_process import (
@@ -19,8 +18,8 @@ from tests.server.serve_process import (
     ALICE_TOKEN,
     BROKER_TOKEN,
     ServeProcess,
+    add_tls_listener,
     base_properties,
-    free_port,
 )
 
 HUGE = 200 * 1024 * 1024  # announced, never sent
@@ -30,19 +29,8 @@ HUGE = 200 * 1024 * 1024  # announced, never sent
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, ssl.SSLContext]]:
     """A controller serve with a PLAINTEXT and a TLS listener (server certificate only: bearer tokens)."""
     work: Path = tmp_path_factory.mktemp("guarded")
-    ca = trustme.CA()
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(work / "server.pem"))
     props = base_properties(work, import_max_bytes="65536", request_max_bytes="32768")
-    props["listeners"] += f",TLS://127.0.0.1:{free_port()}"
-    props.update(
-        {
-            "listener.security.protocol.map": "TLS:SSL",
-            "ssl.certfile": str(work / "server.pem"),
-            "ssl.keyfile": str(work / "server.pem"),
-        }
-    )
-    client_tls = ssl.create_default_context()
-    ca.configure_trust(client_tls)
+    client_tls = add_tls_listener(props, work)
     with ServeProcess(work, props).start() as serve:
         yield serve, client_tls
 

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.server.raw_http import read_all
 from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 
@@ -91,19 +92,12 @@ def _connect(serve: ServeProcess) -> socket.socket:
     return conn
 
 
-def _read_all(conn: socket.socket) -> bytes:
-    data = b""
-    while chunk := conn.recv(65536):
-        data += chunk
-    return data
-
-
 def test_a_request_that_does_not_arrive_in_time_gets_408(quick_serve: ServeProcess) -> None:
     with _connect(quick_serve) as conn:
         head = f"POST /v1/authorize HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BROKER_TOKEN}\r\nContent-Length: 50"
         conn.sendall(head.encode() + b"\r\n\r\n{")  # admitted at the head; the body never comes whole
         started = time.monotonic()
-        answer = _read_all(conn)  # serve answers and closes
+        answer = read_all(conn)  # serve answers and closes
     assert answer.startswith(b"HTTP/1.1 408 "), answer
     assert b"REQUEST_TIMED_OUT" in answer
     assert time.monotonic() - started < 5
@@ -115,7 +109,7 @@ def test_an_idle_keep_alive_connection_is_closed(quick_serve: ServeProcess) -> N
         first = conn.recv(65536)
         assert first.startswith(b"HTTP/1.1 200 OK"), first
         started = time.monotonic()
-        assert _read_all(conn) == b""  # closed by serve, nothing more sent
+        assert read_all(conn) == b""  # closed by serve, nothing more sent
     assert 0.3 < time.monotonic() - started < 5
 
 
