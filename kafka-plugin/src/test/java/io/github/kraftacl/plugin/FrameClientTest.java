@@ -24,13 +24,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** Decisions over serve's decision frames: one pooled connection, the fallback to HTTP, and failing connections. */
+/**
+ * Decisions over serve's decision frames: one connection per serve shared by every thread (answers matched by id, out
+ * of order), the fallback to HTTP, timeouts, and failing connections.
+ */
 class FrameClientTest extends FakeServeTest {
     private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
     private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
-    private static final byte[] ALICE_READS_A = ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\","
-            + "\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"a\"}]}")
-            .getBytes(StandardCharsets.UTF_8);
+    private static final byte[] ALICE_READS_A = aliceReads("a");
+    private static final byte[] ALICE_READS_B = aliceReads("b");
+    private static final String ALLOWED_BODY = "{\"results\":[\"ALLOWED\"],\"offset\":0}";
 
     private final FakeDecider decider = new FakeDecider();
     private FakeFrames frames;
@@ -58,25 +61,30 @@ class FrameClientTest extends FakeServeTest {
         return new FrameClient(new ServeRoutes(config.urls, 500), config);
     }
 
+    private static byte[] aliceReads(String topic) {
+        return ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\",\"actions\":[{\"operation\":\"READ\","
+                + "\"resource_type\":\"TOPIC\",\"resource_name\":\"" + topic + "\"}]}").getBytes(StandardCharsets.UTF_8);
+    }
+
     private static String body(ServeClient.Reply reply) {
         return new String(reply.body(), StandardCharsets.UTF_8);
     }
 
     @Test
-    void decisionsGoOverFramesOnOnePooledConnection() throws Exception {
+    void decisionsGoOverFramesOnOneSharedConnection() throws Exception {
         plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
         assertEquals(List.of(ALLOWED, DENIED), plugin.authorize(ctx("alice"), List.of(read("a"), read("b"))));
         assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
         assertEquals(ALLOWED, plugin.authorizeByResourceType(ctx("alice"), AclOperation.WRITE, ResourceType.TOPIC));
         assertEquals(2, frames.on("/v1/authorize").size(), "kind 1");
         assertEquals(1, frames.on("/v1/authorize-by-resource-type").size(), "kind 2");
-        assertEquals(1, frames.upgrades.get(), "one connection, pooled between calls");
+        assertEquals(1, frames.upgrades.get(), "one connection, kept between calls");
         FakeServe.Received first = frames.on("/v1/authorize").get(0);
         assertEquals("Bearer " + TOKEN, first.authorization());
         assertTrue(first.body().startsWith("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\""),
                 "the HTTP endpoint's JSON body: " + first.body());
         plugin.close();
-        waitFor(() -> frames.ended.get() == 1, "closing the plugin closes its pooled connection");
+        waitFor(() -> frames.ended.get() == 1, "closing the plugin closes its connection");
     }
 
     @ParameterizedTest
@@ -107,7 +115,7 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void aPooledConnectionServeClosedIsReplacedOnce() throws Exception {
+    void aConnectionServeClosedIsReplacedOnce() throws Exception {
         frames.closeAfterAnswer = true;
         plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
         for (int i = 0; i < 3; i++) {
@@ -119,17 +127,18 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void aReadTimeoutIsNeverRetriedAndItsConnectionNeverReused() throws Exception {
+    void aReadTimeoutIsNeverRetriedAndTheLateAnswerIsDroppedOnTheSameConnection() throws Exception {
         try (FrameClient client = client(frames.url())) {
             assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
-            frames.delayMs = 1000;
+            frames.delayMs = 500;
             frames.delayed.set(1);
-            assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A, 200),
-                    "a pooled connection that timed out is not retried");
-            assertEquals(1, frames.upgrades.get());
+            assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_B, 200),
+                    "a timeout is not retried");
+            assertEquals(2, frames.received.size());
+            waitFor(() -> frames.answered.get() == 2, "the late answer was sent");
             ServeClient.Reply reply = client.decide(0, "/v1/authorize", ALICE_READS_A, 2000);
-            assertEquals("{\"results\":[\"ALLOWED\"],\"offset\":0}", body(reply));
-            assertEquals(2, frames.upgrades.get(), "a new connection: the timed-out one would read the late answer");
+            assertEquals(ALLOWED_BODY, body(reply), "its own answer, not the late DENIED one");
+            assertEquals(1, frames.upgrades.get(), "the connection stays in use");
         }
     }
 
@@ -146,15 +155,19 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void anAnswerWithAnotherIdIsAnErrorAndItsConnectionIsDropped() throws Exception {
+    void anAnswerWithAnUnknownIdIsDroppedButAFrameTooShortBreaksTheConnection() throws Exception {
         try (FrameClient client = client(frames.url())) {
-            frames.wrongIds.set(1);
+            frames.strays.set(1);
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, frames.upgrades.get(), "an answer nobody waits for is dropped, not an error");
+            frames.shortFrames.set(1);
             IOException e = assertThrows(IOException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A,
                     2000));
-            assertTrue(e.getMessage().contains(frames.url() + " answered decision frame 1 on a connection waiting "
-                    + "for frame 0"), e.getMessage());
-            assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
-            assertEquals(2, frames.upgrades.get());
+            assertTrue(e.getMessage().contains(frames.url() + " sent a decision frame of length 5 (expected 6 to "),
+                    e.getMessage());
+            assertEquals(2, frames.received.size(), "a malformed frame is never resent");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(2, frames.upgrades.get(), "a new connection after the broken one");
         }
     }
 }
