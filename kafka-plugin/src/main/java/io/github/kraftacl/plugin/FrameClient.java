@@ -1,22 +1,21 @@
 package io.github.kraftacl.plugin;
 
-import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.OutputStream;
+import java.io.InterruptedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.util.Deque;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Stream;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
@@ -26,9 +25,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decisions over serve's decision frames (kraft-acl-frames/1: one HTTP upgrade per connection, then a 9-byte header
- * and the endpoint's JSON body per decision) with a pool of idle upgraded connections per serve URL; thread-safe:
- * each call has a connection to itself for its one frame, and one that timed out or failed is closed, never pooled
- * (its late answer would be read as the next call's).
+ * and the endpoint's JSON body per decision) on ONE {@link FrameConnection} per serve URL, opened when first needed and
+ * again after it broke; thread-safe: every broker thread's frames share it at once, answers matched by id.
  */
 final class FrameClient implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(FrameClient.class);
@@ -38,38 +36,16 @@ final class FrameClient implements AutoCloseable {
     static final int KIND_BY_RESOURCE_TYPE = 2;
     private static final int MAX_HEAD = 64 << 10;
     private static final int MAX_REFUSAL_BODY = 1 << 20;
-    private static final int MAX_ANSWER = 1 << 28;
     private static final byte[] END_OF_HEAD = {'\r', '\n', '\r', '\n'};
 
-    /** Serve closed the connection (EOF or reset) before the first byte of its answer. */
-    private static final class ClosedBeforeAnswer extends IOException {
+    /** serve refused the upgrade: its answer, or null when it has no frames (ask it over HTTP). */
+    private static final class Refused extends Exception {
         private static final long serialVersionUID = 1L;
+        final transient ServeClient.Reply reply;
 
-        ClosedBeforeAnswer(URI server, IOException cause) {
-            super(server + " closed the decision-frames connection before answering: " + ServeClient.describe(cause),
-                    cause);
-        }
-    }
-
-    /** One upgraded connection; used by one call at a time. */
-    private static final class Connection {
-        final Socket socket;
-        final DataInputStream in;
-        final OutputStream out;
-        int nextId;
-
-        Connection(Socket socket) throws IOException {
-            this.socket = socket;
-            this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
-            this.out = socket.getOutputStream();
-        }
-
-        void close() {
-            try {
-                socket.close();
-            } catch (IOException e) {
-                // nothing more to release
-            }
+        Refused(ServeClient.Reply reply) {
+            super(null, null, false, false);
+            this.reply = reply;
         }
     }
 
@@ -78,7 +54,8 @@ final class FrameClient implements AutoCloseable {
     private final int connectTimeoutMs;
     private final SSLSocketFactory sockets; // null without TLS
     private final boolean verifyHostname;
-    private final List<Deque<Connection>> idle;
+    private final AtomicReferenceArray<FrameConnection> connections; // per serve index, null until opened
+    private final List<ReentrantLock> opening; // per serve index: one caller opens, the others wait for it
     private final AtomicIntegerArray httpOnly; // 1: that serve answered the upgrade as a serve without frames
     private volatile boolean closed;
 
@@ -88,7 +65,8 @@ final class FrameClient implements AutoCloseable {
         this.connectTimeoutMs = config.connectTimeoutMs;
         this.sockets = config.sslContext == null ? null : config.sslContext.getSocketFactory();
         this.verifyHostname = config.verifyHostname;
-        this.idle = Stream.<Deque<Connection>>generate(ConcurrentLinkedDeque::new).limit(routes.size()).toList();
+        this.connections = new AtomicReferenceArray<>(routes.size());
+        this.opening = Stream.generate(ReentrantLock::new).limit(routes.size()).toList();
         this.httpOnly = new AtomicIntegerArray(routes.size());
     }
 
@@ -105,46 +83,84 @@ final class FrameClient implements AutoCloseable {
      * serve's answer to this decision (the JSON body of that endpoint) from the serve at this index, as the HTTP
      * endpoint would have answered it; a refused upgrade (401, 503...) is that answer. Null when this serve has no
      * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
-     * pooled connection serve closed while idle ({@code connections.max.idle.ms}) fails before any answer byte: the
-     * decision is sent once more on a new connection (decisions are idempotent), never after a read timeout.
+     * connection open before this call that serve closes or resets before this call's answer (idle for
+     * {@code connections.max.idle.ms}, or after another frame's 413/400) gets the decision once more on a new
+     * connection (decisions are idempotent), never after a timeout.
      */
     ServeClient.Reply decide(int index, String path, byte[] body, int timeoutMs) throws IOException {
         if (httpOnly.get(index) == 1) {
             return null;
         }
-        byte[] request = request(kind(path), body);
-        Connection pooled = idle.get(index).pollFirst();
-        if (pooled != null) {
+        int kind = kind(path);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        for (boolean resent = false; ; resent = true) {
+            FrameConnection c = connections.get(index);
+            if (c != null && c.isBroken()) {
+                connections.compareAndSet(index, c, null);
+                c = null;
+            }
+            boolean reused = c != null;
             try {
-                return exchange(index, pooled, request, timeoutMs);
-            } catch (ClosedBeforeAnswer e) {
-                // closed by serve while idle: once more on a new connection
+                c = reused ? c : open(index, deadline, timeoutMs);
+            } catch (Refused r) {
+                return r.reply;
+            }
+            try {
+                return c.call(kind, body, deadline, timeoutMs);
+            } catch (FrameConnection.Broken e) {
+                connections.compareAndSet(index, c, null);
+                if (!reused || !e.resendable || resent || closed) {
+                    throw e;
+                }
             }
         }
-        Connection fresh = connect(routes.url(index), timeoutMs);
-        ServeClient.Reply refused = upgrade(fresh, routes.url(index));
-        if (refused == null) {
-            return exchange(index, fresh, request, timeoutMs);
-        }
-        fresh.close();
-        if (refused.status() == 404 || refused.status() == 405 || refused.status() == 400) {
-            if (httpOnly.compareAndSet(index, 0, 1)) {
-                LOG.info("kraft-acl: serve {} answered the upgrade to decision frames with HTTP {} (a serve without "
-                        + "them): decisions go to it over HTTP until the plugin is reconfigured", routes.url(index),
-                        refused.status());
+    }
+
+    /** The connection to the serve at this index: the one another caller opened meanwhile, or a new one. */
+    private FrameConnection open(int index, long deadline, int timeoutMs) throws IOException, Refused {
+        URI server = routes.url(index);
+        ReentrantLock lock = opening.get(index);
+        try {
+            if (!lock.tryLock(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                throw new SocketTimeoutException("timed out waiting for the decision-frames connection to " + server);
             }
-            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while connecting to " + server);
         }
-        return refused;
+        try {
+            FrameConnection c = connections.get(index);
+            if (c != null && !c.isBroken()) {
+                return c;
+            }
+            if (httpOnly.get(index) == 1) {
+                throw new Refused(null);
+            }
+            c = connect(server, timeoutMs);
+            ServeClient.Reply refused = upgrade(c);
+            if (refused != null) {
+                c.fail(new IOException("the upgrade was refused"));
+                if (refused.status() == 404 || refused.status() == 405 || refused.status() == 400) {
+                    if (httpOnly.compareAndSet(index, 0, 1)) {
+                        LOG.info("kraft-acl: serve {} answered the upgrade to decision frames with HTTP {} (a serve "
+                                + "without them): decisions go to it over HTTP until the plugin is reconfigured",
+                                server, refused.status());
+                    }
+                    throw new Refused(null);
+                }
+                throw new Refused(refused);
+            }
+            connections.set(index, c);
+            if (closed) {
+                c.fail(new IOException("the authorizer is closed"));
+            }
+            return c;
+        } finally {
+            lock.unlock();
+        }
     }
 
-    /** The request frame: length, id (0 here, set per call), kind, body. */
-    private static byte[] request(int kind, byte[] body) {
-        return ByteBuffer.allocate(9 + body.length).putInt(5 + body.length).putInt(0).put((byte) kind).put(body)
-                .array();
-    }
-
-    private Connection connect(URI server, int timeoutMs) throws IOException {
+    private FrameConnection connect(URI server, int timeoutMs) throws IOException {
         Socket socket = new Socket();
         try {
             socket.setTcpNoDelay(true);
@@ -159,7 +175,7 @@ final class FrameClient implements AutoCloseable {
                 }
                 socket = tls;
             }
-            return new Connection(socket);
+            return new FrameConnection(socket, server);
         } catch (IOException | RuntimeException e) {
             socket.close();
             throw e;
@@ -167,7 +183,8 @@ final class FrameClient implements AutoCloseable {
     }
 
     /** Send the upgrade and read its answer: null when the connection now carries frames, else serve's refusal. */
-    private ServeClient.Reply upgrade(Connection c, URI server) throws IOException {
+    private ServeClient.Reply upgrade(FrameConnection c) throws IOException {
+        URI server = c.server;
         String head = "GET " + PATH + " HTTP/1.1\r\nHost: " + server.getHost() + ":" + server.getPort()
                 + "\r\nConnection: Upgrade\r\nUpgrade: " + PROTOCOL + "\r\n"
                 + (authorization == null ? "" : "Authorization: " + authorization + "\r\n") + "\r\n";
@@ -188,8 +205,11 @@ final class FrameClient implements AutoCloseable {
                 return null;
             }
             return new ServeClient.Reply(code, body(c.in, header(lines, "content-length"), server), server);
-        } catch (IOException | RuntimeException e) {
-            c.close();
+        } catch (IOException e) {
+            c.fail(e);
+            throw e;
+        } catch (RuntimeException e) {
+            c.fail(new IOException(e));
             throw e;
         }
     }
@@ -244,70 +264,15 @@ final class FrameClient implements AutoCloseable {
         return body;
     }
 
-    /** One request frame and its answer; the connection is pooled again after it, or closed when it failed. */
-    private ServeClient.Reply exchange(int index, Connection c, byte[] request, int timeoutMs) throws IOException {
-        URI server = routes.url(index);
-        try {
-            int id = c.nextId++;
-            ByteBuffer.wrap(request).putInt(4, id);
-            c.socket.setSoTimeout(timeoutMs);
-            int first;
-            try {
-                c.out.write(request);
-                first = c.in.read();
-            } catch (SocketTimeoutException e) {
-                throw e;
-            } catch (IOException e) {
-                throw new ClosedBeforeAnswer(server, e);
-            }
-            if (first < 0) {
-                throw new ClosedBeforeAnswer(server, new EOFException("end of stream"));
-            }
-            int length = first << 24 | c.in.readUnsignedByte() << 16 | c.in.readUnsignedShort();
-            if (length < 6 || length > MAX_ANSWER) {
-                throw new IOException(server + " sent a decision frame of length " + Integer.toUnsignedString(length)
-                        + " (expected 6 to " + MAX_ANSWER + ")");
-            }
-            int answered = c.in.readInt();
-            if (answered != id) {
-                throw new IOException(server + " answered decision frame " + Integer.toUnsignedString(answered)
-                        + " on a connection waiting for frame " + Integer.toUnsignedString(id));
-            }
-            int status = c.in.readUnsignedShort();
-            byte[] body = new byte[length - 6];
-            c.in.readFully(body);
-            release(index, c, status);
-            return new ServeClient.Reply(status, body, server);
-        } catch (IOException | RuntimeException e) {
-            c.close();
-            throw e;
-        }
-    }
-
-    /** Pool the connection again, unless serve closes it after this answer (413, 400) or the client is closed. */
-    private void release(int index, Connection c, int status) {
-        if (status == 413 || status == 400 || closed) {
-            c.close();
-            return;
-        }
-        idle.get(index).offerFirst(c);
-        if (closed) {
-            drain(index);
-        }
-    }
-
-    private void drain(int index) {
-        for (Connection c; (c = idle.get(index).pollFirst()) != null; ) {
-            c.close();
-        }
-    }
-
-    /** Close every idle connection; a call still running closes its own when it ends. */
+    /** Close the connections; calls waiting on them fail. */
     @Override
     public void close() {
         closed = true;
-        for (int i = 0; i < idle.size(); i++) {
-            drain(i);
+        for (int i = 0; i < connections.length(); i++) {
+            FrameConnection c = connections.getAndSet(i, null);
+            if (c != null) {
+                c.fail(new IOException("the authorizer is closed"));
+            }
         }
     }
 }

@@ -230,7 +230,7 @@ final class ServeClient implements AutoCloseable {
         return new URL(server.getScheme(), server.getHost(), server.getPort(), path);
     }
 
-    /** Close the idle decision-frames connections. */
+    /** Close the decision-frames connections (decisions waiting on them fail). */
     @Override
     public void close() {
         if (frames != null) {

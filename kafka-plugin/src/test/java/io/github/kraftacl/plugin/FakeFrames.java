@@ -1,6 +1,7 @@
 package io.github.kraftacl.plugin;
 
 import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
@@ -10,32 +11,55 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
 /**
  * A stand-in for a serve with decision frames (kraft-acl-frames/1), on a plain ServerSocket: it upgrades
  * {@code GET /v1/frames} and answers each request frame with the {@link FakeServe.Answer} its decider computes (as
  * a {@link FakeServe.Received} POST of the frame kind's path, the upgrade's Authorization); any other request is
- * answered 404 and closed. Knobs make it misbehave: close each connection after one answer, delay or misnumber
- * one answer.
+ * answered 404 and closed. Like serve it reads every frame already arrived at once and writes their answers in one
+ * write, in reverse order when {@link #reverse} (answers out of order, matched by id). Knobs make it misbehave: close
+ * each connection after answering, delay some answers (the others still answered meanwhile), stay mute, send an
+ * answer nobody asked for, or a frame too short.
  */
 final class FakeFrames implements AutoCloseable {
     /** Every decision frame received, as the HTTP request it stands for. */
-    final List<FakeServe.Received> received = new CopyOnWriteArrayList<>();
+    final Queue<FakeServe.Received> received = new ConcurrentLinkedQueue<>();
     /** How many connections were upgraded. */
     final AtomicInteger upgrades = new AtomicInteger();
     /** How many upgraded connections the plugin closed between frames. */
     final AtomicInteger ended = new AtomicInteger();
-    /** Close each connection once it has answered a frame (serve's idle timeout, at once). */
+    /** How many answers were written (a delayed one when it is). */
+    final AtomicInteger answered = new AtomicInteger();
+    /** How many answers were written before the answer of a frame that arrived earlier. */
+    final AtomicInteger reordered = new AtomicInteger();
+    /** Answer the frames read together in reverse order. */
+    volatile boolean reverse;
+    /** After a frame, wait up to this long for another to answer with it (pairs, for {@link #reverse}). */
+    volatile long holdMicros;
+    /** Close each connection once it has answered (serve's idle timeout, at once). */
     volatile boolean closeAfterAnswer;
-    /** The next answers echo a wrong id (one per decrement). */
-    final AtomicInteger wrongIds = new AtomicInteger();
-    /** The next answers wait this long first (one per decrement of {@link #delayed}). */
+    /** Read frames but answer none (until {@link #dropConnections()}). */
+    volatile boolean mute;
+    /** The next frames close their connection instead of being answered (one per decrement). */
+    final AtomicInteger closeOnFrame = new AtomicInteger();
+    /** The next answers come after an answer with an id nobody asked for (one per decrement). */
+    final AtomicInteger strays = new AtomicInteger();
+    /** The next answers are a frame of length 5, too short for an answer (one per decrement). */
+    final AtomicInteger shortFrames = new AtomicInteger();
+    /** The next answers are written this long later (one per decrement of {@link #delayed}). */
     volatile long delayMs;
     final AtomicInteger delayed = new AtomicInteger();
 
@@ -46,7 +70,15 @@ final class FakeFrames implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+    private final ScheduledExecutorService later = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "fake-frames-later");
+        t.setDaemon(true);
+        return t;
+    });
     private final List<Socket> open = new CopyOnWriteArrayList<>();
+
+    /** One request frame read. */
+    private record Frame(int id, int kind, byte[] body) {}
 
     FakeFrames(Function<FakeServe.Received, FakeServe.Answer> decider) throws IOException {
         this.decider = decider;
@@ -88,23 +120,51 @@ final class FakeFrames implements AutoCloseable {
                     .getBytes(StandardCharsets.US_ASCII));
             upgrades.incrementAndGet();
             while (true) {
-                int length = in.readInt();
-                int id = in.readInt();
-                int kind = in.readUnsignedByte();
-                byte[] body = new byte[length - 5];
-                in.readFully(body);
-                String path = kind == 1 ? "/v1/authorize" : kind == 2 ? "/v1/authorize-by-resource-type" : "?";
-                FakeServe.Received r = new FakeServe.Received("POST", path, null, authorization.isEmpty() ? null
-                        : authorization, new String(body, StandardCharsets.UTF_8));
-                received.add(r);
-                FakeServe.Answer a = decider.apply(r);
-                if (delayed.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                    Thread.sleep(delayMs);
+                List<Frame> batch = new ArrayList<>();
+                batch.add(frame(in));
+                long until = System.nanoTime() + holdMicros * 1000;
+                while (in.available() < 4 && System.nanoTime() < until) {
+                    LockSupport.parkNanos(20_000);
                 }
-                int echoed = wrongIds.getAndUpdate(n -> Math.max(0, n - 1)) > 0 ? id + 1 : id;
-                byte[] answer = a.body().getBytes(StandardCharsets.UTF_8);
-                out.write(ByteBuffer.allocate(10 + answer.length).putInt(6 + answer.length).putInt(echoed)
-                        .putShort((short) a.status()).put(answer).array());
+                while (in.available() >= 4) {
+                    batch.add(frame(in)); // every frame already arrived: several per read, as serve does
+                }
+                List<byte[]> answers = new ArrayList<>(); // per frame answered now: its bytes
+                for (Frame f : batch) {
+                    String path = f.kind == 1 ? "/v1/authorize" : f.kind == 2 ? "/v1/authorize-by-resource-type" : "?";
+                    FakeServe.Received r = new FakeServe.Received("POST", path, null, authorization.isEmpty() ? null
+                            : authorization, new String(f.body, StandardCharsets.UTF_8));
+                    received.add(r);
+                    if (closeOnFrame.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        return;
+                    }
+                    if (mute) {
+                        continue;
+                    }
+                    byte[] answer = answer(f.id, decider.apply(r));
+                    if (delayed.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        later.schedule(() -> write(out, answer, 1), delayMs, TimeUnit.MILLISECONDS);
+                        continue;
+                    }
+                    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+                    if (strays.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        bytes.writeBytes(answer(f.id + 1_000_000, new FakeServe.Answer(200, "{}", 0)));
+                    }
+                    if (shortFrames.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                        bytes.writeBytes(ByteBuffer.allocate(9).putInt(5).putInt(f.id).put((byte) 2).array());
+                    }
+                    bytes.writeBytes(answer);
+                    answers.add(bytes.toByteArray());
+                }
+                if (reverse) {
+                    Collections.reverse(answers);
+                    reordered.addAndGet(Math.max(0, answers.size() - 1));
+                }
+                if (!answers.isEmpty()) {
+                    ByteArrayOutputStream all = new ByteArrayOutputStream();
+                    answers.forEach(all::writeBytes);
+                    write(out, all.toByteArray(), answers.size());
+                }
                 if (closeAfterAnswer) {
                     return;
                 }
@@ -113,8 +173,33 @@ final class FakeFrames implements AutoCloseable {
             ended.incrementAndGet();
         } catch (IOException e) {
             // close() closed it under this thread, or the plugin reset it
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static Frame frame(DataInputStream in) throws IOException {
+        int length = in.readInt();
+        int id = in.readInt();
+        int kind = in.readUnsignedByte();
+        byte[] body = new byte[length - 5];
+        in.readFully(body);
+        return new Frame(id, kind, body);
+    }
+
+    private static byte[] answer(int id, FakeServe.Answer a) {
+        byte[] body = a.body().getBytes(StandardCharsets.UTF_8);
+        return ByteBuffer.allocate(10 + body.length).putInt(6 + body.length).putInt(id).putShort((short) a.status())
+                .put(body).array();
+    }
+
+    /** One write of these answers (the connection thread and delayed answers share the stream). */
+    private void write(OutputStream out, byte[] answers, int count) {
+        synchronized (out) {
+            try {
+                out.write(answers);
+                answered.addAndGet(count);
+            } catch (IOException e) {
+                // the connection closed before a delayed answer
+            }
         }
     }
 
@@ -146,12 +231,19 @@ final class FakeFrames implements AutoCloseable {
         return received.stream().filter(r -> r.path().equals(path)).toList();
     }
 
+    /** Close every upgraded connection now (serve restarting, or its idle timeout). */
+    void dropConnections() throws IOException {
+        for (Socket s : open) {
+            open.remove(s);
+            s.close();
+        }
+    }
+
     @Override
     public void close() throws IOException {
         server.close();
-        for (Socket s : open) {
-            s.close();
-        }
+        dropConnections();
         threads.shutdownNow();
+        later.shutdownNow();
     }
 }

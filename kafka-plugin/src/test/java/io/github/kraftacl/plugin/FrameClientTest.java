@@ -13,8 +13,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
@@ -24,13 +31,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** Decisions over serve's decision frames: one pooled connection, the fallback to HTTP, and failing connections. */
+/**
+ * Decisions over serve's decision frames: one connection per serve shared by every thread (answers matched by id, out
+ * of order), the fallback to HTTP, timeouts, and failing connections.
+ */
 class FrameClientTest extends FakeServeTest {
     private static final AuthorizationResult ALLOWED = AuthorizationResult.ALLOWED;
     private static final AuthorizationResult DENIED = AuthorizationResult.DENIED;
-    private static final byte[] ALICE_READS_A = ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\","
-            + "\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"a\"}]}")
-            .getBytes(StandardCharsets.UTF_8);
+    private static final byte[] ALICE_READS_A = aliceReads("a");
+    private static final byte[] ALICE_READS_B = aliceReads("b");
+    private static final String ALLOWED_BODY = "{\"results\":[\"ALLOWED\"],\"offset\":0}";
 
     private final FakeDecider decider = new FakeDecider();
     private FakeFrames frames;
@@ -58,25 +68,30 @@ class FrameClientTest extends FakeServeTest {
         return new FrameClient(new ServeRoutes(config.urls, 500), config);
     }
 
+    private static byte[] aliceReads(String topic) {
+        return ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\",\"actions\":[{\"operation\":\"READ\","
+                + "\"resource_type\":\"TOPIC\",\"resource_name\":\"" + topic + "\"}]}").getBytes(StandardCharsets.UTF_8);
+    }
+
     private static String body(ServeClient.Reply reply) {
         return new String(reply.body(), StandardCharsets.UTF_8);
     }
 
     @Test
-    void decisionsGoOverFramesOnOnePooledConnection() throws Exception {
+    void decisionsGoOverFramesOnOneSharedConnection() throws Exception {
         plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
         assertEquals(List.of(ALLOWED, DENIED), plugin.authorize(ctx("alice"), List.of(read("a"), read("b"))));
         assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
         assertEquals(ALLOWED, plugin.authorizeByResourceType(ctx("alice"), AclOperation.WRITE, ResourceType.TOPIC));
         assertEquals(2, frames.on("/v1/authorize").size(), "kind 1");
         assertEquals(1, frames.on("/v1/authorize-by-resource-type").size(), "kind 2");
-        assertEquals(1, frames.upgrades.get(), "one connection, pooled between calls");
+        assertEquals(1, frames.upgrades.get(), "one connection, kept between calls");
         FakeServe.Received first = frames.on("/v1/authorize").get(0);
         assertEquals("Bearer " + TOKEN, first.authorization());
         assertTrue(first.body().startsWith("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\""),
                 "the HTTP endpoint's JSON body: " + first.body());
         plugin.close();
-        waitFor(() -> frames.ended.get() == 1, "closing the plugin closes its pooled connection");
+        waitFor(() -> frames.ended.get() == 1, "closing the plugin closes its connection");
     }
 
     @ParameterizedTest
@@ -107,7 +122,7 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void aPooledConnectionServeClosedIsReplacedOnce() throws Exception {
+    void aConnectionServeClosedIsReplacedOnce() throws Exception {
         frames.closeAfterAnswer = true;
         plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");
         for (int i = 0; i < 3; i++) {
@@ -119,17 +134,18 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void aReadTimeoutIsNeverRetriedAndItsConnectionNeverReused() throws Exception {
+    void aReadTimeoutIsNeverRetriedAndTheLateAnswerIsDroppedOnTheSameConnection() throws Exception {
         try (FrameClient client = client(frames.url())) {
             assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
-            frames.delayMs = 1000;
+            frames.delayMs = 500;
             frames.delayed.set(1);
-            assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A, 200),
-                    "a pooled connection that timed out is not retried");
-            assertEquals(1, frames.upgrades.get());
+            assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_B, 200),
+                    "a timeout is not retried");
+            assertEquals(2, frames.received.size());
+            waitFor(() -> frames.answered.get() == 2, "the late answer was sent");
             ServeClient.Reply reply = client.decide(0, "/v1/authorize", ALICE_READS_A, 2000);
-            assertEquals("{\"results\":[\"ALLOWED\"],\"offset\":0}", body(reply));
-            assertEquals(2, frames.upgrades.get(), "a new connection: the timed-out one would read the late answer");
+            assertEquals(ALLOWED_BODY, body(reply), "its own answer, not the late DENIED one");
+            assertEquals(1, frames.upgrades.get(), "the connection stays in use");
         }
     }
 
@@ -146,15 +162,186 @@ class FrameClientTest extends FakeServeTest {
     }
 
     @Test
-    void anAnswerWithAnotherIdIsAnErrorAndItsConnectionIsDropped() throws Exception {
+    void anAnswerWithAnUnknownIdIsDroppedButAFrameTooShortBreaksTheConnection() throws Exception {
         try (FrameClient client = client(frames.url())) {
-            frames.wrongIds.set(1);
+            frames.strays.set(1);
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, frames.upgrades.get(), "an answer nobody waits for is dropped, not an error");
+            frames.shortFrames.set(1);
             IOException e = assertThrows(IOException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A,
                     2000));
-            assertTrue(e.getMessage().contains(frames.url() + " answered decision frame 1 on a connection waiting "
-                    + "for frame 0"), e.getMessage());
+            assertTrue(e.getMessage().contains(frames.url() + " sent a decision frame of length 5 (expected 6 to "),
+                    e.getMessage());
+            assertEquals(2, frames.received.size(), "a malformed frame is never resent");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(2, frames.upgrades.get(), "a new connection after the broken one");
+        }
+    }
+
+    @Test
+    void everyThreadGetsItsOwnAnswerOverOneConnection() throws Exception {
+        try (FakeFrames echo = new FakeFrames(r -> new FakeServe.Answer(200, r.body(), 0));
+                FrameClient client = client(echo.url())) {
+            echo.reverse = true;
+            echo.holdMicros = 200;
+            int threads = 16;
+            int calls = 500;
+            List<String> wrong = new CopyOnWriteArrayList<>();
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            try {
+                List<Future<?>> done = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    int thread = t;
+                    done.add(pool.submit(() -> {
+                        for (int i = 0; i < calls; i++) {
+                            String asked = "{\"thread\":" + thread + ",\"call\":" + i + "}";
+                            ServeClient.Reply reply = client.decide(0, "/v1/authorize",
+                                    asked.getBytes(StandardCharsets.UTF_8), 10_000);
+                            if (reply.status() != 200 || !body(reply).equals(asked)) {
+                                wrong.add(asked + " -> " + reply.status() + " " + body(reply));
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(List.of(), wrong);
+            assertEquals(threads * calls, echo.received.size());
+            assertEquals(1, echo.upgrades.get(), "every thread on the one connection");
+            assertTrue(echo.reordered.get() > 0, "some answers came out of order");
+        }
+    }
+
+    @Test
+    void aCallTimingOutLeavesTheConcurrentCallsOnItsConnectionAnswered() throws Exception {
+        try (FrameClient client = client(frames.url())) {
             assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
-            assertEquals(2, frames.upgrades.get());
+            frames.delayMs = 700;
+            frames.delayed.set(1);
+            ExecutorService pool = Executors.newFixedThreadPool(5);
+            try {
+                Future<ServeClient.Reply> late = pool.submit(() -> client.decide(0, "/v1/authorize", ALICE_READS_B,
+                        300));
+                waitFor(() -> frames.received.size() == 2, "the call to time out was sent");
+                List<Future<ServeClient.Reply>> others = new ArrayList<>();
+                for (int t = 0; t < 4; t++) {
+                    others.add(pool.submit(() -> {
+                        ServeClient.Reply r = null;
+                        for (int i = 0; i < 20; i++) {
+                            r = client.decide(0, "/v1/authorize", ALICE_READS_A, 5000);
+                            Thread.sleep(20); // calls before, during and after the other's timeout
+                        }
+                        return r;
+                    }));
+                }
+                ExecutionException e = assertThrows(ExecutionException.class, () -> late.get(10, TimeUnit.SECONDS));
+                assertTrue(e.getCause() instanceof SocketTimeoutException, e.getCause().toString());
+                for (Future<ServeClient.Reply> f : others) {
+                    assertEquals(ALLOWED_BODY, body(f.get(10, TimeUnit.SECONDS)));
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            waitFor(() -> frames.answered.get() == 82, "the late answer was sent");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, frames.upgrades.get(), "the late answer was dropped; the connection stayed");
+        }
+    }
+
+    @Test
+    void callsWaitingWhenServeClosesTheConnectionAreResentOnceOnANewOne() throws Exception {
+        try (FrameClient client = client(frames.url())) {
+            assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
+            frames.mute = true;
+            ExecutorService pool = Executors.newFixedThreadPool(8);
+            try {
+                List<Future<ServeClient.Reply>> waiting = new ArrayList<>();
+                for (int t = 0; t < 8; t++) {
+                    waiting.add(pool.submit(() -> client.decide(0, "/v1/authorize", ALICE_READS_A, 10_000)));
+                }
+                waitFor(() -> frames.received.size() == 9, "8 calls wait for their answers");
+                frames.mute = false;
+                frames.dropConnections();
+                for (Future<ServeClient.Reply> f : waiting) {
+                    assertEquals(ALLOWED_BODY, body(f.get(10, TimeUnit.SECONDS)));
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            assertEquals(2, frames.upgrades.get(), "one new connection for the 8 resent calls");
+            assertEquals(17, frames.received.size(), "each resent once");
+        }
+    }
+
+    @Test
+    void aFreshConnectionServeClosesIsNotResentButFailsOver() throws Exception {
+        try (FakeFrames closing = new FakeFrames(this::answer)) {
+            closing.closeOnFrame.set(1);
+            plugin = plugin(dir, closing.url() + "," + frames.url(), PluginConfig.CACHE_ENABLED, "false");
+            assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+            assertEquals(1, closing.received.size(), "a new connection that breaks is not resent");
+            assertTrue(plugin.routes().isOpen(0), "skipped from now on");
+            assertEquals(1, frames.received.size());
+        }
+    }
+
+    @Test
+    void a413AnswerEndsItsConnection() throws Exception {
+        try (FakeFrames limited = new FakeFrames(r -> r.body().contains("\"b\"")
+                ? new FakeServe.Answer(413, "{\"error\":{\"code\":\"TOO_LARGE\",\"message\":\"body\"}}", 0)
+                : answer(r));
+                FrameClient client = client(limited.url())) {
+            assertEquals(413, client.decide(0, "/v1/authorize", ALICE_READS_B, 2000).status());
+            waitFor(() -> limited.ended.get() == 1, "the plugin closed the connection serve closes after a 413");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(2, limited.upgrades.get());
+        }
+    }
+
+    @Test
+    void closingTheClientFailsTheCallsWaiting() throws Exception {
+        FrameClient client = client(frames.url());
+        frames.mute = true;
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<ServeClient.Reply> waiting = pool.submit(() -> client.decide(0, "/v1/authorize", ALICE_READS_A,
+                    10_000));
+            waitFor(() -> frames.received.size() == 1, "a call waits for its answer");
+            client.close();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> waiting.get(5, TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof IOException && e.getCause().getMessage().contains("closed"),
+                    e.getCause().toString());
+            assertEquals(1, frames.received.size(), "not resent");
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    @Test
+    void anInterruptedCallEndsAndTheConnectionStaysInUse() throws Exception {
+        try (FrameClient client = client(frames.url())) {
+            assertEquals(200, client.decide(0, "/v1/authorize", ALICE_READS_A, 2000).status());
+            frames.delayMs = 300;
+            frames.delayed.set(1);
+            ExecutorService pool = Executors.newSingleThreadExecutor();
+            try {
+                Future<ServeClient.Reply> waiting = pool.submit(() -> client.decide(0, "/v1/authorize", ALICE_READS_B,
+                        10_000));
+                waitFor(() -> frames.received.size() == 2, "a call waits for its answer");
+                waiting.cancel(true);
+                pool.shutdown();
+                assertTrue(pool.awaitTermination(5, TimeUnit.SECONDS), "the interrupted call ended");
+            } finally {
+                pool.shutdownNow();
+            }
+            waitFor(() -> frames.answered.get() == 2, "the late answer was sent");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, frames.upgrades.get());
         }
     }
 }
