@@ -23,12 +23,14 @@ from kraftacl.harness.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
 from kraftacl.harness.serve_process import ServeProcess
 
 
-def _command(root: Path, serve: ServeProcess, mode: str, args: list[str], cache: bool) -> list[str]:
+def _command(
+    root: Path, serve: ServeProcess, mode: str, args: list[str], cache: bool, transport: str = "frames"
+) -> list[str]:
     """The PluginBench command line, the plugin configured for serve's early-start listener (defaults otherwise)."""
     props = root / f"plugin-{mode}.properties"
     props.write_text(
         f"kraft.acl.urls={serve.url('CONTROLLER')}\nkraft.acl.token.file={root / 'plugin.token'}\n"
-        f"kraft.acl.cache.enabled={'true' if cache else 'false'}\n"
+        f"kraft.acl.cache.enabled={'true' if cache else 'false'}\nkraft.acl.serve.transport={transport}\n"
     )
     main = ["io.github.kraftacl.plugin.PluginBench", str(props), mode]
     return ["java", "-cp", f"{TEST_CLASSES}:{PLUGIN_JAR}:{kafka_lib()}/*", *main, *args]
@@ -42,14 +44,44 @@ def plugin_java(root: Path, serve: ServeProcess, mode: str, args: list[str], cac
     return result
 
 
+def _serve_cpu_s(serve: ServeProcess) -> float:
+    assert serve.proc is not None
+    fields = Path(f"/proc/{serve.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def concurrent_figures(root: Path, serve: ServeProcess, user: str, transport: str, threads: int = 8) -> dict[str, Any]:
+    """One JVM whose `threads` broker threads call authorize() (one action, the cache off) at once for 10 s over
+    `transport`: decisions per second and per serve CPU-second, as a busy broker costs serve."""
+    args = [f"User:{user}", "DESCRIBE", "TOPIC", f"{user}.topic-", "1", str(threads), "10"]
+    cmd = _command(root, serve, "concurrent", args, False, transport)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as jvm:
+        assert jvm.stdout is not None
+        lines = iter(jvm.stdout.readline, "")
+        for line in lines:
+            if line.strip() == "measuring":
+                break
+        before = _serve_cpu_s(serve)
+        result: dict[str, Any] = json.loads(next(lines))
+        cpu = _serve_cpu_s(serve) - before
+    if jvm.returncode:
+        raise RuntimeError(f"PluginBench concurrent failed (exit {jvm.returncode})")
+    return {
+        **result,
+        "transport": transport,
+        "serve_cpu_s": round(cpu, 2),
+        "decisions_per_serve_cpu_s": round(result["calls"] / cpu) if cpu else 0,
+    }
+
+
 def _run(measure: Any) -> dict[str, Any]:
     result, _, probe = probed(measure)
     return {**result, "probe_us": round(probe, 2), "load_1m": round(os.getloadavg()[0], 2)}
 
 
 def round_trip_figures(root: Path, serve: ServeProcess, user: str, quick: bool) -> dict[str, Any]:
-    """authorize() of decisions never remembered (the cache off): 1 and 100 actions, and the plugin's two transports
-    (decision frames, the default, and HTTP) side by side."""
+    """authorize() of decisions never remembered (the cache off): 1 and 100 actions, the plugin's two transports
+    (decision frames, the default, and HTTP) side by side, and 8 broker threads at once over each."""
     calls = 2000 if quick else 20_000
     out: dict[str, Any] = {}
     for actions in (1, 100):
@@ -59,6 +91,8 @@ def round_trip_figures(root: Path, serve: ServeProcess, user: str, quick: bool) 
         )
     args = [f"User:{user}", "DESCRIBE", "TOPIC", f"{user}.topic-", "1", str(calls // 2)]
     out["transport_1_action"] = _run(partial(plugin_java, root, serve, "transports", args, False))
+    for transport in ("frames", "http"):
+        out[f"concurrent_8_threads_{transport}"] = _run(partial(concurrent_figures, root, serve, user, transport))
     return out
 
 

@@ -11,7 +11,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.resource.PatternType;
@@ -31,6 +33,8 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  *   PluginBench PROPS time PRINCIPAL OPERATION TYPE PREFIX N ITERATIONS
  *       ITERATIONS calls of N actions (names PREFIX0 .. PREFIX(N-1)) after a warm-up; prints one JSON line:
  *       {"actions":N,"calls":ITERATIONS,"p50_us":..,"p99_us":..,"mean_us":..,"allowed":..}
+ *   PluginBench PROPS concurrent PRINCIPAL OPERATION TYPE PREFIX N THREADS SECONDS
+ *       THREADS threads calling authorize() at once (a busy broker), "measuring" then one JSON line
  *   PluginBench PROPS transports PRINCIPAL OPERATION TYPE PREFIX N CALLS
  *       the same request over the plugin's decision frames and over HTTP (HttpURLConnection), alternating
  *   PluginBench PROPS hit PRINCIPAL OPERATION TYPE PREFIX N CALLS
@@ -73,7 +77,9 @@ public final class PluginBench {
                 for (int i = 0; i < Integer.parseInt(args[6]); i++) {
                     actions.add(action(op, type, args[5] + i));
                 }
-                if (args[1].equals("transports")) {
+                if (args[1].equals("concurrent")) {
+                    concurrent(plugin, ctx, actions, Integer.parseInt(args[7]), Integer.parseInt(args[8]));
+                } else if (args[1].equals("transports")) {
                     transports(PluginConfig.parse(configs), args[2], actions, Integer.parseInt(args[7]));
                 } else if (args[1].equals("hit")) {
                     CacheBench.hit(plugin, configs, ctx, actions, Integer.parseInt(args[7]));
@@ -146,6 +152,49 @@ public final class PluginBench {
             System.out.printf(Locale.ROOT, "{\"frames\":%s,\"HttpURLConnection\":%s}%n", summary(frames),
                     summary(http));
         }
+    }
+
+    /**
+     * THREADS broker threads calling authorize() at once for SECONDS (after a warm-up), as a busy broker's request
+     * handlers do; prints "measuring" when the measured window starts (the caller reads serve's CPU then) and one
+     * JSON line at its end: {"threads", "calls", "seconds", "calls_per_s"}.
+     */
+    private static void concurrent(KraftAclAuthorizer plugin, AuthorizableRequestContext ctx, List<Action> actions,
+            int threads, int seconds) throws InterruptedException {
+        long warm = System.nanoTime() + TimeUnit.SECONDS.toNanos(WARM_UP_S / 4);
+        while (System.nanoTime() < warm) {
+            plugin.authorize(ctx, actions);
+        }
+        CountDownLatch go = new CountDownLatch(1);
+        LongAdder calls = new LongAdder();
+        long[] window = new long[1];
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Thread worker = new Thread(() -> {
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                while (System.nanoTime() < window[0]) {
+                    plugin.authorize(ctx, actions);
+                    calls.increment();
+                }
+            });
+            worker.start();
+            workers.add(worker);
+        }
+        System.out.println("measuring");
+        System.out.flush();
+        long start = System.nanoTime();
+        window[0] = start + TimeUnit.SECONDS.toNanos(seconds);
+        go.countDown();
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        System.out.printf(Locale.ROOT, "{\"threads\":%d,\"calls\":%d,\"seconds\":%.2f,\"calls_per_s\":%.0f}%n",
+                threads, calls.sum(), elapsed, calls.sum() / elapsed);
     }
 
     /** A call answering an HTTP status. */
