@@ -18,6 +18,9 @@ enforces limits and deadlines, and applies back-pressure:
   from its first byte, an idle connection closed after connections.max.idle.ms, a client that stops reading
   its answers closed after request.timeout.ms; a request being answered has no deadline (a long poll waits);
 * `Connection: close`: every request before it is answered in order, nothing after it is executed.
+* an upgrade: a request that the API answers 101 (`GET /v1/frames`) hands the connection, from the byte after its
+  head, to the protocol the answer names (`server.frames`); upgrades are honoured only with nothing else of the
+  connection in progress, any other is a 400.
 
 Everything here runs on the event loop thread.
 """
