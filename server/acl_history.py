@@ -1,5 +1,5 @@
 """POST /v1/acls/history: when each ACL id was added and removed, read from serve's metadata log (what
-`kraft-acl shell --server` shows for `history`).
+`kraft-acl shell --server` shows for `history`); handed to the reader process when there is one (`server.reader`).
 
 Each call opens its own read-only reader of the log (the node's reader belongs to its tailer) and scans
 the log once on the event loop's default executor, so decisions keep being answered meanwhile.
@@ -18,7 +18,7 @@ from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_out
 from kraftacl.server.errors import LogUnavailable
-from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.http_wire import Request, Response, StreamedResponse
 from kraftacl.server.json_body import decode
 from kraftacl.server.log_backend import open_backend
 
@@ -26,10 +26,14 @@ _HISTORY = msgspec.json.Decoder(HistoryIn)
 _ENCODE = msgspec.json.Encoder()
 
 
-async def history(state: ServeState, request: Request, caller: Caller) -> Response:
-    """Every record naming the asked ids, per id in offset order."""
+async def history(state: ServeState, request: Request, caller: Caller) -> Response | StreamedResponse:
+    """Every record naming the asked ids, per id in offset order (from the reader process when there is one)."""
     body = decode(_HISTORY, request.body)
     ids = list(dict.fromkeys(body.ids))
+    if state.reader is not None:
+        index, offset = state.authorizer.state()
+        if (handed := await state.reader.answer(request, len(index), offset)) is not None:
+            return handed
     try:
         found = await asyncio.get_running_loop().run_in_executor(None, lambda: _scan(state, ids))
     except LogError as exc:

@@ -101,6 +101,9 @@ KEYS: dict[str, str] = {
     "request.timeout.ms": "a request must arrive whole within this time, and a new connection must bring its first "
     "whole request within it (default 30000)",
     "shutdown.timeout.ms": "time given to in-flight requests on SIGTERM (default 5000)",
+    "heavy.reads.process": "auto | on | off: answer describe, the ACL image and ACL history from a reader process (a "
+    "second, broker-role serve on the same log, started by this one), so that their work never shares the interpreter "
+    "that answers brokers' decisions (default auto: on once 10000 or more ACLs are loaded)",
     "log.format": "text | json (default text)",
     "log.level": "TRACE, DEBUG, INFO, WARN or ERROR (default INFO: Kafka's audit logger logs denials at INFO)",
 }
@@ -179,6 +182,7 @@ class ServeConfig:
     shutdown_timeout_s: float
     log_format: str
     log_level: int
+    heavy_reads_process: str = "auto"  # auto | on | off (server.reader)
     warnings: tuple[str, ...] = field(default=())
     unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
 
@@ -353,6 +357,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         shutdown_timeout_s=r.integer("shutdown.timeout.ms", 5_000, 0) / 1000,
         log_format=r.choice("log.format", "text", ("text", "json")),
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],
+        heavy_reads_process=r.choice("heavy.reads.process", "auto", ("auto", "on", "off")),
     )
     unknown = tuple(sorted(k for k in props if k not in r.used and not _is_known(k)))
     warnings = tuple(unknown_key_message(path, k) for k in unknown)

@@ -2,7 +2,7 @@
 change feed, the lane heavy calls take turns on, and the writer's health.
 
 One `ServeState` per process, built before any listener opens; its fields are set once, except
-`tailer` (set when the initial load has completed) and `stopping` (the process's stop event, set at start).
+`tailer` and `reader` (set when the initial load has completed) and `stopping` (the process's stop event, set at start).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kraftacl.server.controller_role import ControllerRole
 from kraftacl.server.decision_log import AclIds, DecisionLog
 from kraftacl.server.freeze_guard import FreezeGuard
 from kraftacl.server.metrics import ServeMetrics
+from kraftacl.server.reader import Reader
 from kraftacl.server.slices import Lane
 from kraftacl.server.write_health import WriteHealth, WriteRecovery
 
@@ -45,6 +46,7 @@ class ServeState:
     start_error: str | None = None  # why the initial load waits (a broker-role serve's log directory is missing)
     changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
     freeze: FreezeGuard = field(default_factory=FreezeGuard)  # no decision from a state the process slept through
+    reader: Reader | None = None  # the reader process heavy reads are handed to (heavy.reads.process)
 
     @property
     def authorizer(self) -> StandardAuthorizer:

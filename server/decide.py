@@ -60,21 +60,21 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
     body = json_body.decode(_AUTHORIZE, request.body)
     trusted = check_limits(state, caller, body)
     if applied(state, body.min_offset):
-        return _decide(state, body, trusted)
+        return _decide(state, request, body, trusted)
     parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
-    return _decide_later(state, body, trusted)
+    return _decide_later(state, request, body, trusted)
 
 
-async def _decide_later(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
+async def _decide_later(state: ServeState, request: Request, body: AuthorizeIn, trusted: bool) -> Response:
     await reached(state, body.min_offset)
-    outcome = _decide(state, body, trusted)
+    outcome = _decide(state, request, body, trusted)
     return outcome if isinstance(outcome, Response) else await outcome
 
 
-def _decide(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response | Awaitable[Response]:
+def _decide(state: ServeState, request: Request, body: AuthorizeIn, trusted: bool) -> Response | Awaitable[Response]:
     """The decisions of an authorize call, on the loop (the hot path) or with their rules (`server.explain`)."""
     if body.explain or state.decision_log is not None:
-        return explain.answer(state, body, trusted)
+        return explain.answer(state, request, body, trusted)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()

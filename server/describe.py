@@ -1,7 +1,8 @@
 """The two endpoints that answer with every ACL: POST /v1/acls/describe (by filter, in Kafka's order) and GET
 /v1/acls/image (every ACL with its id, what `kraft-acl shell --server` reads), streamed.
 
-Both read one immutable index or image, so the answer is one state of the log however long it takes; the work
+With a reader process (heavy.reads.process), both are handed to it (`server.reader`). Otherwise both read one
+immutable index or image, so the answer is one state of the log however long it takes; the work
 (filtering, ordering, encoding) runs in slices of the event loop (`server.slices`) so decisions keep being
 answered, and the answer goes out in pieces as the client reads it (`StreamedResponse`): a 300k-ACL describe never
 holds its 50 MB of JSON at once. Kafka's order is made by sorting runs of 1024 and merging them lazily.
@@ -27,7 +28,7 @@ from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_out, filter_of
 from kraftacl.server.errors import BadRequest
-from kraftacl.server.http_wire import Request, StreamedResponse
+from kraftacl.server.http_wire import Request, Response, StreamedResponse
 from kraftacl.server.read_your_writes import reached
 from kraftacl.server.slices import Lane
 
@@ -38,7 +39,7 @@ PAUSE_LIMIT_S = 30.0  # longest a describe keeps the collector off
 STEP = 64  # ACLs added to a piece between two looks at the clock; a piece is what one slice makes
 
 
-async def describe(state: ServeState, request: Request, caller: Caller) -> StreamedResponse:
+async def describe(state: ServeState, request: Request, caller: Caller) -> Response | StreamedResponse:
     """Every ACL the filter matches, in Kafka's order, from one state (the filter is checked before the answer
     starts, so a bad one is a 400; with `min_offset`, once this serve has applied it).
 
@@ -49,6 +50,8 @@ async def describe(state: ServeState, request: Request, caller: Caller) -> Strea
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     await reached(state, body.min_offset)  # read-your-writes: a state holding that offset
     index, offset = state.authorizer.state()
+    if state.reader is not None and (handed := await state.reader.answer(request, len(index), offset)) is not None:
+        return handed
     ids: list[str] = []
     acls: list[StandardAcl] = []
     runs: list[list[bytes]] = []
@@ -89,10 +92,12 @@ def _pause_collector() -> GcPause:
     return pause
 
 
-async def image(state: ServeState, request: Request, caller: Caller) -> StreamedResponse:
+async def image(state: ServeState, request: Request, caller: Caller) -> Response | StreamedResponse:
     """GET /v1/acls/image: every ACL with its id from one image (one reference: ACLs and provenance agree)."""
     current = state.node.image
     p = current.provenance
+    if state.reader is not None and (handed := await state.reader.answer(request, len(current.acls), p.last_offset)):
+        return handed
     cfg = state.config.authorizer
     empty = ImageOut(
         [], p.last_offset, p.epoch, p.timestamp_ms, sorted(cfg.super_users), cfg.allow_everyone_if_no_acl_found

@@ -5,10 +5,11 @@ rule and the deciding ACL's id), decisions written to the decision log, and a la
 * a large batch without rules is decoded and decided as codes in slices of the event loop (`server.slices`);
 * rules of a call of at most INLINE_RULES actions (a broker's call with the decision log) are found at once on the
   loop, so it never queues behind an explain;
-* rules of a larger call are found on the rules thread (`ServeState.rules`, one thread): finding the rule of one
-  action walks every ACL that may apply to it, Python code that can take from microseconds to 200 ms per action and
-  that the GIL's switch interval (1 ms in serve) interrupts whenever the event loop has a decision to answer (on the
-  loop, in slices, one such action was one stall of 200 ms); a call whose client left stops.
+* a larger call is handed to the reader process when there is one (heavy.reads.process, `server.reader`);
+* otherwise rules of a larger call are found on the rules thread (`ServeState.rules`, one thread): finding the rule of
+  one action walks every ACL that may apply to it, Python code that can take from microseconds to 200 ms per action
+  and that the GIL's switch interval (1 ms in serve) interrupts whenever the event loop has a decision to answer (on
+  the loop, in slices, one such action was one stall of 200 ms); a call whose client left stops.
 
 The handlers are called on the event loop thread; `_work_through` runs on the rules thread.
 """
@@ -57,7 +58,7 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
     trusted = check_limits(state, caller, body)
     await reached(state, body.min_offset)
     if body.explain or state.decision_log is not None or body.rules is not None:
-        return await _with_rules(state, body, trusted)
+        return await _with_rules(state, request, body, trusted)
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
@@ -72,9 +73,9 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
         return Response(200, _ENCODE.encode(AuthorizeOut([RESULT_NAME[code] for code in codes], offset)))
 
 
-def answer(state: ServeState, body: AuthorizeIn, trusted: bool) -> Awaitable[Response]:
+def answer(state: ServeState, request: Request, body: AuthorizeIn, trusted: bool) -> Awaitable[Response]:
     """A call whose decisions need their rules (explain, or the decision log; the rule texts asked with them)."""
-    return _with_rules(state, body, trusted)
+    return _with_rules(state, request, body, trusted)
 
 
 async def decide_logged(state: ServeState, ctx: RequestContext, action: Action) -> list[int]:
@@ -101,11 +102,17 @@ def decide_at(
         raise BadRequest(str(exc), field) from exc
 
 
-async def _with_rules(state: ServeState, body: AuthorizeIn, trusted: bool) -> Response:
+async def _with_rules(state: ServeState, request: Request, body: AuthorizeIn, trusted: bool) -> Response:
     """Decide with rules against one state: a call of at most INLINE_RULES actions at once on the loop (a broker's
-    call with the decision log waits for nobody), a larger one on the rules thread, where the GIL's switch interval
-    interrupts it whenever the loop has a decision to answer (a rule walks every ACL that may apply: one action can
-    take 200 ms, which on the loop would be one stall); it stops when the client leaves."""
+    call with the decision log waits for nobody); a larger one by the reader process when there is one
+    (`server.reader`), else on the rules thread, where the GIL's switch interval interrupts it whenever the loop has
+    a decision to answer (a rule walks every ACL that may apply: one action can take 200 ms, which on the loop would
+    be one stall); it stops when the client leaves."""
+    if state.reader is not None and len(body.actions) > INLINE_RULES:
+        index, offset = state.authorizer.state()
+        handed = await state.reader.answer(request, len(index), offset, whole=True)
+        if isinstance(handed, Response):
+            return handed
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     loop = asyncio.get_running_loop()
     if body.explain and state.acl_ids.by_content is None:

@@ -43,6 +43,7 @@ class RequestFigures:
         self.requests: dict[tuple[str, int], int] = {}
         self.not_ready = 0
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> requests refused for a connection limit
+        self.heavy_reads = {"reader": 0, "serve": 0}  # heavy reads with a reader process, by who answered them
 
     def observe(self, seconds: float) -> None:
         """One authorize call's decision time."""
@@ -91,6 +92,14 @@ class RequestFigures:
             requests.add_metric([endpoint, str(status)], n)
         yield requests
         yield CounterMetricFamily("kraft_acl_not_ready", "Calls answered AUTHORIZER_NOT_READY", value=self.not_ready)
+        heavy = CounterMetricFamily(
+            "kraft_acl_heavy_reads",
+            "Heavy reads (describe, image, history, large explains) of a serve with a reader process, by who answered",
+            labels=["by"],
+        )
+        for by, n in self.heavy_reads.items():
+            heavy.add_metric([by], n)
+        yield heavy
 
 
 class ServeMetrics:

@@ -31,6 +31,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.http import HttpProtocol
 from kraftacl.server.listeners import bind_all, ready_to_listen, tls_context
 from kraftacl.server.log_backend import LogDirectoryMissingError, ServeError
+from kraftacl.server.reader import Reader
 from kraftacl.server.state_build import build_state, warn_if_exposed
 
 SWITCH_INTERVAL_S = 0.001
@@ -117,6 +118,9 @@ class Serve:
                 "ready", f"ready: {len(index)} ACLs, last applied offset {offset}", acls=len(index), offset=offset
             )
             self.state.role.start()
+            if self.config.heavy_reads_process != "off":
+                self.state.reader = Reader(self.config, self.out.say, self.state.metrics.figures.heavy_reads)
+                self.state.reader.maybe_start(len(index))
             await self.stop.wait()
         await self._shutdown()
 
@@ -179,6 +183,8 @@ class Serve:
             await asyncio.sleep(0.01)
         for conn in list(self.connections.open):
             conn.abort()
+        if self.state.reader is not None:  # after the drain: answers relayed from the reader finish first
+            await self.state.reader.stop()
         if self.state.write_recovery is not None:
             self.state.write_recovery.stop()
         self.state.role.stop()  # leave the election first: a standby takes over at once

@@ -39,6 +39,8 @@ from kraftacl.metadata_log.uuids import new_uuid
 BROKER, TOOL, ADMIN = "bench-broker-token-0123456789", "bench-tool-token-0123456789", "bench-admin-token-0123456789"
 PACE_S = float(os.environ.get("KRAFT_ACL_BENCH_PACE_S", "0.001"))
 QUIET_S = 5.0
+HEAVY_READS = os.environ.get("KRAFT_ACL_BENCH_HEAVY_READS", "auto")  # heavy.reads.process of the serve measured
+READER_READY = "heavy reads: reader process"
 CASES = ("quiet", "describe_300k", "explain_100k", "slow_connections_1000", "import_200k")
 
 
@@ -60,8 +62,15 @@ def _start(work: Path, acls: list[tuple[str, StandardAcl]]) -> tuple[ServeProces
         "super.users": "User:admin",
         "process.roles": "broker,controller",
         "log.level": "WARN",
+        "heavy.reads.process": HEAVY_READS,
     }
-    return ServeProcess(work / "serve", properties).start(timeout=600), port
+    proc = ServeProcess(work / "serve", properties).start(timeout=600)
+    deadline = time.monotonic() + 600
+    while HEAVY_READS != "off" and READER_READY not in proc.output():  # its describes go to the reader
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"serve's reader process was not ready within 600 s:\n{proc.output()[-3000:]}")
+        time.sleep(0.2)
+    return proc, port
 
 
 def _broker(port: int, bodies: list[bytes], go: Any, stop: Any, out: Any) -> None:
@@ -239,7 +248,12 @@ def run(quick: bool = False, cases: tuple[str, ...] = CASES) -> dict[str, Any]:
         for r in (requests * (explained // len(requests) + 1))[:explained]
     ]
     imports = [acl_in(acl) for _, acl in data.acls[base:]]
-    result: dict[str, Any] = {"acls": base, "cpu_probe_us": round(probe, 2), "pace_ms": PACE_S * 1000}
+    result: dict[str, Any] = {
+        "acls": base,
+        "cpu_probe_us": round(probe, 2),
+        "pace_ms": PACE_S * 1000,
+        "heavy_reads_process": HEAVY_READS,
+    }
     with tempfile.TemporaryDirectory(prefix="kraft-acl-bench-noisy-") as tmp:
         proc, port = _start(Path(tmp), data.acls[:base])
         try:

@@ -1,0 +1,272 @@
+"""The reader process: a second serve, broker role only, on the same log, started and watched by this one; the heavy
+reads (POST /v1/acls/describe, GET /v1/acls/image, POST /v1/acls/history) are handed to it (heavy.reads.process).
+
+Why a process: in one interpreter a describe of 300k ACLs shares the GIL, the allocator and the collector with the
+event loop that answers brokers' decisions, and even cut into 0.5 ms slices it made a broker's one-action decision
+wait up to 15-20 ms (BENCHMARKS.md, serve noisy_neighbour). Handed to the reader, it costs this loop only the
+relaying of the answer's bytes. serve still authenticates and authorizes the caller at the head and checks the
+body; the reader is asked over loopback with a token only this process knows, once it has applied at least the
+offset this serve had applied when the request came (read-your-writes holds through the reader).
+
+Fail safe: until the reader is ready, while it restarts (1 s, then up to 30 s apart), or when it cannot be asked,
+serve answers the call itself, as without a reader. The reader reads its stdin (`server.reader_main`): when this
+process ends, however it ends, the reader sees end of file and stops.
+
+Used on the event loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import javaproperties
+
+from kraftacl.authorizer.decision.config import EARLY_START_LISTENERS, load_properties
+from kraftacl.server.config import ServeConfig
+from kraftacl.server.http_wire import Request, Response, StreamedResponse
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("kraft_acl.serve")
+
+PRINCIPAL = "User:kraft-acl-reader"  # the reader's only broker principal: only this serve holds its token
+AUTO_MIN_ACLS = 10_000  # heavy.reads.process=auto starts the reader once this many ACLs are loaded
+RESTART_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits before restarting a reader that ended, growing while it fails
+STABLE_S = 60.0  # a reader that ran this long before it ended starts again after the first wait
+POLL_S = 0.005  # how often serve asks the reader's status while it catches up with an offset
+CATCH_UP_S = 5.0  # longest serve waits for the reader to apply its offset before answering itself
+PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
+OWNER = "serve.pid"  # in it: the pid of the serve that made it
+TAIL_POLL_MS = 20  # the reader's metadata.log.poll.interval.ms at most: it follows writes closely
+_DROPPED_PREFIXES = ("listener", "ssl.", "auth.", "heavy.reads.", EARLY_START_LISTENERS)
+DECISION_LOG_SUFFIX = ".reader"  # the reader writes the decisions it makes (explain) next to serve's decision log
+
+
+def reader_properties(props: dict[str, str], token_file: Path, private: Path) -> dict[str, str]:
+    """The reader's configuration from this serve's: the same log, authorizer settings and limits; one loopback
+    listener on a free port, broker role only, its own token and decision log file, no reader of its own."""
+    out = {k: v for k, v in props.items() if not k.startswith(_DROPPED_PREFIXES) and k != "process.roles"}
+    out.update(
+        {
+            "listeners": "READER://127.0.0.1:0",
+            "process.roles": "broker",
+            "auth.token.file": str(token_file),
+            "broker.principals": PRINCIPAL,
+            "heavy.reads.process": "off",
+            "metadata.log.poll.interval.ms": str(
+                min(int(props.get("metadata.log.poll.interval.ms", "100")), TAIL_POLL_MS)
+            ),
+        }
+    )
+    if props.get("decision.log.file"):
+        out["decision.log.file"] = props["decision.log.file"] + DECISION_LOG_SUFFIX
+    if props.get("metadata.log.bootstrap.servers"):  # every serve of a Kafka log writes snapshots: its own
+        out["metadata.log.snapshot.dir"] = str(private / "snapshots")
+    return out
+
+
+class Reader:
+    """Starts, watches and restarts the reader process, and asks it; `url` is set while it is ready."""
+
+    def __init__(self, config: ServeConfig, announce: Callable[..., None], answered: dict[str, int]) -> None:
+        self.config = config
+        self.announce = announce  # serve's status lines (`Announcer.say`)
+        self.answered = answered  # calls answered by "reader" and by "serve" (metrics: kraft_acl_heavy_reads)
+        self.url: str | None = None
+        self.pid: int | None = None
+        self.stopping = False
+        self._token = secrets.token_urlsafe(32)
+        self._client: httpx.AsyncClient | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._private: Path | None = None
+
+    def maybe_start(self, acl_count: int) -> None:
+        """Start the reader when heavy.reads.process asks for one now (on; auto with AUTO_MIN_ACLS loaded)."""
+        mode = self.config.heavy_reads_process
+        wanted = mode == "on" or (mode == "auto" and acl_count >= AUTO_MIN_ACLS)
+        if wanted and self._task is None and not self.stopping:
+            self._task = asyncio.get_running_loop().create_task(self._supervise())
+
+    async def answer(
+        self, request: Request, acl_count: int, offset: int, whole: bool = False
+    ) -> Response | StreamedResponse | None:
+        """The reader's answer to this admitted request once it has applied `offset` (this serve's, with
+        `acl_count` ACLs): streamed when 200 (unless `whole`), whole otherwise; None when serve must answer itself
+        (no reader ready, it cannot be reached, it lags or fails)."""
+        self.maybe_start(acl_count)
+        answer = await self._ask(request, offset, whole)
+        self.answered["serve" if answer is None else "reader"] += 1
+        return answer
+
+    async def _ask(self, request: Request, offset: int, whole: bool) -> Response | StreamedResponse | None:
+        client = self._client
+        if client is None or self.url is None or not await self._caught_up(client, offset):
+            return None
+        import httpx
+
+        try:
+            outgoing = client.build_request(request.method, request.path, content=request.body)
+            answer = await client.send(outgoing, stream=True)
+        except httpx.HTTPError as exc:
+            log.warning("heavy reads: the reader process did not answer (%s); serve answers this call itself", exc)
+            return None
+        if answer.status_code >= 500:
+            await answer.aclose()
+            log.warning("heavy reads: the reader answered %d; serve answers this call itself", answer.status_code)
+            return None
+        if answer.status_code != 200 or whole:
+            try:
+                data = await answer.aread()
+            except httpx.HTTPError as exc:
+                log.warning("heavy reads: the reader's answer broke off (%s); serve answers this call itself", exc)
+                return None
+            finally:
+                await answer.aclose()
+            return Response(answer.status_code, data)
+        return StreamedResponse(200, _relay(answer))
+
+    async def _caught_up(self, client: httpx.AsyncClient, offset: int) -> bool:
+        """True once the reader has applied `offset` (asked every POLL_S, for CATCH_UP_S at most)."""
+        import httpx
+
+        deadline = time.monotonic() + CATCH_UP_S
+        while True:
+            try:
+                status = (await client.get("/v1/status")).json()
+            except (httpx.HTTPError, ValueError):
+                return False
+            if status.get("ready") and status.get("last_applied_offset", -1) >= offset:
+                return True
+            if time.monotonic() >= deadline:
+                log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, CATCH_UP_S)
+                return False
+            await asyncio.sleep(POLL_S)
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while not self.stopping:
+            began = time.monotonic()
+            try:
+                await self._run_once()
+            except (OSError, ValueError) as exc:
+                log.warning("heavy reads: the reader process could not start: %s", exc)
+            await self._forget()
+            if self.stopping:
+                return
+            failures = 0 if time.monotonic() - began >= STABLE_S else failures + 1
+            wait = RESTART_S[min(failures, len(RESTART_S) - 1)]
+            code = self._proc.returncode if self._proc is not None else None
+            log.warning(
+                "heavy reads: the reader process ended (exit %s); serve answers describe, image and history itself "
+                "until it is back; starting it again in %.0f s",
+                code,
+                wait,
+            )
+            await asyncio.sleep(wait)
+
+    async def _run_once(self) -> None:
+        """Start one reader, take its listening URL and readiness from its status lines, wait until it ends."""
+        import httpx
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not one INFO line per relayed call
+        _sweep()
+        private = self._private = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))
+        (private / OWNER).write_text(str(os.getpid()))
+        tokens = private / "tokens"
+        tokens.write_text(f"{PRINCIPAL} {self._token}\n")
+        tokens.chmod(0o600)
+        props = reader_properties(load_properties(self.config.path), tokens, private)
+        config = private / "reader.properties"
+        config.write_text(javaproperties.dumps(props, timestamp=False))
+        proc = self._proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kraftacl.server.reader_main",
+            str(config),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        self.pid = proc.pid
+        assert proc.stdout is not None
+        url = None
+        async for raw in proc.stdout:
+            with contextlib.suppress(ValueError):
+                line = json.loads(raw)
+                if line.get("event") == "listening":
+                    url = line["url"]
+                elif line.get("event") == "ready" and url is not None:
+                    self._client = httpx.AsyncClient(
+                        base_url=url,
+                        headers={"authorization": f"Bearer {self._token}"},
+                        timeout=httpx.Timeout(30.0, read=None),
+                        limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+                    )
+                    self.url = url
+                    self.announce(
+                        "reader",
+                        f"heavy reads: reader process {proc.pid} ready on {url} ({line.get('acls')} ACLs)",
+                        pid=proc.pid,
+                        url=url,
+                    )
+        await proc.wait()
+
+    async def _forget(self) -> None:
+        self.url = None
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop the reader (its stdin closes: it stops as on SIGTERM; killed after `timeout`) and its watcher."""
+        self.stopping = True
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._forget()
+
+
+def _sweep() -> None:
+    """Remove the private directories of readers whose serve is gone (killed with its whole process group: neither
+    could remove it), each holding a token nobody uses any more."""
+    for private in Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*"):
+        try:
+            os.kill(int((private / OWNER).read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(private, ignore_errors=True)
+        except (OSError, ValueError):  # not ours to judge (another user's, or being created)
+            continue
+
+
+async def _relay(answer: httpx.Response) -> AsyncIterator[bytes]:
+    """The reader's answer body, piece by piece as the client reads (closed when done or abandoned)."""
+    try:
+        async for piece in answer.aiter_raw():
+            yield piece
+    finally:
+        await answer.aclose()

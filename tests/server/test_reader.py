@@ -1,0 +1,247 @@
+"""heavy.reads.process: serve hands describe, the ACL image, ACL history and large explains to its reader process (a
+second, broker-role serve on the same log) and relays the answers; the answers are the ones serve itself gives,
+read-your-writes holds through the reader, serve answers itself while the reader is gone and starts it again, the
+reader ends with serve however serve ends, and nobody but serve can ask the reader. Real serve processes over real
+sockets."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kraftacl.authorizer.decision.config import SUPER_USERS
+from kraftacl.server.reader import OWNER, PRINCIPAL, PRIVATE_PREFIX, reader_properties
+from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+
+READY = re.compile(r"heavy reads: reader process (\d+) ready on (http://\S+)")
+
+
+def _acl(i: int, permission: str = "ALLOW") -> dict[str, str]:
+    return {
+        "resource_type": "TOPIC",
+        "resource_name": f"orders-{i % 7}",
+        "pattern_type": "LITERAL" if i % 3 else "PREFIXED",
+        "principal": f"User:u{i % 5}",
+        "host": "*",
+        "operation": "READ" if i % 2 else "WRITE",
+        "permission_type": permission,
+    }
+
+
+def _reader(serve: ServeProcess, after: int = 0, timeout: float = 60.0) -> tuple[int, str]:
+    """The pid and URL of the reader serve announced (the `after`-th announcement onwards), waiting for it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = READY.findall(serve.output())
+        if len(found) > after:
+            return int(found[after][0]), found[after][1]
+        time.sleep(0.1)
+    raise AssertionError(f"no reader process announced:\n{serve.output()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie has ended
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, ServeProcess]]:
+    """Two serves of one log: the controller with a reader (heavy.reads.process=on), a broker-role one without."""
+    work: Path = tmp_path_factory.mktemp("reader")
+    props = base_properties(work / "a", log_dir=work / "log", heavy_reads_process="on")
+    with ServeProcess(work / "a" / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
+        answer = admin.post("/v1/acls/create", json={"acls": [_acl(i) for i in range(40)] + [_acl(99, "DENY")]})
+        assert answer.status_code == 200
+        _reader(serve)
+        plain = base_properties(work / "b", log_dir=work / "log", heavy_reads_process="off", process_roles="broker")
+        with ServeProcess(work / "b" / "serve", plain).start() as other:
+            yield serve, other
+
+
+def _same(a: ServeProcess, b: ServeProcess, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    """The answers of both serves to one call, once both have applied the same offset; the first one's JSON."""
+    for _ in range(100):
+        with a.client(token=ADMIN_TOKEN) as ca, b.client(token=ADMIN_TOKEN) as cb:
+            one, two = ca.request(method, path, json=body), cb.request(method, path, json=body)
+        assert one.status_code == two.status_code == 200, (one.text, two.text)
+        if one.json().get("offset") == two.json().get("offset"):
+            first, second = dict(one.json()), dict(two.json())
+            if "super_users" in first:  # the image: its ACLs in no set order
+                first["acls"].sort(key=lambda a: a["id"])
+                second["acls"].sort(key=lambda a: a["id"])
+            assert first == second
+            return first
+        time.sleep(0.05)
+    raise AssertionError("the two serves never agreed on an offset")
+
+
+def test_heavy_reads_answer_as_serve_itself_does(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    serve, other = pair
+    described = _same(serve, other, "POST", "/v1/acls/describe", {})
+    assert len(described["acls"]) == 41
+    assert len(_same(serve, other, "POST", "/v1/acls/describe", {"filter": {"principal": "User:u1"}})["acls"]) == 8
+    image = _same(serve, other, "GET", "/v1/acls/image")
+    assert sorted(a["id"] for a in image["acls"]) == sorted(a["id"] for a in described["acls"])
+    history = _same(serve, other, "POST", "/v1/acls/history", {"ids": [described["acls"][0]["id"]]})
+    assert [e["acl"]["id"] for e in history["events"]] == [described["acls"][0]["id"]]
+    assert _heavy(serve)["reader"] >= 4 and _heavy(serve)["serve"] == 0  # every call went through the reader
+
+
+def _heavy(serve: ServeProcess) -> dict[str, int]:
+    text = serve.metrics_text(ADMIN_TOKEN)
+    return {by: int(float(n)) for by, n in re.findall(r'^kraft_acl_heavy_reads_total\{by="(\w+)"\} (\S+)$', text, re.M)}
+
+
+def test_a_large_explain_is_answered_by_the_reader_as_by_serve(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    serve, other = pair
+    actions = [
+        {"operation": op, "resource_type": "TOPIC", "resource_name": f"orders-{i}"}
+        for i in range(7)
+        for op in ("READ", "WRITE", "DESCRIBE", "DELETE", "ALTER", "CREATE")
+    ]
+    body = {"principal": "User:u4", "client_address": "10.0.0.1", "explain": True, "actions": actions}
+    assert len(actions) > 32  # above explain.INLINE_RULES: handed to the reader
+    for _ in range(100):
+        with serve.client(token=BROKER_TOKEN) as ca, other.client(token=BROKER_TOKEN) as cb:
+            one, two = ca.post("/v1/authorize", json=body), cb.post("/v1/authorize", json=body)
+        assert one.status_code == two.status_code == 200, (one.text, two.text)
+        if one.json()["offset"] == two.json()["offset"]:
+            break
+        time.sleep(0.05)
+    assert one.json() == two.json()
+    assert "DENIED" in one.json()["results"] and "ALLOWED" in one.json()["results"]
+    denial = re.compile(r"INFO kafka\.authorizer\.logger: Principal = User:u4 is Denied operation")
+    deadline = time.monotonic() + 10
+    while not denial.search(serve.output()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert denial.search(serve.output()), "the reader's audit lines reach serve's log, as Kafka writes them"
+
+
+def test_read_your_writes_through_the_reader(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    serve, _ = pair
+    with serve.client(token=ADMIN_TOKEN) as admin:
+        for i in range(5):
+            created = admin.post("/v1/acls/create", json={"acls": [{**_acl(i), "resource_name": f"rw-{i}"}]}).json()
+            new_id = created["results"][0]["id"]
+            described = admin.post("/v1/acls/describe", json={"min_offset": created["offset"]}).json()
+            assert new_id in {a["id"] for a in described["acls"]}
+            assert described["offset"] >= created["offset"]
+            image = admin.get("/v1/acls/image").json()  # no min_offset: serve's own offset is the floor
+            assert new_id in {a["id"] for a in image["acls"]}
+
+
+def test_nobody_but_serve_can_ask_the_reader(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    serve, _ = pair
+    _, url = _reader(serve)
+    assert httpx.post(f"{url}/v1/acls/describe", json={}).status_code == 401
+    answer = httpx.post(f"{url}/v1/acls/describe", json={}, headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert answer.status_code == 401  # serve's tokens are not the reader's
+    assert url.startswith("http://127.0.0.1:")
+
+
+def test_serve_answers_itself_while_the_reader_is_gone_and_starts_it_again(tmp_path: Path) -> None:
+    props = base_properties(tmp_path, heavy_reads_process="on")
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
+        assert admin.post("/v1/acls/create", json={"acls": [_acl(1)]}).status_code == 200
+        pid, _ = _reader(serve)
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(20):  # whatever the moment, every call is answered, by serve or the new reader
+            answer = admin.post("/v1/acls/describe", json={})
+            assert answer.status_code == 200 and len(answer.json()["acls"]) == 1
+            time.sleep(0.05)
+        again, _ = _reader(serve, after=1)
+        assert _heavy(serve)["serve"] >= 1  # answered by serve itself while the reader was gone
+        assert again != pid
+        assert "heavy reads: the reader process ended" in serve.output()
+        assert len(admin.post("/v1/acls/describe", json={}).json()["acls"]) == 1
+
+
+def test_the_reader_ends_with_serve_even_when_serve_is_killed(tmp_path: Path) -> None:
+    stale = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))  # a reader's, whose serve was killed with its group
+    (stale / OWNER).write_text(str(_dead_pid()))
+    props = base_properties(tmp_path, heavy_reads_process="on")
+    serve = ServeProcess(tmp_path / "serve", props).start()
+    try:
+        pid, _ = _reader(serve)
+        assert not stale.exists(), "a dead serve's reader directory was not swept"
+        config = Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode())
+        assert (config.parent / "tokens").stat().st_mode & 0o077 == 0
+        assert serve.pid is not None
+        os.kill(serve.pid, signal.SIGKILL)  # serve alone: its reader is left to notice
+        deadline = time.monotonic() + 15
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(pid), "the reader outlived the serve that started it"
+        assert not config.parent.exists(), "the reader's private directory (its token) was left behind"
+    finally:
+        serve.kill()
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_no_reader_when_off_or_with_few_acls(tmp_path: Path) -> None:
+    for mode in ("off", "auto"):
+        props = base_properties(tmp_path / mode, heavy_reads_process=mode)
+        with ServeProcess(tmp_path / mode / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as c:
+            assert c.post("/v1/acls/create", json={"acls": [_acl(1)]}).status_code == 200
+            assert c.post("/v1/acls/describe", json={}).status_code == 200
+            time.sleep(0.5)
+            assert "reader process" not in serve.output()
+            assert _heavy(serve)["reader"] == 0
+
+
+def test_reader_properties_keep_the_log_and_authorizer_and_nothing_of_the_network(tmp_path: Path) -> None:
+    props = {
+        "listeners": "CLIENT://0.0.0.0:9191,SSL://0.0.0.0:9443",
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT,SSL:SSL",
+        "listener.name.ssl.ssl.certfile": "/x.pem",
+        "early.start.listeners": "CLIENT",
+        "ssl.keyfile": "/k.pem",
+        "auth.token.file": "/tokens",
+        "auth.anonymous.listeners": "CLIENT",
+        "auth.public.endpoints": "status",
+        "process.roles": "broker,controller",
+        "super.users": "User:admin",
+        "broker.principals": "User:broker",
+        "allow.everyone.if.no.acl.found": "true",
+        "metadata.log.dir": "/log",
+        "metadata.log.poll.interval.ms": "250",
+        "decision.log.file": "/var/log/decisions.jsonl",
+        "heavy.reads.process": "on",
+        "max.connections": "50",
+    }
+    out = reader_properties(props, tmp_path / "tokens", tmp_path)
+    assert out == {
+        "listeners": "READER://127.0.0.1:0",
+        "process.roles": "broker",
+        "auth.token.file": str(tmp_path / "tokens"),
+        "super.users": "User:admin",
+        "broker.principals": PRINCIPAL,
+        "allow.everyone.if.no.acl.found": "true",
+        "metadata.log.dir": "/log",
+        "metadata.log.poll.interval.ms": "20",
+        "decision.log.file": "/var/log/decisions.jsonl.reader",
+        "heavy.reads.process": "off",
+        "max.connections": "50",
+    }
+    kafka = reader_properties({"metadata.log.bootstrap.servers": "k:9092"}, tmp_path / "t", tmp_path)
+    assert kafka["metadata.log.snapshot.dir"] == str(tmp_path / "snapshots")
+    assert SUPER_USERS not in kafka
