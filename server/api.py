@@ -174,6 +174,7 @@ class Api:
             "small": (min(SMALL_BODY, limits.request_max_bytes), "the limit of this endpoint"),
             "none": (0, "the limit of a GET (no body)"),
         }
+        self.poll_on_request = state.config.log.poll_on_request
         self.frames_route = Route(self.upgrade, "frames", body="none")
         self.frame_kinds: dict[int, FrameRoute] = {}
         for kind, endpoint in wire_frames.KINDS.items():
@@ -182,6 +183,8 @@ class Api:
 
     def admit(self, request: Request, probation: bool) -> Response | tuple[int, str]:
         """At the head: the route and the caller, or the refusal (404, 405, 401, 403, 421, 503); the body limit."""
+        if self.poll_on_request and self.state.tailer is not None:
+            self.state.tailer.poke()  # metadata.log.poll.on.request (serve's reader process)
         route = ROUTES.get((request.method, request.path))
         if route is None:
             if request.method == "POST" and request.path.startswith(ep.OPA_PREFIX):

@@ -63,6 +63,8 @@ KEYS: dict[str, str] = {
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
     "metadata.log.snapshot.retain": "snapshots kept (default 3)",
     "metadata.log.poll.interval.ms": "how often the tailer looks for new records (default 100)",
+    "metadata.log.poll.on.request": "true: the tailer also looks for new records as each request arrives (default "
+    "false; what serve's reader process does, between polls a minute apart)",
     "auth.token.file": "bearer tokens: one `<principal> <token>` per line",
     "auth.anonymous.listeners": "listeners where a caller without credentials is User:ANONYMOUS (else 401)",
     "auth.public.endpoints": "endpoints callable without credentials: status, metrics (default none)",
@@ -122,6 +124,7 @@ class LogConfig:
     snapshot_max_bytes: int
     snapshot_retain: int
     poll_interval_s: float
+    poll_on_request: bool
     replication_factor: int = -1
     min_insync_replicas: int | None = None
     election_group: str | None = None
@@ -227,6 +230,7 @@ def _log(r: PropertyReader) -> LogConfig:
         snapshot_max_bytes=r.integer("metadata.log.snapshot.max.bytes", 20 * 1024 * 1024, 1),
         snapshot_retain=r.integer("metadata.log.snapshot.retain", 3, 1, 1000),
         poll_interval_s=r.integer("metadata.log.poll.interval.ms", 100, 1, 3_600_000) / 1000,
+        poll_on_request=r.choice("metadata.log.poll.on.request", "false", ("true", "false")) == "true",
         replication_factor=_replication_factor(r),
         min_insync_replicas=r.integer("metadata.log.min.insync.replicas", 0, 1) or None,
         election_group=r.text("controller.election.group"),

@@ -1,5 +1,6 @@
 """The reader process: a second serve, broker role only, on the same log, started and watched by this one; the heavy
-reads (POST /v1/acls/describe, GET /v1/acls/image, POST /v1/acls/history) are handed to it (heavy.reads.process).
+reads (POST /v1/acls/describe, GET /v1/acls/image, POST /v1/acls/history, authorize calls of more than 32 actions
+with their rules) are handed to it (heavy.reads.process).
 
 Why a process: in one interpreter a describe of 300k ACLs shares the GIL, the allocator and the collector with the
 event loop that answers brokers' decisions, and even cut into 0.5 ms slices it made a broker's one-action decision
@@ -7,6 +8,11 @@ wait up to 15-20 ms (BENCHMARKS.md, serve noisy_neighbour). Handed to the reader
 relaying of the answer's bytes. serve still authenticates and authorizes the caller at the head and checks the
 body; the reader is asked over loopback with a token only this process knows, once it has applied at least the
 offset this serve had applied when the request came (read-your-writes holds through the reader).
+
+The reader runs only on CPU time serve does not want (SCHED_IDLE, `server.reader_main`) and reads new records only
+when asked (each request it gets makes it read the log) or once a minute: replaying a 200k-ACL import as it is
+written took a vCPU beside serve's writer, and a broker's one-action p99 during that import went from 44 ms to
+250-720 ms on the 2-vCPU machine of BENCHMARKS.md.
 
 Fail safe: until the reader is ready, while it restarts (1 s, then up to 30 s apart), or when it cannot be asked,
 serve answers the call itself, as without a reader. The reader reads its stdin (`server.reader_main`): when this
@@ -47,10 +53,10 @@ AUTO_MIN_ACLS = 10_000  # heavy.reads.process=auto starts the reader once this m
 RESTART_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits before restarting a reader that ended, growing while it fails
 STABLE_S = 60.0  # a reader that ran this long before it ended starts again after the first wait
 POLL_S = 0.005  # how often serve asks the reader's status while it catches up with an offset
-CATCH_UP_S = 5.0  # longest serve waits for the reader to apply its offset before answering itself
 PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
 OWNER = "serve.pid"  # in it: the pid of the serve that made it
-TAIL_POLL_MS = 20  # the reader's metadata.log.poll.interval.ms at most: it follows writes closely
+READER_POLL_MS = 60_000  # the reader reads new records when asked (each request pokes its tailer), else this often
+_NOT_THE_CALLERS = (401, 403, 421)  # the reader refusing serve itself: serve answers, the caller was admitted
 _DROPPED_PREFIXES = ("listener", "ssl.", "auth.", "heavy.reads.", EARLY_START_LISTENERS)
 DECISION_LOG_SUFFIX = ".reader"  # the reader writes the decisions it makes (explain) next to serve's decision log
 
@@ -66,9 +72,8 @@ def reader_properties(props: dict[str, str], token_file: Path, private: Path) ->
             "auth.token.file": str(token_file),
             "broker.principals": PRINCIPAL,
             "heavy.reads.process": "off",
-            "metadata.log.poll.interval.ms": str(
-                min(int(props.get("metadata.log.poll.interval.ms", "100")), TAIL_POLL_MS)
-            ),
+            "metadata.log.poll.interval.ms": str(READER_POLL_MS),
+            "metadata.log.poll.on.request": "true",
         }
     )
     if props.get("decision.log.file"):
@@ -124,7 +129,7 @@ class Reader:
         except httpx.HTTPError as exc:
             log.warning("heavy reads: the reader process did not answer (%s); serve answers this call itself", exc)
             return None
-        if answer.status_code >= 500:
+        if answer.status_code >= 500 or answer.status_code in _NOT_THE_CALLERS:
             await answer.aclose()
             log.warning("heavy reads: the reader answered %d; serve answers this call itself", answer.status_code)
             return None
@@ -140,10 +145,12 @@ class Reader:
         return StreamedResponse(200, _relay(answer))
 
     async def _caught_up(self, client: httpx.AsyncClient, offset: int) -> bool:
-        """True once the reader has applied `offset` (asked every POLL_S, for CATCH_UP_S at most)."""
+        """True once the reader has applied `offset` (asked every POLL_S, each ask making it read the log, for
+        min.offset.wait.max.ms at most)."""
         import httpx
 
-        deadline = time.monotonic() + CATCH_UP_S
+        wait = max(1.0, self.config.min_offset_wait_s)
+        deadline = time.monotonic() + wait
         while True:
             try:
                 status = (await client.get("/v1/status")).json()
@@ -152,7 +159,7 @@ class Reader:
             if status.get("ready") and status.get("last_applied_offset", -1) >= offset:
                 return True
             if time.monotonic() >= deadline:
-                log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, CATCH_UP_S)
+                log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, wait)
                 return False
             await asyncio.sleep(POLL_S)
 
@@ -164,6 +171,8 @@ class Reader:
                 await self._run_once()
             except (OSError, ValueError) as exc:
                 log.warning("heavy reads: the reader process could not start: %s", exc)
+            except Exception:  # a bug here must not end the watching: it is logged and the reader restarted
+                log.exception("heavy reads: watching the reader process failed")
             await self._forget()
             if self.stopping:
                 return
@@ -245,7 +254,8 @@ class Reader:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-        if self._task is not None:
+        if self._task is not None:  # it may be waiting to start the reader again
+            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self._forget()

@@ -23,6 +23,17 @@ from kraftacl.server.log_backend import ServeError
 from kraftacl.server.process import serve, setup_logging
 from kraftacl.server.reader import PRIVATE_PREFIX
 
+NICE = 19  # where SCHED_IDLE is not offered: the lowest priority
+
+
+def _yield_cpu() -> None:
+    """The reader runs only on CPU time nobody else wants (Linux's SCHED_IDLE): a thread of serve that wakes takes a
+    CPU from it at once, and Linux wakes serve's threads on a CPU that runs only the reader as on an idle one."""
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(NICE)
+
 
 def _stop_when_parent_goes(out: Announcer) -> None:
     sys.stdin.buffer.read()
@@ -51,6 +62,7 @@ def main(argv: list[str]) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    _yield_cpu()  # before any thread starts: every thread of the reader inherits it
     out = Announcer(json_lines=True)
     threading.Thread(target=_stop_when_parent_goes, args=(out,), name="kraft-acl-reader-parent", daemon=True).start()
     try:

@@ -61,6 +61,7 @@ class Tailer:
         self.interval_s = interval_s
         self.max_backoff_s = max(max_backoff_s, interval_s)
         self._stop = threading.Event()
+        self._poked = threading.Event()  # set by `poke` (and `stop`): poll now rather than after the interval
         self._thread: threading.Thread | None = None
         self._status = TailStatus(loader.next_offset, None, None, time.monotonic())
 
@@ -122,7 +123,12 @@ class Tailer:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.poll_once()
-            self._stop.wait(self.delay_s())
+            self._poked.wait(self.delay_s())
+            self._poked.clear()  # a poke from now on is seen by the poll that follows, or wakes the next wait
+
+    def poke(self) -> None:
+        """Poll now (or right after the poll in progress) instead of after the interval; from any thread."""
+        self._poked.set()
 
     def status(self) -> TailStatus:
         """The latest status (lag, error, since when, divergence, last success)."""
@@ -131,5 +137,6 @@ class Tailer:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the loop and wait for the thread."""
         self._stop.set()
+        self._poked.set()
         if self._thread is not None:
             self._thread.join(timeout)
