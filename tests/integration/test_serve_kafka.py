@@ -144,3 +144,22 @@ def test_serve_answers_through_a_log_outage_and_reports_it(restartable_broker: K
         _wait(lambda: httpx.get(status_url).json().get("last_error") is None, "serve did not recover", 90)
         status = httpx.get(status_url).json()
         assert status["lag"] == 0 and status["ready"] is True and status["following"] is True
+
+
+def test_the_reader_of_a_kafka_log_answers_heavy_reads(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    """heavy.reads.process on a Kafka-backed log: the reader follows the topic with its own snapshot directory (not
+    the controller's), and describe, the image and a write read back at once all come through it."""
+    topic = f"kraft-acl-reader-{uuid.uuid4().hex[:8]}"
+    props = _kafka_props(tmp_path, kafka_broker, topic, "broker,controller")
+    props["heavy.reads.process"] = "on"
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
+        _wait(lambda: "heavy reads: reader process" in serve.output(), "the reader was announced", 60)
+        for i in range(3):
+            created = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name=f"orders-{i}")]}).json()
+            new_id = created["results"][0]["id"]
+            described = admin.post("/v1/acls/describe", json={"min_offset": created["offset"]}).json()
+            assert new_id in {a["id"] for a in described["acls"]}
+            assert new_id in {a["id"] for a in admin.get("/v1/acls/image").json()["acls"]}
+        metrics = serve.metrics_text(ADMIN_TOKEN)
+        assert 'kraft_acl_heavy_reads_total{by="reader"} 6.0' in metrics, metrics
+        assert 'kraft_acl_heavy_reads_total{by="serve"} 0.0' in metrics
