@@ -195,12 +195,9 @@ class Reader:
         _sweep()
         private = self._private = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))
         (private / OWNER).write_text(str(os.getpid()))
-        tokens = private / "tokens"
-        tokens.write_text(f"{PRINCIPAL} {self._token}\n")
-        tokens.chmod(0o600)
+        tokens = _private_file(private / "tokens", f"{PRINCIPAL} {self._token}\n")
         props = reader_properties(load_properties(self.config.path), tokens, private)
-        config = private / "reader.properties"
-        config.write_text(javaproperties.dumps(props, timestamp=False))
+        config = _private_file(private / "reader.properties", javaproperties.dumps(props, timestamp=False))
         proc = self._proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -259,6 +256,13 @@ class Reader:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self._forget()
+
+
+def _private_file(path: Path, text: str) -> Path:
+    """Write `text` to a new file only its owner may read (a token; the log's client secrets)."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(text)
+    return path
 
 
 def _sweep() -> None:

@@ -180,6 +180,7 @@ def test_the_reader_ends_with_serve_even_when_serve_is_killed(tmp_path: Path) ->
         assert not stale.exists(), "a dead serve's reader directory was not swept"
         config = Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[-2].decode())
         assert (config.parent / "tokens").stat().st_mode & 0o077 == 0
+        assert config.stat().st_mode & 0o077 == 0 and config.parent.stat().st_mode & 0o077 == 0
         assert serve.pid is not None
         os.kill(serve.pid, signal.SIGKILL)  # serve alone: its reader is left to notice
         deadline = time.monotonic() + 15
