@@ -142,6 +142,7 @@ def test_read_your_writes_through_the_reader(pair: tuple[ServeProcess, ServeProc
             assert described["offset"] >= created["offset"]
             image = admin.get("/v1/acls/image").json()  # no min_offset: serve's own offset is the floor
             assert new_id in {a["id"] for a in image["acls"]}
+    assert _heavy(serve)["serve"] == 0  # the reader read each write when asked (it polls a minute apart otherwise)
 
 
 def test_nobody_but_serve_can_ask_the_reader(pair: tuple[ServeProcess, ServeProcess]) -> None:

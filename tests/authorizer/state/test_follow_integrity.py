@@ -263,3 +263,33 @@ def test_what_retention_removes_after_automatic_snapshots_is_recorded(tmp_path: 
     assert node.retention_deleted == [f"{1:020d}-0000000001.checkpoint", f"{2:020d}-0000000001.checkpoint"]
     assert [p.name for p in d.glob("*.checkpoint")] == [f"{3:020d}-0000000001.checkpoint"]
     node.close()
+
+
+# ---- poke -------------------------------------------------------------------------------------------------
+
+
+def test_a_poked_tailer_reads_new_records_at_once_not_after_its_interval(tmp_path: Path) -> None:
+    w = writer_node(tmp_path)
+    create(w, 1)
+    node = reader_node(tmp_path)
+    tailer = Tailer(node.loader, interval_s=3600).start()
+    try:
+        create(w, 2)
+        time.sleep(0.3)
+        assert node.image.provenance.next_offset == 1, "the next poll is an hour away"
+        tailer.poke()
+        deadline = time.monotonic() + 10
+        while node.image.provenance.next_offset < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert node.image.provenance.next_offset == 2
+        create(w, 3)
+        tailer.poke()  # a poke after the last poll is not lost
+        deadline = time.monotonic() + 10
+        while node.image.provenance.next_offset < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert node.image.provenance.next_offset == 3
+    finally:
+        tailer.stop(timeout=5)
+        node.close()
+        w.close()
+    assert tailer._thread is not None and not tailer._thread.is_alive(), "stop wakes a tailer waiting an hour"
