@@ -84,8 +84,9 @@ final class FrameClient implements AutoCloseable {
      * endpoint would have answered it; a refused upgrade (401, 503...) is that answer. Null when this serve has no
      * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
      * connection open before this call that serve closes or resets before this call's answer (idle for
-     * {@code connections.max.idle.ms}, or after another frame's 413/400) gets the decision once more on a new
-     * connection (decisions are idempotent), never after a timeout.
+     * {@code connections.max.idle.ms}, or after another frame's framing error: a 413, or a 400 naming {@code length})
+     * gets the decision once more on a new connection (decisions are idempotent), never after a timeout. Any other 400
+     * is that one call's answer and the connection stays in use, as serve keeps it.
      */
     ServeClient.Reply decide(int index, String path, byte[] body, int timeoutMs) throws IOException {
         if (httpOnly.get(index) == 1) {

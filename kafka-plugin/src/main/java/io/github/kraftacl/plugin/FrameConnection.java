@@ -29,8 +29,9 @@ final class FrameConnection {
 
     /**
      * The connection broke before this call's answer arrived (every call waiting on it gets one). {@code resendable}:
-     * serve closed or reset it (an idle connection it timed out, or one it closes after a 413/400 answer), so the
-     * decision may be sent once more on a new connection; never after a timeout or a malformed frame.
+     * serve closed or reset it (an idle connection it timed out, or one it closes after a framing error: a 413, or a
+     * 400 naming {@code length}), so the decision may be sent once more on a new connection; never after a timeout or
+     * a malformed frame.
      */
     static final class Broken extends IOException {
         private static final long serialVersionUID = 1L;
@@ -172,10 +173,20 @@ final class FrameConnection {
             byte[] body = new byte[length - 6];
             in.readFully(body);
             complete(id, new ServeClient.Reply(status, body, server)); // an id nobody waits for: dropped
-            if (status == 413 || status == 400) {
-                fail(new EOFException("serve closes the connection after an HTTP " + status + " frame"));
+            if (framingError(status, body)) {
+                fail(new EOFException("serve closes the connection after an HTTP " + status + " answer about a "
+                        + "frame's length"));
             }
         }
+    }
+
+    /**
+     * True for the answers after which serve closes the connection: a frame it cannot read (a 413 for a body over its
+     * limit, a 400 naming {@code length} for a length below 5). Any other 400 (an unknown kind, a bad field) ends only
+     * its own frame: serve reads on, and so does the connection.
+     */
+    private static boolean framingError(int status, byte[] body) {
+        return status == 413 || (status == 400 && WireJson.error(body).field().equals("length"));
     }
 
     private void soTimeout(int ms) throws SocketException {

@@ -29,6 +29,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -290,16 +291,40 @@ class FrameClientTest extends FakeServeTest {
         }
     }
 
-    @Test
-    void a413AnswerEndsItsConnection() throws Exception {
+    @ParameterizedTest
+    @CsvSource({"413, INVALID_REQUEST, ''", "413, TOO_LARGE, ',\"field\":\"length\"'",
+            "400, INVALID_REQUEST, ',\"field\":\"length\"'"})
+    void aFramingErrorAnswerEndsItsConnection(int status, String code, String field) throws Exception {
+        String error = "{\"error\":{\"code\":\"" + code + "\",\"message\":\"frame length\"" + field + "}}";
         try (FakeFrames limited = new FakeFrames(r -> r.body().contains("\"b\"")
-                ? new FakeServe.Answer(413, "{\"error\":{\"code\":\"TOO_LARGE\",\"message\":\"body\"}}", 0)
-                : answer(r));
+                ? new FakeServe.Answer(status, error, 0) : answer(r));
                 FrameClient client = client(limited.url())) {
-            assertEquals(413, client.decide(0, "/v1/authorize", ALICE_READS_B, 2000).status());
-            waitFor(() -> limited.ended.get() == 1, "the plugin closed the connection serve closes after a 413");
+            ServeClient.Reply refused = client.decide(0, "/v1/authorize", ALICE_READS_B, 2000);
+            assertEquals(status, refused.status());
+            assertEquals(error, body(refused), "the caller gets serve's answer");
+            waitFor(() -> limited.ended.get() == 1, "the plugin closed the connection serve closes after a " + status
+                    + " about the frame's length");
             assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
             assertEquals(2, limited.upgrades.get());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"kind", "actions[0].operation", ""})
+    void a400AboutAnotherFieldEndsOnlyItsCall(String field) throws Exception {
+        String error = "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"bad\""
+                + (field.isEmpty() ? "" : ",\"field\":\"" + field + "\"") + "}}";
+        try (FakeFrames picky = new FakeFrames(r -> r.body().contains("\"b\"")
+                ? new FakeServe.Answer(400, error, 0) : answer(r));
+                FrameClient client = client(picky.url())) {
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            ServeClient.Reply refused = client.decide(0, "/v1/authorize", ALICE_READS_B, 2000);
+            assertEquals(400, refused.status());
+            assertEquals(error, body(refused), "the caller gets serve's answer");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, picky.upgrades.get(), "serve keeps the connection after such a 400: so does the plugin");
+            assertEquals(0, picky.ended.get());
+            assertEquals(3, picky.received.size());
         }
     }
 
