@@ -162,13 +162,14 @@ final class FrameClient implements AutoCloseable {
     }
 
     private FrameConnection connect(URI server, int timeoutMs) throws IOException {
-        Socket socket = new Socket();
+        Socket tcp = new Socket();
         try {
-            socket.setTcpNoDelay(true);
-            socket.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
-            socket.setSoTimeout(timeoutMs);
+            tcp.setTcpNoDelay(true);
+            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
+            tcp.setSoTimeout(timeoutMs);
+            Socket socket = tcp;
             if (server.getScheme().equals("https")) {
-                SSLSocket tls = (SSLSocket) sockets.createSocket(socket, server.getHost(), server.getPort(), true);
+                SSLSocket tls = (SSLSocket) sockets.createSocket(tcp, server.getHost(), server.getPort(), true);
                 if (verifyHostname) {
                     SSLParameters parameters = tls.getSSLParameters();
                     parameters.setEndpointIdentificationAlgorithm("HTTPS");
@@ -176,9 +177,9 @@ final class FrameClient implements AutoCloseable {
                 }
                 socket = tls;
             }
-            return new FrameConnection(socket, server);
+            return new FrameConnection(socket, tcp, server);
         } catch (IOException | RuntimeException e) {
-            socket.close();
+            tcp.close();
             throw e;
         }
     }
