@@ -84,8 +84,9 @@ final class FrameClient implements AutoCloseable {
      * endpoint would have answered it; a refused upgrade (401, 503...) is that answer. Null when this serve has no
      * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
      * connection open before this call that serve closes or resets before this call's answer (idle for
-     * {@code connections.max.idle.ms}, or after another frame's 413/400) gets the decision once more on a new
-     * connection (decisions are idempotent), never after a timeout.
+     * {@code connections.max.idle.ms}, or after another frame's framing error: a 413, or a 400 naming {@code length})
+     * gets the decision once more on a new connection (decisions are idempotent), never after a timeout. Any other 400
+     * is that one call's answer and the connection stays in use, as serve keeps it.
      */
     ServeClient.Reply decide(int index, String path, byte[] body, int timeoutMs) throws IOException {
         if (httpOnly.get(index) == 1) {
@@ -161,13 +162,14 @@ final class FrameClient implements AutoCloseable {
     }
 
     private FrameConnection connect(URI server, int timeoutMs) throws IOException {
-        Socket socket = new Socket();
+        Socket tcp = new Socket();
         try {
-            socket.setTcpNoDelay(true);
-            socket.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
-            socket.setSoTimeout(timeoutMs);
+            tcp.setTcpNoDelay(true);
+            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
+            tcp.setSoTimeout(timeoutMs);
+            Socket socket = tcp;
             if (server.getScheme().equals("https")) {
-                SSLSocket tls = (SSLSocket) sockets.createSocket(socket, server.getHost(), server.getPort(), true);
+                SSLSocket tls = (SSLSocket) sockets.createSocket(tcp, server.getHost(), server.getPort(), true);
                 if (verifyHostname) {
                     SSLParameters parameters = tls.getSSLParameters();
                     parameters.setEndpointIdentificationAlgorithm("HTTPS");
@@ -175,9 +177,9 @@ final class FrameClient implements AutoCloseable {
                 }
                 socket = tls;
             }
-            return new FrameConnection(socket, server);
+            return new FrameConnection(socket, tcp, server);
         } catch (IOException | RuntimeException e) {
-            socket.close();
+            tcp.close();
             throw e;
         }
     }

@@ -13,7 +13,9 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -23,14 +25,35 @@ import java.util.concurrent.locks.ReentrantLock;
  * One upgraded decision-frames connection that any number of threads share at once (thread-safe): each call's frame
  * carries its own id and is written whole under a write lock, and whichever waiting caller holds the reader lock reads
  * answers for everyone (leader/follower: no reader thread), handing each to its caller by id, until its own arrives.
+ * A write still blocked at its call's deadline (serve stopped reading and the socket buffers are full) breaks the
+ * connection: a shared watchdog thread resets the socket, which ends the write and every call waiting on it.
  */
 final class FrameConnection {
     private static final int MAX_ANSWER = 1 << 28;
 
     /**
+     * Where the write deadlines of every connection are checked: one daemon thread, only while frames are written.
+     * A connection keeps at most one check scheduled (not one per frame), so a busy connection costs it one wake-up
+     * per request timeout, not one per decision.
+     */
+    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
+
+    private static ScheduledThreadPoolExecutor watchdog() {
+        ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "kraft-acl-frames-write-deadline");
+            t.setDaemon(true);
+            return t;
+        });
+        w.setKeepAliveTime(60, TimeUnit.SECONDS);
+        w.allowCoreThreadTimeOut(true); // no thread left while no frame is written
+        return w;
+    }
+
+    /**
      * The connection broke before this call's answer arrived (every call waiting on it gets one). {@code resendable}:
-     * serve closed or reset it (an idle connection it timed out, or one it closes after a 413/400 answer), so the
-     * decision may be sent once more on a new connection; never after a timeout or a malformed frame.
+     * serve closed or reset it (an idle connection it timed out, or one it closes after a framing error: a 413, or a
+     * 400 naming {@code length}), so the decision may be sent once more on a new connection; never after a timeout or
+     * a malformed frame.
      */
     static final class Broken extends IOException {
         private static final long serialVersionUID = 1L;
@@ -59,6 +82,7 @@ final class FrameConnection {
 
     final URI server;
     final Socket socket;
+    private final Socket tcp; // socket itself, or the TCP socket under its TLS (closed to break the connection)
     final DataInputStream in; // read by the holder of reader (and by the upgrade, before any frame)
     final OutputStream out; // written under writing
     private final AtomicInteger ids = new AtomicInteger();
@@ -67,10 +91,16 @@ final class FrameConnection {
     private final ReentrantLock reader = new ReentrantLock();
     private final AtomicReference<Broken> broken = new AtomicReference<>();
     private int soTimeoutMs = -1; // under reader
+    private volatile long writeDeadline; // of the frame being written (under writing), and its call's timeout
+    private volatile int writeTimeoutMs;
+    private volatile boolean writingFrame; // a frame's write is in progress (set after the two above)
+    private final AtomicBoolean watched = new AtomicBoolean(); // a check of the write deadline is scheduled
 
-    FrameConnection(Socket socket, URI server) throws IOException {
+    /** {@code tcp}: the TCP socket under {@code socket} when it is TLS, else {@code socket}. */
+    FrameConnection(Socket socket, Socket tcp, URI server) throws IOException {
         this.server = server;
         this.socket = socket;
+        this.tcp = tcp;
         this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
         this.out = socket.getOutputStream();
     }
@@ -94,16 +124,81 @@ final class FrameConnection {
         } else {
             byte[] frame = ByteBuffer.allocate(9 + body.length).putInt(5 + body.length).putInt(id).put((byte) kind)
                     .put(body).array();
-            writing.lock();
-            try {
-                out.write(frame);
-            } catch (IOException e) {
-                fail(e);
-            } finally {
-                writing.unlock();
-            }
+            send(id, own, frame, deadline, timeoutMs);
         }
         return await(id, own, deadline, timeoutMs);
+    }
+
+    /**
+     * Write this frame whole before the call's deadline. A write still blocked at the deadline breaks the connection
+     * ({@link #checkWrite}); a call that cannot take the write lock before its deadline (another frame's write is
+     * blocked) times out without having sent anything, as does one whose deadline passed before it could write.
+     */
+    private void send(int id, Waiter own, byte[] frame, long deadline, int timeoutMs) throws IOException {
+        try {
+            if (!writing.tryLock(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) {
+                throw unsent(id, own, timeoutMs);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // await ends the call as interrupted
+            return;
+        }
+        boolean late = deadline - System.nanoTime() <= 0;
+        try {
+            if (!late && broken.get() == null) { // broken: this call already failed with it
+                writeDeadline = deadline;
+                writeTimeoutMs = timeoutMs;
+                writingFrame = true;
+                if (!watched.get() && watched.compareAndSet(false, true)) {
+                    WATCHDOG.schedule(this::checkWrite, deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                }
+                try {
+                    out.write(frame);
+                } finally {
+                    writingFrame = false;
+                }
+            }
+        } catch (IOException e) {
+            fail(e);
+        } finally {
+            writing.unlock();
+        }
+        if (late) {
+            throw unsent(id, own, timeoutMs);
+        }
+    }
+
+    /** This call ends unsent at its timeout, unless the connection broke first (then that is its error). */
+    private IOException unsent(int id, Waiter own, int timeoutMs) {
+        if (!own.result.compareAndSet(null, TIMED_OUT) && own.result.get() instanceof Broken b) {
+            return new Broken(b.getMessage(), (IOException) b.getCause(), b.resendable);
+        }
+        waiters.remove(id);
+        return new SocketTimeoutException("could not send decision frame " + Integer.toUnsignedString(id) + " to "
+                + server + " within " + timeoutMs + " ms");
+    }
+
+    /**
+     * The watchdog: break the connection when the frame being written is still being written past its deadline,
+     * else check again at the deadline of the write in progress, or stop watching until the next write. (Every
+     * decision frame has the same timeout, so a write begun later never has an earlier deadline than the one this
+     * check was scheduled for.)
+     */
+    private void checkWrite() {
+        do {
+            long now = System.nanoTime(); // before reading writingFrame: the write was in progress at or after now
+            if (writingFrame) {
+                long late = now - writeDeadline;
+                if (late >= 0) {
+                    fail(new SocketTimeoutException("a decision frame's write did not end within " + writeTimeoutMs
+                            + " ms (serve does not read)"));
+                    return;
+                }
+                WATCHDOG.schedule(this::checkWrite, -late, TimeUnit.NANOSECONDS);
+                return;
+            }
+            watched.set(false);
+        } while (writingFrame && watched.compareAndSet(false, true)); // a write began meanwhile and saw it watched
     }
 
     private ServeClient.Reply await(int id, Waiter own, long deadline, int timeoutMs) throws IOException {
@@ -172,10 +267,20 @@ final class FrameConnection {
             byte[] body = new byte[length - 6];
             in.readFully(body);
             complete(id, new ServeClient.Reply(status, body, server)); // an id nobody waits for: dropped
-            if (status == 413 || status == 400) {
-                fail(new EOFException("serve closes the connection after an HTTP " + status + " frame"));
+            if (framingError(status, body)) {
+                fail(new EOFException("serve closes the connection after an HTTP " + status + " answer about a "
+                        + "frame's length"));
             }
         }
+    }
+
+    /**
+     * True for the answers after which serve closes the connection: a frame it cannot read (a 413 for a body over its
+     * limit, a 400 naming {@code length} for a length below 5). Any other 400 (an unknown kind, a bad field) ends only
+     * its own frame: serve reads on, and so does the connection.
+     */
+    private static boolean framingError(int status, byte[] body) {
+        return status == 413 || (status == 400 && WireJson.error(body).field().equals("length"));
     }
 
     private void soTimeout(int ms) throws SocketException {
@@ -203,14 +308,25 @@ final class FrameConnection {
         }
     }
 
-    /** Break the connection: close it, and every call waiting on it fails with this cause. */
+    /**
+     * Break the connection: close it, and every call waiting on it fails with this cause. It closes the TCP socket
+     * (under TLS too: closing an SSLSocket waits for a blocked write to end), reset after a timeout.
+     */
     void fail(IOException cause) {
         boolean closedByServe = cause instanceof EOFException || cause instanceof SocketException;
         Broken b = new Broken(server + (closedByServe ? " closed the decision-frames connection before answering: "
+                : cause instanceof SocketTimeoutException ? " timed out on the decision-frames connection: "
                 : " broke the decision-frames connection: ") + ServeClient.describe(cause), cause, closedByServe);
         if (broken.compareAndSet(null, b)) {
             try {
-                socket.close();
+                if (cause instanceof SocketTimeoutException) {
+                    tcp.setSoLinger(true, 0); // a reset: the unsent bytes of a blocked write are dropped at once
+                }
+            } catch (IOException e) {
+                // closed anyway below
+            }
+            try {
+                tcp.close();
             } catch (IOException e) {
                 // nothing more to release
             }

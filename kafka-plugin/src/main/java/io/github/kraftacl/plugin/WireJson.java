@@ -37,8 +37,11 @@ final class WireJson {
     /** One per-entry result of a create or delete: Kafka's error code (0 for none) and message. */
     record Outcome(int errorCode, String message, List<AclBinding> acls) {}
 
-    /** serve's error body: {"error": {"code", "message"}}; the raw text when the body is not that. */
-    record ErrorBody(String code, String message) {}
+    /**
+     * serve's error body: {"error": {"code", "message", "field"?}} ({@code field}: the request field it names, "" when
+     * none); the raw text when the body is not that.
+     */
+    record ErrorBody(String code, String message, String field) {}
 
     private interface Writer {
         void write(JsonGenerator g) throws IOException;
@@ -266,12 +269,13 @@ final class WireJson {
             // not JSON: fall through to the raw text
         }
         String text = new String(body, java.nio.charset.StandardCharsets.UTF_8);
-        return new ErrorBody("", text.length() > 200 ? text.substring(0, 200) : text);
+        return new ErrorBody("", text.length() > 200 ? text.substring(0, 200) : text, "");
     }
 
     private static ErrorBody errorFields(JsonParser p) throws IOException {
         String code = "";
         String message = "";
+        String field = "";
         while (p.nextToken() == JsonToken.FIELD_NAME) {
             String name = p.currentName();
             p.nextToken();
@@ -279,11 +283,13 @@ final class WireJson {
                 code = p.getText();
             } else if (name.equals("message")) {
                 message = p.getText();
+            } else if (name.equals("field")) {
+                field = p.getText();
             } else {
                 p.skipChildren();
             }
         }
-        return new ErrorBody(code, message);
+        return new ErrorBody(code, message, field);
     }
 
     /** Reads one top-level field of an object, the parser on the field's first token. */

@@ -5,12 +5,16 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -24,17 +28,23 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLServerSocket;
 
 /**
- * A stand-in for a serve with decision frames (kraft-acl-frames/1), on a plain ServerSocket: it upgrades
+ * A stand-in for a serve with decision frames (kraft-acl-frames/1), on a ServerSocket: it upgrades
  * {@code GET /v1/frames} and answers each request frame with the {@link FakeServe.Answer} its decider computes (as
  * a {@link FakeServe.Received} POST of the frame kind's path, the upgrade's Authorization); any other request is
  * answered 404 and closed. Like serve it reads every frame already arrived at once and writes their answers in one
  * write, in reverse order when {@link #reverse} (answers out of order, matched by id). Knobs make it misbehave: close
  * each connection after answering, delay some answers (the others still answered meanwhile), stay mute, send an
- * answer nobody asked for, or a frame too short.
+ * answer nobody asked for, or a frame too short, or stop reading once upgraded. Over TLS when given a server
+ * {@link SSLContext} ({@link #tls}).
  */
 final class FakeFrames implements AutoCloseable {
+    /** The password of {@link #tls}'s key store. */
+    static final String TLS_PASSWORD = "frames-test";
     /** Every decision frame received, as the HTTP request it stands for. */
     final Queue<FakeServe.Received> received = new ConcurrentLinkedQueue<>();
     /** How many connections were upgraded. */
@@ -59,6 +69,8 @@ final class FakeFrames implements AutoCloseable {
     final AtomicInteger strays = new AtomicInteger();
     /** The next answers are a frame of length 5, too short for an answer (one per decrement). */
     final AtomicInteger shortFrames = new AtomicInteger();
+    /** The next upgraded connections read nothing more (a serve that stops reading), one per decrement. */
+    final AtomicInteger deaf = new AtomicInteger();
     /** The next answers are written this long later (one per decrement of {@link #delayed}). */
     volatile long delayMs;
     final AtomicInteger delayed = new AtomicInteger();
@@ -81,13 +93,45 @@ final class FakeFrames implements AutoCloseable {
     private record Frame(int id, int kind, byte[] body) {}
 
     FakeFrames(Function<FakeServe.Received, FakeServe.Answer> decider) throws IOException {
+        this(decider, null);
+    }
+
+    /** Over TLS with this server context (see {@link #tls}), or plain when null. */
+    FakeFrames(Function<FakeServe.Received, FakeServe.Answer> decider, SSLContext tls) throws IOException {
         this.decider = decider;
-        this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        this.server = tls == null ? new ServerSocket(0, 50, InetAddress.getLoopbackAddress())
+                : tls.getServerSocketFactory().createServerSocket(0, 50, InetAddress.getLoopbackAddress());
         threads.execute(this::accept);
     }
 
     String url() {
-        return "http://127.0.0.1:" + server.getLocalPort();
+        return (server instanceof SSLServerSocket ? "https" : "http") + "://127.0.0.1:" + server.getLocalPort();
+    }
+
+    /**
+     * A server SSLContext for 127.0.0.1 (a self-signed EC certificate made by the JDK's keytool), its key store also
+     * the client's trust store: {@code dir/frames.p12}, PKCS12, password {@link #TLS_PASSWORD}.
+     */
+    static SSLContext tls(Path dir) throws Exception {
+        Path store = dir.resolve("frames.p12");
+        Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
+                "-genkeypair", "-alias", "serve", "-keyalg", "EC", "-groupname", "secp256r1", "-dname",
+                "CN=127.0.0.1", "-ext", "san=ip:127.0.0.1", "-validity", "2", "-storetype", "PKCS12", "-keystore",
+                store.toString(), "-storepass", TLS_PASSWORD, "-keypass", TLS_PASSWORD).redirectErrorStream(true)
+                .start();
+        String output = new String(keytool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (keytool.waitFor() != 0) {
+            throw new IOException("keytool failed: " + output);
+        }
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(store)) {
+            keys.load(in, TLS_PASSWORD.toCharArray());
+        }
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(keys, TLS_PASSWORD.toCharArray());
+        SSLContext context = SSLContext.getInstance("TLS");
+        context.init(kmf.getKeyManagers(), null, null);
+        return context;
     }
 
     private void accept() {
@@ -119,6 +163,12 @@ final class FakeFrames implements AutoCloseable {
             out.write("HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: kraft-acl-frames/1\r\n\r\n"
                     .getBytes(StandardCharsets.US_ASCII));
             upgrades.incrementAndGet();
+            if (deaf.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                while (!s.isClosed()) {
+                    LockSupport.parkNanos(10_000_000); // reads nothing until close() or dropConnections()
+                }
+                return;
+            }
             while (true) {
                 List<Frame> batch = new ArrayList<>();
                 batch.add(frame(in));

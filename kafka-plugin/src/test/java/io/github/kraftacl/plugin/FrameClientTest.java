@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -23,12 +24,17 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
@@ -65,6 +71,18 @@ class FrameClientTest extends FakeServeTest {
     /** A FrameClient of the plugin's configuration for this one URL. */
     private static FrameClient client(String url) {
         PluginConfig config = PluginConfig.parse(Map.of(PluginConfig.URLS, url));
+        return new FrameClient(new ServeRoutes(config.urls, 500), config);
+    }
+
+    /** A FrameClient for this URL, trusting the certificate of {@link FakeFrames#tls} in this directory. */
+    private FrameClient client(String url, boolean tls) {
+        if (!tls) {
+            return client(url);
+        }
+        PluginConfig config = PluginConfig.parse(Map.of(PluginConfig.URLS, url,
+                PluginConfig.SSL_PREFIX + "truststore.location", dir.resolve("frames.p12").toString(),
+                PluginConfig.SSL_PREFIX + "truststore.type", "PKCS12",
+                PluginConfig.SSL_PREFIX + "truststore.password", FakeFrames.TLS_PASSWORD));
         return new FrameClient(new ServeRoutes(config.urls, 500), config);
     }
 
@@ -290,16 +308,131 @@ class FrameClientTest extends FakeServeTest {
         }
     }
 
-    @Test
-    void a413AnswerEndsItsConnection() throws Exception {
+    @ParameterizedTest
+    @CsvSource({"413, INVALID_REQUEST, ''", "413, TOO_LARGE, ',\"field\":\"length\"'",
+            "400, INVALID_REQUEST, ',\"field\":\"length\"'"})
+    void aFramingErrorAnswerEndsItsConnection(int status, String code, String field) throws Exception {
+        String error = "{\"error\":{\"code\":\"" + code + "\",\"message\":\"frame length\"" + field + "}}";
         try (FakeFrames limited = new FakeFrames(r -> r.body().contains("\"b\"")
-                ? new FakeServe.Answer(413, "{\"error\":{\"code\":\"TOO_LARGE\",\"message\":\"body\"}}", 0)
-                : answer(r));
+                ? new FakeServe.Answer(status, error, 0) : answer(r));
                 FrameClient client = client(limited.url())) {
-            assertEquals(413, client.decide(0, "/v1/authorize", ALICE_READS_B, 2000).status());
-            waitFor(() -> limited.ended.get() == 1, "the plugin closed the connection serve closes after a 413");
+            ServeClient.Reply refused = client.decide(0, "/v1/authorize", ALICE_READS_B, 2000);
+            assertEquals(status, refused.status());
+            assertEquals(error, body(refused), "the caller gets serve's answer");
+            waitFor(() -> limited.ended.get() == 1, "the plugin closed the connection serve closes after a " + status
+                    + " about the frame's length");
             assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
             assertEquals(2, limited.upgrades.get());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"kind", "actions[0].operation", ""})
+    void a400AboutAnotherFieldEndsOnlyItsCall(String field) throws Exception {
+        String error = "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"bad\""
+                + (field.isEmpty() ? "" : ",\"field\":\"" + field + "\"") + "}}";
+        try (FakeFrames picky = new FakeFrames(r -> r.body().contains("\"b\"")
+                ? new FakeServe.Answer(400, error, 0) : answer(r));
+                FrameClient client = client(picky.url())) {
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            ServeClient.Reply refused = client.decide(0, "/v1/authorize", ALICE_READS_B, 2000);
+            assertEquals(400, refused.status());
+            assertEquals(error, body(refused), "the caller gets serve's answer");
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
+            assertEquals(1, picky.upgrades.get(), "serve keeps the connection after such a 400: so does the plugin");
+            assertEquals(0, picky.ended.get());
+            assertEquals(3, picky.received.size());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // no hang in CI
+    void writesToAServeThatStopsReadingFailWithinTheTimeoutAndTheNextCallReconnects(boolean tls) throws Exception {
+        int timeoutMs = 500;
+        int threads = 8;
+        byte[] large = new byte[4 << 20]; // 8 x 4 MiB: more than the socket buffers take
+        Arrays.fill(large, (byte) ' ');
+        try (FakeFrames deaf = new FakeFrames(this::answer, tls ? FakeFrames.tls(dir) : null);
+                FrameClient client = client(deaf.url(), tls)) {
+            deaf.deaf.set(1000); // every connection: upgraded, then never read
+            record Failed(long ms, IOException error) {}
+            List<Failed> failed = new ArrayList<>();
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            try {
+                List<Future<Failed>> calls = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    calls.add(pool.submit(() -> {
+                        long start = System.nanoTime();
+                        IOException e = assertThrows(IOException.class, () -> client.decide(0, "/v1/authorize", large,
+                                timeoutMs));
+                        return new Failed(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start), e);
+                    }));
+                }
+                for (Future<Failed> call : calls) {
+                    failed.add(call.get());
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            for (Failed f : failed) {
+                assertTrue(f.ms < timeoutMs + 1500, "a call failed after " + f.ms + " ms (timeout " + timeoutMs
+                        + " ms): " + f.error);
+            }
+            assertTrue(failed.stream().anyMatch(f -> f.error.getMessage().contains(" timed out on the decision-frames "
+                    + "connection: SocketTimeoutException a decision frame's write did not end within 500 ms")),
+                    "a write blocked until its deadline broke the connection: " + failed);
+            int upgrades = deaf.upgrades.get();
+            deaf.deaf.set(0);
+            assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 5000)));
+            assertEquals(upgrades + 1, deaf.upgrades.get(), "the next call opens a new connection");
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void closingTheClientEndsAWriteBlockedOnAServeThatStopsReading(boolean tls) throws Exception {
+        byte[] large = new byte[32 << 20];
+        Arrays.fill(large, (byte) ' ');
+        try (FakeFrames deaf = new FakeFrames(this::answer, tls ? FakeFrames.tls(dir) : null)) {
+            deaf.deaf.set(1);
+            FrameClient client = client(deaf.url(), tls);
+            ExecutorService pool = Executors.newSingleThreadExecutor();
+            try {
+                Future<ServeClient.Reply> writing = pool.submit(() -> client.decide(0, "/v1/authorize", large,
+                        15_000));
+                waitFor(() -> deaf.upgrades.get() == 1, "the connection is upgraded");
+                Thread.sleep(300); // the write fills the socket buffers and blocks
+                client.close(); // under TLS, closing the SSLSocket would wait for the blocked write
+                ExecutionException e = assertThrows(ExecutionException.class, () -> writing.get(5, TimeUnit.SECONDS));
+                assertTrue(e.getCause() instanceof IOException && e.getCause().getMessage().contains("closed"),
+                        e.getCause().toString());
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aServeThatStopsReadingIsSkippedForTheNextWithinTheTimeout() throws Exception {
+        try (FakeFrames deaf = new FakeFrames(this::answer)) {
+            deaf.deaf.set(1000);
+            plugin = plugin(dir, deaf.url() + "," + frames.url(), PluginConfig.CACHE_ENABLED, "false");
+            List<Action> actions = new ArrayList<>();
+            String name = "a".repeat(200);
+            for (int i = 0; i < 40_000; i++) { // one request of 40,000 actions: a frame of about 12 MB
+                actions.add(new Action(AclOperation.READ, new ResourcePattern(ResourceType.TOPIC, name + i,
+                        PatternType.LITERAL), 1, false, false));
+            }
+            long start = System.nanoTime();
+            List<AuthorizationResult> results = plugin.authorize(ctx("alice"), actions);
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertEquals(actions.size(), results.size());
+            assertTrue(ms < 500 + 2500, "answered by the next serve after " + ms + " ms (request timeout 500 ms)");
+            assertTrue(plugin.routes().isOpen(0), "skipped from now on, as after a read timeout");
+            assertEquals(1, frames.received.size());
         }
     }
 
