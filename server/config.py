@@ -103,7 +103,8 @@ KEYS: dict[str, str] = {
     "request.timeout.ms": "a request must arrive whole within this time, and a new connection must bring its first "
     "whole request within it (default 30000)",
     "shutdown.timeout.ms": "time given to in-flight requests on SIGTERM (default 5000)",
-    "heavy.reads.process": "auto | on | off: answer describe, the ACL image and ACL history from a reader process (a "
+    "heavy.reads.process": "auto | on | off: answer describe, the ACL image, ACL history and large explains from a "
+    "reader process (a "
     "second, broker-role serve on the same log, started by this one), so that their work never shares the interpreter "
     "that answers brokers' decisions (default auto: on once 10000 or more ACLs are loaded)",
     "log.format": "text | json (default text)",
