@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import javaproperties
 
+from kraftacl.api.endpoints import STATUS
 from kraftacl.authorizer.decision.config import EARLY_START_LISTENERS, load_properties
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.http_wire import Request, Response, StreamedResponse
@@ -153,7 +154,7 @@ class Reader:
         deadline = time.monotonic() + wait
         while True:
             try:
-                status = (await client.get("/v1/status")).json()
+                status = (await client.get(STATUS.path)).json()
             except (httpx.HTTPError, ValueError):
                 return False
             if status.get("ready") and status.get("last_applied_offset", -1) >= offset:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kraftacl.api.endpoints import CREATE_ACLS, METRICS_PATH, STATUS
+from kraftacl.api.endpoints import ACL_IMAGE, CREATE_ACLS, DESCRIBE_ACLS, METRICS_PATH, STATUS
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
@@ -155,11 +155,11 @@ def test_the_reader_of_a_kafka_log_answers_heavy_reads(kafka_broker: KafkaBroker
     with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         _wait(lambda: "heavy reads: reader process" in serve.output(), "the reader was announced", 60)
         for i in range(3):
-            created = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name=f"orders-{i}")]}).json()
+            created = admin.post(CREATE_ACLS.path, json={"acls": [dict(ACL, resource_name=f"orders-{i}")]}).json()
             new_id = created["results"][0]["id"]
-            described = admin.post("/v1/acls/describe", json={"min_offset": created["offset"]}).json()
+            described = admin.post(DESCRIBE_ACLS.path, json={"min_offset": created["offset"]}).json()
             assert new_id in {a["id"] for a in described["acls"]}
-            assert new_id in {a["id"] for a in admin.get("/v1/acls/image").json()["acls"]}
+            assert new_id in {a["id"] for a in admin.get(ACL_IMAGE.path).json()["acls"]}
         metrics = serve.metrics_text(ADMIN_TOKEN)
         assert 'kraft_acl_heavy_reads_total{by="reader"} 6.0' in metrics, metrics
         assert 'kraft_acl_heavy_reads_total{by="serve"} 0.0' in metrics
