@@ -85,14 +85,12 @@ def reader_properties(props: dict[str, str], token_file: Path, private: Path) ->
 
 
 class Reader:
-    """Starts, watches and restarts the reader process, and asks it; `url` is set while it is ready."""
+    """Starts, watches and restarts the reader process, and asks it (through `_client`, set while it is ready)."""
 
     def __init__(self, config: ServeConfig, announce: Callable[..., None], answered: dict[str, int]) -> None:
         self.config = config
         self.announce = announce  # serve's status lines (`Announcer.say`)
         self.answered = answered  # calls answered by "reader" and by "serve" (metrics: kraft_acl_heavy_reads)
-        self.url: str | None = None
-        self.pid: int | None = None
         self.stopping = False
         self._token = secrets.token_urlsafe(32)
         self._client: httpx.AsyncClient | None = None
@@ -120,7 +118,7 @@ class Reader:
 
     async def _ask(self, request: Request, offset: int, whole: bool) -> Response | StreamedResponse | None:
         client = self._client
-        if client is None or self.url is None or not await self._caught_up(client, offset):
+        if client is None or not await self._caught_up(client, offset):
             return None
         import httpx
 
@@ -181,8 +179,8 @@ class Reader:
             wait = RESTART_S[min(failures, len(RESTART_S) - 1)]
             code = self._proc.returncode if self._proc is not None else None
             log.warning(
-                "heavy reads: the reader process ended (exit %s); serve answers describe, image and history itself "
-                "until it is back; starting it again in %.0f s",
+                "heavy reads: the reader process ended (exit %s); serve answers the heavy reads itself until it is "
+                "back; starting it again in %.0f s",
                 code,
                 wait,
             )
@@ -207,7 +205,6 @@ class Reader:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
-        self.pid = proc.pid
         assert proc.stdout is not None
         url = None
         async for raw in proc.stdout:
@@ -222,7 +219,6 @@ class Reader:
                         timeout=httpx.Timeout(30.0, read=None),
                         limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
                     )
-                    self.url = url
                     self.announce(
                         "reader",
                         f"heavy reads: reader process {proc.pid} ready on {url} ({line.get('acls')} ACLs)",
@@ -232,7 +228,6 @@ class Reader:
         await proc.wait()
 
     async def _forget(self) -> None:
-        self.url = None
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()

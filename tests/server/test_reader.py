@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kraftacl.authorizer.decision.config import SUPER_USERS
 from kraftacl.server.reader import OWNER, PRINCIPAL, PRIVATE_PREFIX, reader_properties
@@ -102,8 +103,10 @@ def test_heavy_reads_answer_as_serve_itself_does(pair: tuple[ServeProcess, Serve
 
 
 def _heavy(serve: ServeProcess) -> dict[str, int]:
-    text = serve.metrics_text(ADMIN_TOKEN)
-    return {by: int(float(n)) for by, n in re.findall(r'^kraft_acl_heavy_reads_total\{by="(\w+)"\} (\S+)$', text, re.M)}
+    """kraft_acl_heavy_reads_total by who answered."""
+    families = text_string_to_metric_families(serve.metrics_text(ADMIN_TOKEN))
+    samples = [s for f in families if f.name == "kraft_acl_heavy_reads" for s in f.samples]
+    return {s.labels["by"]: int(s.value) for s in samples if s.name.endswith("_total")}
 
 
 def test_a_large_explain_is_answered_by_the_reader_as_by_serve(pair: tuple[ServeProcess, ServeProcess]) -> None:
