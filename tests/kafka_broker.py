@@ -115,6 +115,21 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
+def copy_live_dir(source: Path, target: Path, attempts: int = 5) -> Path:
+    """Copy a running broker's directory as one moment of it: Kafka writes snapshots to ``*.part`` files and
+    renames files it deletes to ``*.deleted`` (both skipped), and a file it removes while the copy runs (snapshot
+    or segment retention) makes the copy start over."""
+    skip = shutil.ignore_patterns("*.part", "*.deleted")
+    for attempt in range(attempts):
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            return Path(shutil.copytree(source, target, ignore=skip))
+        except shutil.Error as err:  # a file listed a moment ago is gone: the broker moved on, copy again
+            if attempt == attempts - 1 or not all("No such file" in str(why) for *_, why in err.args[0]):
+                raise
+    raise AssertionError("unreachable")
+
+
 class KafkaBroker:
     """One single-node KRaft broker (combined broker + controller) on 127.0.0.1.
 

@@ -35,7 +35,7 @@ from kraftacl.metadata_log.kafka_cluster import binding_codes
 from kraftacl.metadata_log.kafka_files.files import PARTITION_DIR, locate
 from kraftacl.metadata_log.kafka_files.reader import log_batches, read_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from tests.kafka_broker import KafkaBroker
+from tests.kafka_broker import KafkaBroker, copy_live_dir
 
 pytestmark = pytest.mark.kafka
 T = TypeVar("T")
@@ -257,7 +257,7 @@ def test_log_check_on_the_brokers_directory(cluster: dict[str, Any], kraft_acl: 
     """`log check` on a real broker's metadata: Kafka's kind, one consistent history across its segments and
     snapshots (the broker snapshots every second), the end at least what the readers read; the files untouched."""
     copy = tmp_path / "meta"
-    shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
+    copy_live_dir(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
     before = {p.name: p.read_bytes() for p in (copy / PARTITION_DIR).iterdir()}
     check = [*kraft_acl, "log", "check", "--log-dir", str(copy), "-o", "json"]
     done = subprocess.run(check, capture_output=True, text=True, timeout=120)
@@ -277,7 +277,7 @@ def test_the_pipeline_reads_the_brokers_directory_as_the_library_does(
     from kraftacl.pipeline.sources.log import LogSource, load_events
 
     copy = tmp_path / "meta"
-    shutil.copytree(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
+    copy_live_dir(cluster["data"] / PARTITION_DIR, copy / PARTITION_DIR)  # one moment of the running broker
     files = locate(copy)
     assert files is not None and files.snapshots
     acl_batches = [

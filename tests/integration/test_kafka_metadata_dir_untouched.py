@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_log_cmds import GOLDEN_KAFKA_SNAPSHOT
-from tests.kafka_broker import KafkaBroker
+from tests.kafka_broker import KafkaBroker, copy_live_dir
 
 pytestmark = pytest.mark.kafka
 
@@ -19,7 +19,7 @@ def test_acls_add_and_snapshot_create_leave_a_real_kafka_metadata_dir_byte_ident
 ) -> None:
     live = kafka_broker.data_dir / "data" / "__cluster_metadata-0"
     assert (live / f"{0:020d}.log").exists(), sorted(p.name for p in live.iterdir())
-    copy = Path(shutil.copytree(live, tmp_path / "__cluster_metadata-0"))
+    copy = copy_live_dir(live, tmp_path / "__cluster_metadata-0")
     shutil.copy(GOLDEN_KAFKA_SNAPSHOT, copy / GOLDEN_KAFKA_SNAPSHOT.name)  # a checkpoint too, as retention would see
     before = {p.name: p.read_bytes() for p in copy.iterdir()}
     assert before[f"{0:020d}.log"][:8] == bytes(8), "Kafka's first batch: base offset 0"
