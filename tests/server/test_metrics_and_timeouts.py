@@ -20,7 +20,7 @@ from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, 
 def quick_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     """A serve whose idle and request deadlines are 400 ms."""
     work: Path = tmp_path_factory.mktemp("serve-deadlines")
-    props = base_properties(work, **{"connections_max_idle_ms": "400", "request_timeout_ms": "400"})
+    props = base_properties(work, connections_max_idle_ms="400", request_timeout_ms="400")
     process = ServeProcess(work, props).start()
     try:
         yield process

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kraftacl.api.endpoints import ACL_COUNT
+from kraftacl.api.endpoints import ACL_COUNT, DESCRIBE_ACLS
 from tests.integration.plugin.broker_metrics import plugin_metrics
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
@@ -106,9 +106,18 @@ def test_results_and_error_codes_are_standard_authorizers(
     assert codes["plugin"] == codes["standard"], codes
     assert KafkaError.INVALID_REQUEST in codes["plugin"]
     listed = {k: describe(b, by_principal("User:leo")) for k, b in brokers.items()}
-    assert listed["plugin"] == listed["standard"] and len(listed["plugin"]) == 3
+    assert listed["plugin"] == listed["standard"] and len(listed["plugin"]) == 3, _what_serves_hold(plugin_setup)
     narrow = AclBindingFilter(ResourceType.TOPIC, name, ResourcePatternType.MATCH, None, None, AclOperation.ANY,
                               AclPermissionType.ANY)  # fmt: skip
     assert describe(brokers["plugin"], narrow) == describe(brokers["standard"], narrow)
     deleted = {k: delete(b, by_principal("User:leo")) for k, b in brokers.items()}
     assert deleted["plugin"] == deleted["standard"] == listed["plugin"]
+
+
+def _what_serves_hold(setup: PluginSetup) -> str:
+    """For a failed comparison: what each serve holds for User:leo (asked directly), and its log's tail."""
+    filter_leo = {"filter": {"principal": "User:leo"}}
+    return "\n".join(
+        f"{serve.url('CONTROLLER')}: {serve.call(DESCRIBE_ACLS, ADMIN_TOKEN, filter_leo)}\n{serve.output()[-1500:]}"
+        for serve in setup.serves
+    )
