@@ -8,7 +8,7 @@ rule and the deciding ACL's id), decisions written to the decision log, and a la
 * a larger call is handed to the reader process when there is one (heavy.reads.process, `server.reader`);
 * otherwise rules of a larger call are found on the rules thread (`ServeState.rules`, one thread): finding the rule of
   one action walks every ACL that may apply to it, Python code that can take from microseconds to 200 ms per action
-  and that the GIL's switch interval (1 ms in serve) interrupts whenever the event loop has a decision to answer (on
+  and that the GIL's switch interval (0.2 ms in serve) interrupts whenever the event loop has a decision to answer (on
   the loop, in slices, one such action was one stall of 200 ms); a call whose client left stops.
 
 The handlers are called on the event loop thread; `_work_through` runs on the rules thread.
