@@ -10,7 +10,8 @@ enforces limits and deadlines, and applies back-pressure:
 * the head: URL plus headers at most 64 KiB; `admit` (the API) answers 401/403/404/413/503 before the body, after
   which the connection discards what the client still sends (briefly) and closes;
 * the body: reserved from the process-wide `RequestMemory` before it is read (else the connection reads nothing
-  until it fits), never more than the endpoint's limit;
+  until it fits), never more than the endpoint's limit; past GATHER_ABOVE bytes it grows in one bytearray as it
+  arrives (a 36 MB import is not joined in one 22 ms copy on the loop when its last byte comes);
 * in flight: at most max.in.flight.requests.per.connection requests read and not answered; beyond it, and while the
   client does not read its answers (unsent bytes above connections.max.unsent.bytes: asyncio's pause_writing),
   the connection stops reading (bytes already received wait unparsed);
@@ -58,6 +59,7 @@ from kraftacl.server.http_wire import (
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 64 * 1024  # URL plus headers
+GATHER_ABOVE = 1 << 20  # a body past this many bytes grows in one bytearray as it arrives (no join at its end)
 FEED_SLICE = 4096  # bytes parsed per step once a connection may have to stop mid-read (see `_feed`)
 _EVICTED = (
     "serve has max.connections open; this connection held one of the places kept for broker principals without "
@@ -98,6 +100,7 @@ class HttpProtocol(asyncio.Protocol):
         self.current: Request | None = None  # admitted at its head, its body being read
         self.reading = False  # a request has begun (its first byte came) and is not whole yet
         self.body: list[bytes] = []
+        self.gathered: bytearray | None = None  # the body so far, once past GATHER_ABOVE
         self.body_bytes = 0
         self.body_limit = 0
         self.limit_key = ""
@@ -318,6 +321,7 @@ class HttpProtocol(asyncio.Protocol):
         self.repeated_auth = False
         self.head_bytes = 0
         self.body = []
+        self.gathered = None
         self.body_bytes = 0
         self.current = None
         if self.requests_seen and not self.running and not self.pending:
@@ -420,7 +424,14 @@ class HttpProtocol(asyncio.Protocol):
             raise httptools.HttpParserError("body too large")
         if self.body_bytes > self.reserved and not self.awaiting_memory:
             self._reserve(self.body_bytes - self.reserved)  # chunked: reserved as it comes
-        self.body.append(body)
+        if self.gathered is not None:
+            self.gathered += body
+        elif self.body_bytes > GATHER_ABOVE:
+            self.gathered = bytearray().join(self.body)
+            self.gathered += body
+            self.body = []
+        else:
+            self.body.append(body)
 
     def on_message_complete(self) -> None:
         request = self.current
@@ -432,7 +443,10 @@ class HttpProtocol(asyncio.Protocol):
         if self.awaiting_memory:  # the rest arrived in the same read: nothing left to wait for
             self.connections.memory.forget(self._memory_granted)
             self.awaiting_memory = 0
-        request.body = b"".join(self.body) if len(self.body) != 1 else self.body[0]
+        if self.gathered is not None:
+            request.body, self.gathered = self.gathered, None  # a bytearray: the decoders read any buffer
+        else:
+            request.body = b"".join(self.body) if len(self.body) != 1 else self.body[0]
         self.body = []
         request.keep_alive = self.parser.should_keep_alive() and not self.closing
         if not request.keep_alive:

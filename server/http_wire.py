@@ -36,7 +36,7 @@ class Request:
     peer_host: str
     listener: str
     principal_from_tls: str | None
-    body: bytes = b""
+    body: bytes | bytearray = b""  # a bytearray past `server.http.GATHER_ABOVE`
     caller: Caller | None = None
     route: Any = None  # the api's Route (the http layer does not look inside)
     keep_alive: bool = True

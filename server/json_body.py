@@ -23,6 +23,7 @@ from kraftacl.server.errors import BadRequest
 from kraftacl.server.slices import Slicer
 
 T = TypeVar("T")
+Body = bytes | bytearray  # a request body: a bytearray when gathered as it arrived (`server.http`)
 SLICED_ABOVE = 64 * 1024  # bodies larger than this are decoded in slices (a smaller one costs < 0.5 ms)
 PIECE = 32 * 1024
 _WS = re.compile(rb"[ \t\r\n]*")
@@ -33,7 +34,7 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],:]', re.DOTALL)
 _AT = re.compile(r" - at `\$((?:\[[0-9]+\])?)(.*)`$")
 
 
-def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
+def decode(decoder: msgspec.json.Decoder[T], body: Body) -> T:
     """One msgspec call; invalid UTF-8 becomes a BadRequest naming the field (msgspec's own errors pass through
     to `api.validation_failure`)."""
     try:
@@ -43,7 +44,7 @@ def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
 
 
 async def decode_sliced(
-    body: bytes, top: msgspec.json.Decoder[T], key: str, items: msgspec.json.Decoder[list[Any]], slicer: Slicer
+    body: Body, top: msgspec.json.Decoder[T], key: str, items: msgspec.json.Decoder[list[Any]], slicer: Slicer
 ) -> T:
     """`top.decode(body)` for a body whose `key` holds a large array of objects, decoded in slices by `items`."""
     if len(body) <= SLICED_ABOVE:
@@ -92,7 +93,7 @@ async def decode_sliced(
     return head if found is None else msgspec.structs.replace(head, **{key: found})  # type: ignore[type-var]
 
 
-def _spliced(body: bytes, spans: list[tuple[int, int]]) -> list[bytes]:
+def _spliced(body: Body, spans: list[tuple[int, int]]) -> list[Body]:
     out, last = [], 0
     for start, end in spans:
         out += [body[last:start], b"[]"]
@@ -102,7 +103,7 @@ def _spliced(body: bytes, spans: list[tuple[int, int]]) -> list[bytes]:
 
 
 async def _array(
-    body: bytes, start: int, items: msgspec.json.Decoder[list[Any]], slicer: Slicer, where: str
+    body: Body, start: int, items: msgspec.json.Decoder[list[Any]], slicer: Slicer, where: str
 ) -> tuple[list[Any], int]:
     """The elements of the array at `start` and the position after it."""
     i = _ws(body, start + 1)
@@ -120,7 +121,7 @@ async def _array(
 
 
 async def _piece(
-    body: bytes, i: int, items: msgspec.json.Decoder[list[Any]], slicer: Slicer, where: str, base: int
+    body: Body, i: int, items: msgspec.json.Decoder[list[Any]], slicer: Slicer, where: str, base: int
 ) -> tuple[list[Any], re.Match[bytes]]:
     """The whole elements from `i` up to a cut about PIECE bytes on, and that cut. A cut inside a string (the
     piece fails as truncated) moves on; a piece that fails otherwise may have gone past the array's end (a
@@ -157,7 +158,7 @@ async def _piece(
 
 
 def _decode_piece(
-    body: bytes, i: int, cut: re.Match[bytes], items: msgspec.json.Decoder[list[Any]], where: str, base: int
+    body: Body, i: int, cut: re.Match[bytes], items: msgspec.json.Decoder[list[Any]], where: str, base: int
 ) -> list[Any]:
     piece = b"[" + body[i : cut.start() + 1] + b"]"
     try:
@@ -169,7 +170,7 @@ def _decode_piece(
         raise _utf8_failure(piece, where, base) from None
 
 
-def _last_cut(body: bytes, start: int) -> re.Match[bytes] | None:
+def _last_cut(body: Body, start: int) -> re.Match[bytes] | None:
     last = None
     for last in _CUT.finditer(body, start):  # noqa: B007 - the last one is wanted
         pass
@@ -183,7 +184,7 @@ def _truncated(exc: msgspec.DecodeError, length: int) -> bool:
     return "truncated" in text or (at is not None and int(at.group(1)) >= length - 3)
 
 
-def _ws(body: bytes, pos: int) -> int:
+def _ws(body: Body, pos: int) -> int:
     match = _WS.match(body, pos)
     return match.end() if match else pos
 
@@ -219,7 +220,7 @@ def _shifted(exc: msgspec.ValidationError, where: str, base: int) -> BadRequest:
     return BadRequest(text[: match.start()], f"{where}{element}{rest}")
 
 
-def _utf8_failure(body: bytes, where: str, base: int = 0) -> BadRequest:
+def _utf8_failure(body: Body, where: str, base: int = 0) -> BadRequest:
     """Invalid UTF-8: the field whose string holds the first bad byte."""
     try:
         body.decode("utf-8")
@@ -233,7 +234,7 @@ def _utf8_failure(body: bytes, where: str, base: int = 0) -> BadRequest:
     return BadRequest("invalid UTF-8 in the value of this field (JSON text must be UTF-8)", path)
 
 
-def json_path_at(body: bytes, offset: int) -> str:
+def json_path_at(body: Body, offset: int) -> str:
     """The JSON path (`$.actions[3].resource_name`) of the value that byte `offset` of `body` belongs to."""
     stack: list[list[Any]] = []  # ["o", key, expecting a key] or ["a", index]
     for token in _TOKEN.finditer(body, 0, offset):

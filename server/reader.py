@@ -123,7 +123,8 @@ class Reader:
         import httpx
 
         try:
-            outgoing = client.build_request(request.method, request.path, content=request.body)
+            body = bytes(request.body)  # a large body arrives as a bytearray (`server.http`); httpx sends bytes
+            outgoing = client.build_request(request.method, request.path, content=body)
             answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
             log.warning("heavy reads: the reader process did not answer (%s); serve answers this call itself", exc)

@@ -67,6 +67,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"acls": [{**ACL, "resource_name": f"n{i}"} for i in range(1000)] + [{**ACL, "operation": BAD}]},
         "$.acls[1000].operation",
     ),
+    (  # past GATHER_ABOVE: the body was gathered in one buffer as it arrived
+        "/v1/acls/import",
+        {"acls": [{**ACL, "resource_name": f"n{i}"} for i in range(12_000)] + [{**ACL, "operation": BAD}]},
+        "$.acls[12000].operation",
+    ),
+    (
+        "/v1/authorize",
+        {"principal": "User:a", "client_address": "h", "actions": [ACTION] * 20_000 + [{**ACTION, "operation": BAD}]},
+        "$.actions[20000].operation",
+    ),
     ("/v1/acls/history", {"ids": [BAD]}, "$.ids[0]"),
     (
         "/v1/data/kafka/authz/allow",

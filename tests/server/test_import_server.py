@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from kraftacl.api.endpoints import IMPORT_ACLS
 from kraftacl.authorizer.inputs.acls_json import acls_json_text
 from kraftacl.authorizer.inputs.whatif import load_acls
 from kraftacl.metadata_log.backends.file.log import FileLog
+from kraftacl.server.http import GATHER_ABOVE
 from tests.cli.test_log_cmds import assert_one_line_error
 from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
@@ -90,6 +92,18 @@ def test_import_through_serve_reports_like_a_log_and_writes_one_batch(serve: Ser
 
     again = json.loads(_run("import", "--from-json", source, *_remote(serve), "-o", "json").stdout)
     assert (again["added"], again["present"], again["repeated"], again["offsets"]) == (0, 12, 2, None)
+
+
+def test_an_import_body_of_megabytes_is_gathered_as_it_arrives(serve: ServeProcess) -> None:
+    """A body past GATHER_ABOVE grows in one buffer as its pieces arrive: every ACL of it is read and imported."""
+    acls = [{**ACLS[0], "resource_name": f"gathered-{n}", "principal": f"User:g{n % 7}"} for n in range(16_000)]
+    body = {"acls": [*acls, acls[7]]}
+    assert len(json.dumps(body)) > 2 * GATHER_ABOVE
+    before = _count(serve)
+    status, out = serve.call(IMPORT_ACLS, ADMIN_TOKEN, body)
+    assert status == 200, out
+    assert (out["read"], out["added"], out["present"], out["repeated"]) == (16_001, 16_000, 0, 1)
+    assert _count(serve) == before + 16_000
 
 
 def test_export_through_serve_is_the_state_of_one_offset(serve: ServeProcess, tmp_path: Path) -> None:
