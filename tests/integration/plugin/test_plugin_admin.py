@@ -115,7 +115,7 @@ def test_results_and_error_codes_are_standard_authorizers(
 
 
 def _what_serves_hold(setup: PluginSetup) -> str:
-    """For a failed comparison: what each serve holds for User:leo (asked directly), and its log's tail."""
+    """For a failed comparison: what each serve holds for User:leo (asked directly), and the end of its output."""
     filter_leo = {"filter": {"principal": "User:leo"}}
     return "\n".join(
         f"{serve.url('CONTROLLER')}: {serve.call(DESCRIBE_ACLS, ADMIN_TOKEN, filter_leo)}\n{serve.output()[-1500:]}"
