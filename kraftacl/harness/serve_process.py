@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -35,11 +36,34 @@ class ServeProcessError(AssertionError):
     (An AssertionError, so pytest shows it as the failed expectation it is.)"""
 
 
+_HANDED_OUT: set[int] = set()  # ports `free_port` gave this process (each once)
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on right now, below the kernel's ephemeral range and not given
+    before by this process: until the caller binds it, no `bind(0)` elsewhere (a Kafka broker's test script picking
+    its ports) and no outgoing connection can be handed the same port (a three-node cluster's start once failed so)."""
+    low = _ephemeral_low()
+    for _ in range(1000):
+        port = random.randrange(max(1024, low - 16384), low)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise ServeProcessError(f"no free TCP port on 127.0.0.1 below the ephemeral range ({low})")
+
+
+def _ephemeral_low() -> int:
+    """The first port of net.ipv4.ip_local_port_range (32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def kraft_acl_command() -> list[str]:
