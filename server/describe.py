@@ -111,17 +111,18 @@ async def _pieces(lane: Lane, pairs: Iterator[tuple[str, StandardAcl]], empty: b
     head, _, tail = empty.partition(b"[]")
     yield head + b"["
     first = True
-    while True:
+    more = True
+    while more:
         async with lane.slicer() as slicer:
             batch: list[AclOut] = []
-            while not slicer.due():
+            while True:  # at least one step per slice: a slice used up before its first step ends nothing
                 step = [acl_out(i, a) for i, a in islice(pairs, STEP)]
                 batch += step
-                if len(step) < STEP:
+                more = len(step) == STEP
+                if not more or slicer.due():
                     break
             encoded = _ENCODE.encode(batch)[1:-1]
-        if not batch:
-            break
-        yield encoded if first else b"," + encoded
-        first = False
+        if batch:
+            yield encoded if first else b"," + encoded
+            first = False
     yield b"]" + tail

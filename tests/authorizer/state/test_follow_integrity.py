@@ -164,7 +164,8 @@ def test_an_unexpected_exception_is_caught_reported_and_the_thread_lives_on(
         time.sleep(0.01)
     assert tailer.status().last_error is not None or calls > 2
     create(w, 1)
-    while node.image.provenance.next_offset < 1 and time.monotonic() < deadline:
+    # the image moves inside catch_up, the tailer's status right after it returns: wait for both
+    while not (node.image.provenance.next_offset >= 1 and tailer.status().following) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert node.image.provenance.next_offset == 1 and tailer.status().following and node.ready
     w.close()
