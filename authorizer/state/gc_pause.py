@@ -25,14 +25,16 @@ _was_enabled = False  # the collector's state when the first of them began
 @contextmanager
 def paused_gc(freeze: bool = False) -> Iterator[None]:
     """Disable the collector for the block (see the module docstring); with `freeze`, what was made and kept is
-    frozen as the block ends, so the collection that follows does not walk it."""
+    frozen as the block ends without an exception, so the collection that follows does not walk it."""
     _begin()
     try:
         yield
-    finally:
-        if freeze:
-            gc.freeze()
-        _end()
+    except BaseException:
+        _end()  # nothing made in a failed block is meant to stay: nothing is frozen
+        raise
+    if freeze:
+        gc.freeze()
+    _end()
 
 
 class GcPause:

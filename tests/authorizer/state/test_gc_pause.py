@@ -47,10 +47,12 @@ def test_freeze_moves_what_the_block_kept_out_of_the_collections() -> None:
     assert not any(gc.is_tracked(n) and n in gc.get_objects(2) for n in kept[:3])
 
 
-def test_an_error_inside_still_re_enables_it() -> None:
+def test_an_error_inside_still_re_enables_it_and_freezes_nothing() -> None:
     with pytest.raises(RuntimeError), paused_gc(freeze=True):
-        raise RuntimeError("boom")
+        made = [_Node() for _ in range(1_000)]
+        raise RuntimeError(f"boom after {len(made)}")
     assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # a failed block kept nothing: its garbage (and cycles) stay collectable
 
 
 def test_a_handed_over_pause_ends_once_and_outlives_blocks() -> None:
