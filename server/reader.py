@@ -30,6 +30,7 @@ import logging
 import os
 import secrets
 import shutil
+import ssl
 import sys
 import tempfile
 import time
@@ -189,6 +190,7 @@ class Reader:
 
     async def _run_once(self) -> None:
         """Start one reader, take its listening URL and readiness from its status lines, wait until it ends."""
+        tls = await asyncio.to_thread(_prepare_client)  # not on the loop: brokers' decisions would wait 0.1 s
         import httpx
 
         logging.getLogger("httpx").setLevel(logging.WARNING)  # not one INFO line per relayed call
@@ -219,6 +221,7 @@ class Reader:
                         headers={"authorization": f"Bearer {self._token}"},
                         timeout=httpx.Timeout(30.0, read=None),
                         limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+                        verify=tls,
                     )
                     self.announce(
                         "reader",
@@ -253,6 +256,17 @@ class Reader:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self._forget()
+
+
+def _prepare_client() -> ssl.SSLContext:
+    """What the reader's client would otherwise do on the event loop the first time (on a worker thread): import
+    httpx and the async backend its first call loads (anyio's, by running one call of it on a loop of this thread),
+    and build the TLS context httpx makes for every client (reading the CA bundle): 0.1-0.15 s together here."""
+    import anyio
+    import httpx
+
+    asyncio.run(anyio.sleep(0))
+    return httpx.create_ssl_context()
 
 
 def _private_file(path: Path, text: str) -> Path:
