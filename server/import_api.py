@@ -21,6 +21,7 @@ from kraftacl.api.wire import AclIn
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.controller import ImportResult, InvalidImportError
 from kraftacl.authorizer.state.gc_pause import paused_gc
+from kraftacl.authorizer.state.graveyard import bury
 from kraftacl.server.admin import on_writer, writable
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
@@ -78,6 +79,7 @@ def _run(state: ServeState, acls: list[StandardAcl], dry_run: bool) -> ImportOut
     finally:
         state.node.defer_snapshots = False
     would_add = [acl_in(a) for _, a in result.added] if dry_run else None
+    bury(result.added)  # freed in steps once the result goes (200k pairs at once: 13 ms)
     return ImportOut(
         read=len(acls),
         added=len(result.added),
@@ -95,6 +97,7 @@ async def import_acls(state: ServeState, request: Request, caller: Caller) -> Re
         with paused_gc(freeze=True):  # the ACLs built here stay (in the index): no collection walks them
             body = await decode_sliced(request.body, _IMPORT, "acls", _ACLS, slicer)
             acls = [acl_of(a, f"$.acls[{i}]") async for i, a in slicer.each(enumerate(body.acls), 256)]
+    bury(body)  # the decoded entries go in steps once this call's frame lets go of them, not in one free
     await writable(state)
     out = await on_writer(state, lambda: _run(state, acls, body.dry_run))
     state.writer.submit(_deferred_snapshot, state)  # after the answer, before the next write

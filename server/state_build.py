@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kraftacl.authorizer.state.loader import OnPublish, Update
 from kraftacl.authorizer.state.node import AclNode
+from kraftacl.metadata_log.pace import pace_thread
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.connections import Connections
 from kraftacl.server.context import ServeState
@@ -57,6 +58,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         else None,
         retain_snapshots=lc.snapshot_retain,
     )
+    node.snapshot_in_child = True  # its automatic snapshots are written by a forked child, not on its GIL
     if lc.snapshot_dir is not None and writes_snapshots:
         lc.snapshot_dir.mkdir(parents=True, exist_ok=True)
     holder: list[ServeState] = []
@@ -77,7 +79,8 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
     if config.decision_log is not None:
         ids.enable()  # maintained from the first publish on
         decision_log = DecisionLog(config.decision_log, ids)
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer")
+    # the writer's bulk work (an import) rests now and then: the event loop answering decisions gets the GIL
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-writer", initializer=pace_thread)
     state = ServeState(
         config,
         node,

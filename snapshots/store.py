@@ -21,6 +21,7 @@ from pathlib import Path
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.dir_files import is_own_part, is_own_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord
+from kraftacl.snapshots import child
 from kraftacl.snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotIOError, SnapshotNameError
@@ -68,19 +69,21 @@ class SnapshotStore:
         """Write records to `<name>.part`, fsync, rename into place, fsync the directory; then apply retention."""
         return self.write_chunks(header, record_chunks(records))
 
-    def write_chunks(self, header: SnapshotHeader, chunks: Iterable[AclColumns]) -> Path:
+    def write_chunks(self, header: SnapshotHeader, chunks: Iterable[AclColumns], in_child: bool = False) -> Path:
         """Like `write`, from chunks of columns (one file chunk each): a node's snapshot skips the records.
 
-        An OS error (no space left, ...) is a SnapshotIOError naming the file; nothing is left behind.
+        `in_child`: the chunks are made, encoded and written by a forked child process (`snapshots.child`; a
+        serving node's GIL stays with its event loop), then moved into place here. An OS error (no space left,
+        ...) is a SnapshotIOError naming the file; nothing is left behind.
         """
         final = self.path(SnapshotId(header.end_offset, header.epoch))
         part = final.with_name(f"{final.name[: -len(SUFFIX)]}-{os.getpid()}{PART_SUFFIX}")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            with part.open("wb") as fh:
-                count = write_snapshot_chunks(fh, header, chunks)
-                fh.flush()
-                os.fsync(fh.fileno())
+            if in_child and child.available():
+                count = child.run_in_child(lambda: _write_part(part, header, chunks))
+            else:
+                count = _write_part(part, header, chunks)
             os.replace(part, final)
             fsync_dir(self.directory)
             stat = final.stat()
@@ -227,3 +230,12 @@ def _owned_by_live_writer(part: Path) -> bool:
 
 
 __all__ = ["SnapshotError", "SnapshotStore"]
+
+
+def _write_part(part: Path, header: SnapshotHeader, chunks: Iterable[AclColumns]) -> int:
+    """The whole snapshot into `part`, synced; its record count."""
+    with part.open("wb") as fh:
+        count = write_snapshot_chunks(fh, header, chunks)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return count

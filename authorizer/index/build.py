@@ -42,6 +42,7 @@ from kraftacl.authorizer.index.type_index import (
 )
 from kraftacl.authorizer.index.views import NO_NAMES
 from kraftacl.authorizer.model.acls import PatternType, StandardAcl
+from kraftacl.metadata_log.pace import breathe
 
 
 class _OneHost(dict[int, Grants]):
@@ -82,8 +83,10 @@ def build_types(acls: Iterable[StandardAcl]) -> tuple[TypeIndex | None, ...]:
         group_acls_into(
             rows, start, min(start + STEP, len(rows)), grouped, merged, fresh, BITS, _SINGLES, literal, prefixed
         )
+        breathe()
     for start in range(0, len(merged), STEP):
         intern_merged(merged, start, min(start + STEP, len(merged)), intern_grants)
+        breathe()
     return tuple(None if groups is None else _type_index(groups) for groups in grouped)
 
 
@@ -121,18 +124,20 @@ def _prefix_tries(acls: list[StandardAcl]) -> dict[str, Any]:
     """principal -> the radix tree of its PREFIXED grants (`bulk_rows.prefix_tries`), grouped by principal in
     Python (in the order met) rather than by one long sort, and built a step at a time."""
     by_principal: dict[str, list[StandardAcl]] = {}
-    for acl in acls:
-        found = by_principal.get(acl.principal)
-        if found is None:
-            by_principal[acl.principal] = [acl]
-        else:
-            found.append(acl)
+    for step in chunks(acls):
+        for acl in step:
+            found = by_principal.get(acl.principal)
+            if found is None:
+                by_principal[acl.principal] = [acl]
+            else:
+                found.append(acl)
     ordered = [acl for group in by_principal.values() for acl in group]
     del by_principal
     out: dict[str, Any] = {}
     start = 0
     while start < len(ordered):
         start = prefix_tries_from(ordered, start, STEP, out, BITS, _SINGLES, intern_grants)
+        breathe()
     return out
 
 

@@ -3,7 +3,7 @@
 One C call over a whole image (`list(...)`, `dict(...)`, `list(zip(...))`) holds the GIL from start to end: a serving
 node's event loop, which answers brokers' decisions, then waits for all of it (tens of milliseconds at 500k items).
 Cut into steps of STEP items, the thread doing it returns to the interpreter between two steps, where the loop takes
-the GIL back within the switch interval. Pure functions.
+the GIL back within the switch interval, and a paced thread rests now and then (`metadata_log.pace`). Pure functions.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import TypeVar
+
+from kraftacl.metadata_log.pace import breathe
 
 T = TypeVar("T")
 STEP = 8192  # items per C call (about a millisecond on the machine of BENCHMARKS.md)
@@ -21,6 +23,7 @@ def chunks(items: Iterable[T], step: int = STEP) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, step)):
         yield chunk
+        breathe()  # a paced thread rests here (`metadata_log.pace`)
 
 
 def listed(items: Iterable[T], step: int = STEP) -> list[T]:

@@ -20,6 +20,7 @@ from kraftacl.authorizer.index.overlay import OverlayMap
 from kraftacl.authorizer.index.steps import chunks, listed
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.records import COLUMN_CODES, UNKNOWN_CODES, acl_from_record, batch_rows
+from kraftacl.metadata_log.pace import breathe
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.format import CHUNK_RECORDS
@@ -80,11 +81,14 @@ class AclsImage:
             step = acls[start : start + _GROUP_STEP]
             positions = range(start, start + _GROUP_STEP)
             deque(map(array.append, map(groups.__getitem__, map(_SNAPSHOT_ORDER, step)), positions), 0)
+            breathe()
         keys = listed(groups)
         runs = [sorted(keys[start : start + _GROUP_STEP]) for start in range(0, len(keys), _GROUP_STEP)]
         order = array("I")
-        for key in heapq.merge(*runs):  # sorted runs merged, not one sort of every key in one C call
+        for number, key in enumerate(heapq.merge(*runs)):  # sorted runs merged, not one sort of every key in one C call
             order.extend(groups[key])
+            if number % _GROUP_STEP == 0:
+                breathe()
         del groups, keys, runs
         for start in range(0, len(order), rows):
             part = order[start : start + rows]
@@ -101,6 +105,7 @@ class AclsImage:
                 list(map(int, operations)),
                 list(map(int, permissions)),
             )
+            breathe()
 
     def __len__(self) -> int:
         return len(self.acls)
@@ -215,23 +220,25 @@ class AclsDelta:
             return AclsImage(kept, provenance)
         if len(changes) < max(len(base), 1024) // 4:
             acls = base.mutate()
-            for acl_id, acl in changes.items():
-                if acl is None:
-                    del acls[acl_id]
-                else:
-                    acls[acl_id] = acl
+            for step in chunks(changes.items()):  # a paced thread rests between two steps
+                for acl_id, acl in step:
+                    if acl is None:
+                        del acls[acl_id]
+                    else:
+                        acls[acl_id] = acl
             return AclsImage(acls.finish(), provenance)
         if not len(base):  # initial replay: the delta holds only live adds; the image adopts them
             self._lent = True
             return AclsImage(OverlayMap(changes), provenance)  # type: ignore[arg-type]
         fresh: dict[str, StandardAcl] = {}
-        for step in chunks(base.items()):  # not one C call over the whole base (`index.steps`)
-            fresh.update(step)
-        for acl_id, acl in changes.items():
-            if acl is None:
-                del fresh[acl_id]
-            else:
-                fresh[acl_id] = acl
+        for unchanged in chunks(base.items()):  # not one C call over the whole base (`index.steps`)
+            fresh.update(unchanged)
+        for step in chunks(changes.items()):
+            for acl_id, acl in step:
+                if acl is None:
+                    del fresh[acl_id]
+                else:
+                    fresh[acl_id] = acl
         return AclsImage(OverlayMap(fresh), provenance)
 
 

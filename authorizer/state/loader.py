@@ -23,6 +23,7 @@ from typing import Protocol
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.graveyard import bury
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from kraftacl.authorizer.state.memory import release_free_memory
 from kraftacl.authorizer.state.records import batch_rows
@@ -216,10 +217,13 @@ class MetadataLoader:
             release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
 
     def _swap(self, update: Update) -> None:
-        """Publish: the loader's own image and index, then every publisher, in order."""
+        """Publish: the loader's own image and index, then every publisher, in order. The index replaced and the
+        update (with the image replaced) are buried: their last holder does not free them in one go."""
+        replaced = self.index
         self.image, self.index = update.image, update.index
         for publisher in self.publishers:
             publisher.publish(update)
+        bury(replaced, update)
 
 
 def _provenance(batch: RecordBatch) -> Provenance:

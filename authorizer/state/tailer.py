@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from kraftacl.authorizer.state.loader import MetadataLoader
 from kraftacl.metadata_log.errors import DivergenceError, LogError
+from kraftacl.metadata_log.pace import pace_thread
 
 log = logging.getLogger(__name__)
 # A serve's decisions follow the log by up to this much more after the log comes back from an outage: keep it short.
@@ -121,6 +122,7 @@ class Tailer:
         return min(self.interval_s * (2 ** min(failures, 20)), self.max_backoff_s) if failures else self.interval_s
 
     def _run(self) -> None:
+        pace_thread()  # a large batch applied here rests now and then: decisions keep being answered meanwhile
         while not self._stop.is_set():
             self.poll_once()
             self._poked.wait(self.delay_s())

@@ -205,10 +205,18 @@ class Codec:
         fastavro's, several times faster); a record it cannot write goes through fastavro, whose
         error names it.
         """
+        return b"".join(self.encode_pieces(records))
+
+    def encode_pieces(self, records: Sequence[MetadataRecord]) -> list[bytes]:
+        """`encode` as consecutive pieces (`codec_fast.encode_v1_pieces`; one piece from fastavro)."""
         if self.fast_path_for(self._writer):
             raw_ids = _raw_ids(records)
             with contextlib.suppress(ValueError, UnicodeError):
-                return codec_fast.encode_v1(list(records), raw_ids)
+                return codec_fast.encode_v1_pieces(list(records), raw_ids)
+        return [self._encode_slow(records)]
+
+    def _encode_slow(self, records: Sequence[MetadataRecord]) -> bytes:
+        """fastavro's encoding, whose errors name the record."""
         datums = _datums(records)
         out = io.BytesIO()
         try:

@@ -30,6 +30,7 @@ from typing import Any
 from kraftacl.metadata_log.codec import rows as codec_rows
 from kraftacl.metadata_log.codec.rows import RowTables, string_end, varint
 from kraftacl.metadata_log.native import load_native
+from kraftacl.metadata_log.pace import breathe
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
@@ -177,7 +178,13 @@ _JOIN_STEP = 65536  # pieces joined per C call: a batch of 200k records is 2M pi
 
 
 def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
-    """A v1 `RecordBatch` payload, byte for byte what fastavro writes for it (one array block).
+    """A v1 `RecordBatch` payload, byte for byte what fastavro writes for it (one array block)."""
+    return b"".join(encode_v1_pieces(records, raw_ids))
+
+
+def encode_v1_pieces(records: list[MetadataRecord], raw_ids: list[bytes]) -> list[bytes]:
+    """`encode_v1` as consecutive pieces (about 600 KB each): a batch of 200k records is written to a file without
+    being joined into one 20 MB bytes object, whose copy and free each hold the GIL for several milliseconds.
 
     `raw_ids` are the records' 16-byte ids (checked by the caller). ValueError names the record and
     field that the schema cannot hold. Codes come from a table and principals and hosts (shared by
@@ -186,10 +193,15 @@ def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
     """
     texts: dict[str, bytes] = {}
     small, cached = _SMALL.get, texts.get
+    pieces: list[bytes] = []
     out = [_zigzag(len(records))] if records else []
     extend = out.extend
     ace = AccessControlEntryRecord
     for index, r in enumerate(records):
+        if len(out) >= _JOIN_STEP:  # a run's pieces joined now: no list of millions to grow, join and free
+            pieces.append(b"".join(out))
+            out.clear()
+            breathe()
         if type(r) is not ace:
             if type(r) is not RemoveAccessControlEntryRecord:
                 raise ValueError(f"record {index}: {type(r).__name__} is not a v1 metadata record")
@@ -209,10 +221,8 @@ def encode_v1(records: list[MetadataRecord], raw_ids: list[bytes]) -> bytes:
         length = small(len(raw)) or _zigzag(len(raw))
         extend((b"\x00", raw_ids[index], rt, length, raw, pt, principal, host, op, pm))
     out.append(b"\x00")
-    if len(out) <= _JOIN_STEP:
-        return b"".join(out)
-    # joined a step at a time: no C call holds the GIL for ~100 ms
-    return b"".join([b"".join(out[start : start + _JOIN_STEP]) for start in range(0, len(out), _JOIN_STEP)])
+    pieces.append(b"".join(out))
+    return pieces
 
 
 _V1_LAYOUT = {

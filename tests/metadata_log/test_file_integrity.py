@@ -165,16 +165,15 @@ def test_a_failed_durable_end_publish_fails_the_append_and_a_writer_later_adopts
     d = tmp_path / "log"
     writer = FileLog(d)
     fill(writer, [2])
-    pwrites: list[int] = []
     real = os.pwrite
+    segment_fd = writer._fd  # the frame's pieces go there; the durable end goes to its own file
 
-    def fail_second(fd: int, data: bytes, offset: int) -> int:  # 1st: the frame; 2nd: the durable end
-        pwrites.append(fd)
-        if len(pwrites) == 2:
+    def fail_durable_end(fd: int, data: bytes, offset: int) -> int:
+        if fd != segment_fd:
             raise OSError(errno.EIO, "Input/output error")
         return real(fd, data, offset)
 
-    monkeypatch.setattr(os, "pwrite", fail_second)
+    monkeypatch.setattr(os, "pwrite", fail_durable_end)
     with pytest.raises(LogIOError, match=r"durable-end: Input/output error"):
         fill(writer, [1])
     monkeypatch.undo()

@@ -162,9 +162,16 @@ def decode_frame(
 
 def encode_frame(base_offset: int, record_count: int, epoch: int, timestamp_ms: int, payload: bytes) -> bytes:
     """One frame: header (with the CRC over header and payload) followed by the payload."""
-    head = FRAME_HEADER.pack(FRAME_MAGIC, base_offset, record_count, epoch, timestamp_ms, len(payload), 0)
-    crc = zlib.crc32(payload, zlib.crc32(head[:32]))
-    return head[:32] + struct.pack(">I", crc) + payload
+    return frame_head(base_offset, record_count, epoch, timestamp_ms, [payload]) + payload
+
+
+def frame_head(base_offset: int, record_count: int, epoch: int, timestamp_ms: int, pieces: list[bytes]) -> bytes:
+    """The header of the frame whose payload is `pieces` joined (its CRC over header and payload), without joining."""
+    head = FRAME_HEADER.pack(FRAME_MAGIC, base_offset, record_count, epoch, timestamp_ms, sum(map(len, pieces)), 0)
+    crc = zlib.crc32(head[:32])
+    for piece in pieces:
+        crc = zlib.crc32(piece, crc)
+    return head[:32] + struct.pack(">I", crc)
 
 
 def parse_frame_at(buf: bytes | memoryview, pos: int) -> Frame | None:
@@ -243,10 +250,11 @@ def find_frame_after(f: BinaryIO, position: int) -> Frame | None:
     return None
 
 
-def write_all(fd: int, data: bytes, position: int) -> None:
-    """pwrite until every byte is written (a regular file may take a short write)."""
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view = view[written:]
-        position += written
+def write_all(fd: int, data: bytes | list[bytes], position: int) -> None:
+    """pwrite until every byte is written (a regular file may take a short write); a list: its pieces in turn."""
+    for piece in [data] if isinstance(data, bytes) else data:
+        view = memoryview(piece)
+        while view:
+            written = os.pwrite(fd, view, position)
+            view = view[written:]
+            position += written

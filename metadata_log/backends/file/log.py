@@ -34,10 +34,10 @@ from kraftacl.metadata_log.backends.file import directory as file_dir
 from kraftacl.metadata_log.backends.file import layout as file_layout
 from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
 from kraftacl.metadata_log.backends.file.format import (
+    FRAME_HEADER_SIZE,
     MAX_PAYLOAD_BYTES,
-    Frame,
-    encode_frame,
     encode_segment_header,
+    frame_head,
     write_all,
 )
 from kraftacl.metadata_log.backends.file.meta import DurableEnd, LogMeta, read_meta, write_meta
@@ -289,17 +289,20 @@ class FileLog(LogBackend):
     def append(self, records: Sequence[MetadataRecord], *, timestamp_ms: int | None = None) -> AppendResult:
         batch = check_records(records)
         ts = now_ms() if timestamp_ms is None else timestamp_ms
-        payload = self._codec.encode(batch)
-        if len(payload) > MAX_PAYLOAD_BYTES:
-            raise EncodeError(None, f"the batch payload of {len(payload)} bytes exceeds {MAX_PAYLOAD_BYTES}")
+        # in pieces: a 200k-record batch is never joined into one 20 MB object (each copy or free of it is a
+        # single C call of several ms, which the event loop answering decisions would wait for)
+        pieces = self._codec.encode_pieces(batch)
+        size = sum(map(len, pieces))
+        if size > MAX_PAYLOAD_BYTES:
+            raise EncodeError(None, f"the batch payload of {size} bytes exceeds {MAX_PAYLOAD_BYTES}")
         with self._append_lock:
             self._check_writable()
             base = self._hwm
-            frame = encode_frame(base, len(batch), self.epoch, ts, payload)
+            frame = [frame_head(base, len(batch), self.epoch, ts, pieces), *pieces]
             current = self._segments[-1] if self._segments else None
             path = self.directory
             try:
-                if current is None or self._must_roll(current, len(frame)):
+                if current is None or self._must_roll(current, FRAME_HEADER_SIZE + size):
                     path = file_dir.segment_path(self.directory, base)
                     segment = self._roll(base, frame)
                 else:
@@ -310,11 +313,10 @@ class FileLog(LogBackend):
             except OSError as exc:
                 self._failed = LogIOError(path, os_reason(exc))
                 raise self._failed from exc
-            committed = Frame(segment.end, base, len(batch), self.epoch, ts, payload)
             with self._state_lock:  # publish: readers see the batch from here on
                 if segment is not current:
                     self._segments.append(segment)
-                segment.add(committed, self._interval)
+                segment.add_at(segment.end, FRAME_HEADER_SIZE + size, base, len(batch), self.epoch, self._interval)
                 self._hwm = base + len(batch)
         return AppendResult(base, base + len(batch) - 1, self.epoch)
 
@@ -362,7 +364,7 @@ class FileLog(LogBackend):
         too_big = segment.end + frame_size > self._segment_bytes
         return not segment.empty and (too_big or not segment.schema.same_as(self._codec.writer_schema))
 
-    def _write_at(self, segment: Segment, frame: bytes) -> None:
+    def _write_at(self, segment: Segment, frame: list[bytes]) -> None:
         assert self._fd is not None
         try:
             write_all(self._fd, frame, segment.end)
@@ -372,14 +374,14 @@ class FileLog(LogBackend):
                 os.ftruncate(self._fd, segment.end)
             raise
 
-    def _roll(self, base: int, frame: bytes) -> Segment:
+    def _roll(self, base: int, frame: list[bytes]) -> Segment:
         """Create the segment for `base`: header + first frame, fsync the file, then the directory."""
         path = file_dir.segment_path(self.directory, base)
         schema = self._codec.writer_schema
         header = encode_segment_header(schema.json_text, self._log_id_bytes())
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            write_all(fd, header + frame, 0)
+            write_all(fd, [header, *frame], 0)
             os.fsync(fd)
             file_dir.fsync_dir(self.directory)
         except OSError:

@@ -60,12 +60,16 @@ class Segment:
 
     def add(self, frame: Frame, interval: int) -> None:
         """Record a committed frame; index it if `interval` bytes passed since the last entry."""
-        if not self.index_positions or frame.position - self.index_positions[-1] >= interval:
-            self.index_offsets.append(frame.base_offset)
-            self.index_positions.append(frame.position)
-        self.end = frame.position + frame.size
-        self.next_offset = frame.next_offset
-        self.last_epoch = frame.epoch
+        self.add_at(frame.position, frame.size, frame.base_offset, frame.record_count, frame.epoch, interval)
+
+    def add_at(self, position: int, size: int, base_offset: int, records: int, epoch: int, interval: int) -> None:
+        """`add` of the frame of `size` bytes at `position` holding `records` records from `base_offset`."""
+        if not self.index_positions or position - self.index_positions[-1] >= interval:
+            self.index_offsets.append(base_offset)
+            self.index_positions.append(position)
+        self.end = position + size
+        self.next_offset = base_offset + records
+        self.last_epoch = epoch
         self.batches += 1
 
     def locate(self, offset: int) -> tuple[int, int]:
