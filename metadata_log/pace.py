@@ -1,6 +1,6 @@
 """Bulk work on a background thread paced so that the event loop answering brokers' decisions keeps the GIL often
-enough: a thread marked with `pace_thread` rests `REST_S` after every `WORK_S` of work, at the `breathe()` calls
-that bulk loops make between two steps.
+enough: a thread marked with `pace_thread` rests `REST_S` after every `WORK_S` of work (its CPU time), at the
+`breathe()` calls that bulk loops make between two steps.
 
 Why: cutting bulk work into short C calls (`authorizer.index.steps`) bounds how long the loop waits for the GIL
 once, but not how often. While a writer imports 200k ACLs, every request the loop answers waits for the GIL
@@ -19,7 +19,9 @@ import time
 WORK_S = 0.002  # work between two rests
 REST_S = 0.001  # each rest: the GIL is free for the event loop
 _local = threading.local()
-_clock = time.perf_counter
+# CPU time of the calling thread: a thread that waited (idle, or for the GIL) has not worked, so the first step of a
+# write after an idle hour does not rest at once.
+_clock = time.thread_time
 
 
 def pace_thread(work_s: float = WORK_S, rest_s: float = REST_S) -> None:

@@ -40,9 +40,14 @@ def run_in_child(work: Callable[[], int]) -> int:
     """`work()` in a forked child; its result, or its error raised here (OSError with the child's errno)."""
     read_end, write_end = os.pipe()
     parent = os.getpid()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns about fork with threads running
-        pid = os.fork()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+ warns about fork with threads running
+            pid = os.fork()
+    except OSError:  # EAGAIN, ENOMEM: the caller names it
+        os.close(read_end)
+        os.close(write_end)
+        raise
     if pid == 0:  # pragma: no cover - the child process (coverage is not collected there)
         _child(work, read_end, write_end, parent)
     os.close(write_end)
