@@ -55,6 +55,18 @@ def test_a_claim_fences_the_earlier_writer_and_a_fenced_writer_can_claim_again(k
     assert epochs == [(0, 1), (1, 2), (2, 3)]
 
 
+def test_an_append_is_visible_to_every_reader_when_it_returns(kafka_broker: KafkaBroker) -> None:
+    """The broker answers a transaction's commit before it writes the markers; until they land a read_committed
+    reader still stops below the batch. `append` returns only once they have: a shell or a broker-role serve asked
+    right after it sees the batch (CI once saw a shell command miss a batch appended just before it)."""
+    config = _config(kafka_broker)
+    with KafkaLog(config, writer=True) as writer, KafkaLog(config) as reader:
+        for n in range(40):
+            result = writer.append(_record())
+            assert reader.high_watermark() == result.last_offset + 1 == n + 1
+            assert [b.base_offset for b in reader.read(n)] == [n]
+
+
 def test_a_writer_refuses_to_write_on_a_view_an_uncertain_append_changed(kafka_broker: KafkaBroker) -> None:
     config = _config(kafka_broker)
     with KafkaLog(config, writer=True) as log:

@@ -181,7 +181,17 @@ class KafkaLog(LogBackend):
             self._next = base + len(records)
             if delivered:
                 self._remember(base, delivered[0])
+            self._await_visible()
             return AppendResult(base, base + len(records) - 1, self.epoch)
+
+    def _await_visible(self) -> None:
+        """Wait (bounded) until read_committed readers see the batch just committed: the broker answers the commit
+        before it writes the transaction markers, and until then other processes (a shell, a broker-role serve)
+        still stop below it. A batch the markers have not reached by the timeout is still committed, so this is no
+        error here; `high_watermark` waits for it again and names the timeout."""
+        deadline = time.monotonic() + self.config.timeout_s
+        while self._committed_end() < self._next and time.monotonic() < deadline:
+            time.sleep(0.002)
 
     def _reset_writer(self) -> None:
         """After an append of unknown outcome: fence our own stuck producer (aborting its transaction, or letting a
