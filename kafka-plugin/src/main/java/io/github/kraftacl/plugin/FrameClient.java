@@ -12,7 +12,9 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -138,7 +140,21 @@ final class FrameClient implements AutoCloseable {
                 throw new Refused(null);
             }
             c = connect(server, timeoutMs);
-            ServeClient.Reply refused = upgrade(c);
+            ServeClient.Reply refused;
+            String late = server + ": the TLS handshake and upgrade to decision frames did not end within the call's "
+                    + timeoutMs + " ms";
+            AtomicBoolean fired = new AtomicBoolean();
+            ScheduledFuture<?> watch = c.breakAt(deadline, late, fired);
+            try {
+                refused = upgrade(c);
+            } catch (IOException e) {
+                if (fired.get()) { // the watchdog broke the connection: say so, not "socket closed"
+                    throw (SocketTimeoutException) new SocketTimeoutException(late).initCause(e);
+                }
+                throw e;
+            } finally {
+                watch.cancel(false);
+            }
             if (refused != null) {
                 c.fail(new IOException("the upgrade was refused"));
                 if (refused.status() == 404 || refused.status() == 405 || refused.status() == 400) {

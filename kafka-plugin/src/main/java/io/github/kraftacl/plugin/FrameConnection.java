@@ -13,6 +13,7 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -32,7 +33,8 @@ final class FrameConnection {
     private static final int MAX_ANSWER = 1 << 28;
 
     /**
-     * Where the write deadlines of every connection are checked: one daemon thread, only while frames are written.
+     * Where the write deadlines of every connection (and the deadline of each upgrade) are checked: one daemon thread,
+     * only while frames are written or a connection is upgraded.
      * A connection keeps at most one check scheduled (not one per frame), so a busy connection costs it one wake-up
      * per request timeout, not one per decision.
      */
@@ -46,6 +48,7 @@ final class FrameConnection {
         });
         w.setKeepAliveTime(60, TimeUnit.SECONDS);
         w.allowCoreThreadTimeOut(true); // no thread left while no frame is written
+        w.setRemoveOnCancelPolicy(true); // an upgrade's check, cancelled when it ends, leaves nothing queued
         return w;
     }
 
@@ -312,6 +315,17 @@ final class FrameConnection {
      * Break the connection: close it, and every call waiting on it fails with this cause. It closes the TCP socket
      * (under TLS too: closing an SSLSocket waits for a blocked write to end), reset after a timeout.
      */
+    /**
+     * Break this connection at the deadline unless the returned task is cancelled first: bounds a step that no read
+     * timeout bounds (the TLS handshake and the upgrade, which a peer sending a byte now and then keeps going).
+     */
+    ScheduledFuture<?> breakAt(long deadline, String what, AtomicBoolean fired) {
+        return WATCHDOG.schedule(() -> {
+            fired.set(true);
+            fail(new SocketTimeoutException(what));
+        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+    }
+
     void fail(IOException cause) {
         boolean closedByServe = cause instanceof EOFException || cause instanceof SocketException;
         Broken b = new Broken(server + (closedByServe ? " closed the decision-frames connection before answering: "

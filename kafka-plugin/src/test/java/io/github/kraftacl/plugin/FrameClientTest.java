@@ -11,6 +11,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -475,6 +478,50 @@ class FrameClientTest extends FakeServeTest {
             waitFor(() -> frames.answered.get() == 2, "the late answer was sent");
             assertEquals(ALLOWED_BODY, body(client.decide(0, "/v1/authorize", ALICE_READS_A, 2000)));
             assertEquals(1, frames.upgrades.get());
+        }
+    }
+
+    /**
+     * A peer that accepts and then sends one byte every 100 ms, never a whole answer: over TCP the head of an upgrade
+     * answer, over TLS a handshake record of 16 KiB. Every read returns within the read timeout, so only the
+     * watchdog ends the call, at its deadline.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aPeerTricklingTheHandshakeOrUpgradeIsCutAtTheCallsDeadline(boolean tls) throws Exception {
+        if (tls) {
+            FakeFrames.tls(dir); // the truststore the client is given; the peer below never uses it
+        }
+        byte[] trickle = tls ? new byte[] {0x16, 0x03, 0x03, 0x40, 0x00, 0x02, 0x00}
+                : "HTTP/1.1 101 Switching Protocols\r\nUpgrade: kraft-acl-frames/1\r\nX-Slow: ".getBytes(
+                        StandardCharsets.US_ASCII);
+        int timeoutMs = 500;
+        try (ServerSocket peer = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread sender = new Thread(() -> {
+                try (Socket s = peer.accept()) {
+                    for (int i = 0; i < 300; i++) { // 30 s at most
+                        s.getOutputStream().write(trickle[Math.min(i, trickle.length - 1)]);
+                        s.getOutputStream().flush();
+                        Thread.sleep(100);
+                    }
+                } catch (IOException | InterruptedException e) {
+                    // the client closed the connection: the end of the test
+                }
+            }, "trickling-peer");
+            sender.setDaemon(true);
+            sender.start();
+            String url = (tls ? "https" : "http") + "://127.0.0.1:" + peer.getLocalPort();
+            try (FrameClient client = client(url, tls)) {
+                long start = System.nanoTime();
+                SocketTimeoutException e = assertThrows(SocketTimeoutException.class,
+                        () -> client.decide(0, "/v1/authorize", ALICE_READS_A, timeoutMs));
+                long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertTrue(ms < timeoutMs + 1500, "the call ended after " + ms + " ms (timeout " + timeoutMs + ")");
+                assertTrue(e.getMessage().contains("did not end within the call's 500 ms"), e.toString());
+            }
+            sender.join(5000);
+            assertFalse(sender.isAlive(), "the client closed the trickled connection");
         }
     }
 }
