@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
 
-from kraftacl.authorizer.state.tailer import Tailer
+from kraftacl.authorizer.state.tailer import TailStatus
 from kraftacl.server.errors import ApiFailure
 
 TICK_S = 0.1
 FROZEN_AFTER_S = 1.0
+
+
+class PolledStatus(Protocol):
+    """What the guard reads of a tailer (`authorizer.state.tailer.Tailer`): its latest status."""
+
+    def status(self) -> TailStatus: ...
 
 
 class StaleState(ApiFailure):
@@ -53,7 +60,7 @@ class FreezeGuard:
             self._woke = now
         self._last_tick = now
 
-    def check(self, tailer: Tailer | None) -> None:
+    def check(self, tailer: PolledStatus | None) -> None:
         """StaleState while a freeze was noticed and the tailer has not finished a poll since."""
         self._notice(time.monotonic())  # a request read before the first tick after the wake-up
         woke = self._woke

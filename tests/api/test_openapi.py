@@ -41,7 +41,9 @@ def test_an_endpoint_is_one_struct_pair_and_one_entry() -> None:
     class Changed(msgspec.Struct, frozen=True):
         offset: int
 
-    changes = Endpoint("GET", "/v1/example", "example", "An example long poll", Changed, query=WaitQuery)
+    changes: Endpoint[None, Changed] = Endpoint(
+        "GET", "/v1/example", "example", "An example long poll", Changed, query=WaitQuery
+    )
     doc = openapi_document((*ENDPOINTS, changes))
     op = doc["paths"]["/v1/example"]["get"]
     assert op["parameters"] == [

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from kraftacl.bench.timing import compiled_loops, in_child
 from kraftacl.cli.app import app
 from kraftacl.harness.acl_data import record_batches
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 
 
 def decoy_checkout(directory: Path) -> Path:

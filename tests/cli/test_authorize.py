@@ -264,7 +264,9 @@ KINDS = [
     {k: v for k, v in ALICE_READ.items() if k != "operation"} | {"kind": "authorized_operations"},
     {"kind": "describe", "filter": {"resource_type": "ANY", "pattern_type": "MATCH"}},
 ]
-CHANGES = st.just({}) | st.dictionaries(st.sampled_from(FIELDS), LEAVES, max_size=1)  # many stay valid
+CHANGES: st.SearchStrategy[dict[str, object]] = st.just({}) | st.dictionaries(  # many stay valid
+    st.sampled_from(FIELDS), LEAVES, max_size=1
+)
 NEAR_ACLS = st.lists(st.builds(lambda acl, change: {**acl, **change}, st.sampled_from(ACLS), CHANGES), max_size=5)
 NEAR_REQUESTS = st.lists(st.builds(lambda req, change: {**req, **change}, st.sampled_from(KINDS), CHANGES), min_size=1)
 # Two in three files are near-valid, so that many examples reach the decisions (exit 0 or 1), not only the parser.

@@ -11,7 +11,7 @@ from tests.cli.test_log_cmds import assert_one_line_error, cli
 from tests.metadata_log.kafka_files import write_snapshot
 from tests.metadata_log.test_kafka_files import GOLDEN
 
-ACLS = [
+ACLS: list[dict[str, str | int]] = [
     {
         "resource_type": "TOPIC",
         "resource_name": "orders-",
@@ -136,7 +136,7 @@ def test_import_reads_acls_json_with_the_strict_parser(tmp_path: Path) -> None:
     """--from-json refuses what `authorize --acls` refuses, naming the file, the element and the field."""
     bad = tmp_path / "bad.json"
     one = json.dumps(ACLS[0])
-    cases = [
+    cases: list[tuple[str | bytes, str]] = [
         (f'[{one}, {one[:-1]}, "host": "*"}}]', "element 1: duplicate key 'host' in one object"),
         (f'[{one}, {one[:-1]}, "x": NaN}}]', "element 1: field 'x': NaN is not a JSON number"),
         (json.dumps([ACLS[0], {**ACLS[0], "id": "a"}]), "element 1: field 'id': unknown field"),

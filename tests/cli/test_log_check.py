@@ -103,7 +103,11 @@ def test_a_cut_tail_is_refused_by_every_writer_and_node_then_recovered(log_copy:
         cut = next(iter(log.read(4))).size_bytes
     os.truncate(segment, segment.stat().st_size - cut)  # the last batch [4], cut at its boundary
     before = contents(log_copy)
-    for args in (["acls", "--log-dir", log_copy, *ADD], ["snapshot", "create", "--log-dir", log_copy]):
+    writers: tuple[list[str | Path], ...] = (
+        ["acls", "--log-dir", log_copy, *ADD],
+        ["snapshot", "create", "--log-dir", log_copy],
+    )
+    for args in writers:
         code, _, err = cli(*args)
         assert code in (1, 2) and "acknowledged batches [4, 5) were lost" in err and "log recover" in err, err
     assert_one_line_error(*cli("replay", "--log-dir", log_copy)[::2], "were lost")
@@ -166,7 +170,11 @@ def test_snapshot_list_and_verify_say_whether_this_log_may_use_each_snapshot(log
 def test_writers_given_a_kafka_metadata_directory_change_nothing(tmp_path: Path) -> None:
     kafka = kafka_metadata_dir(tmp_path / "__cluster_metadata-0")
     before = contents(kafka)
-    for args in (["acls", "--log-dir", kafka, *ADD], ["snapshot", "create", "--log-dir", kafka]):
+    writers: tuple[list[str | Path], ...] = (
+        ["acls", "--log-dir", kafka, *ADD],
+        ["snapshot", "create", "--log-dir", kafka],
+    )
+    for args in writers:
         code, out, err = cli(*args)
         assert code in (1, 2) and out == "", (args, out)
         assert err.count("\n") == 1 and "holds files kraft-acl did not write" in err
@@ -222,7 +230,8 @@ def test_bad_log_headers_give_one_line(
     kraft_acl: list[str], log_copy: Path, target: str, content: str, fragment: str
 ) -> None:
     (log_copy / target).write_text(content)
-    for args in (["replay", "--log-dir", log_copy], ["log", "dump", "--log-dir", log_copy]):
+    readers: tuple[list[str | Path], ...] = (["replay", "--log-dir", log_copy], ["log", "dump", "--log-dir", log_copy])
+    for args in readers:
         proc = run(kraft_acl, *args)
         assert "Traceback" not in proc.stderr
         assert_one_line_error(proc.returncode, proc.stderr, fragment)

@@ -16,7 +16,7 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import (  # type: ignore[attr-defined]  # the package re-exports without __all__
+from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

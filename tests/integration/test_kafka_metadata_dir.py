@@ -39,9 +39,10 @@ from tests.kafka_broker import KafkaBroker, copy_live_dir
 
 pytestmark = pytest.mark.kafka
 T = TypeVar("T")
+# In an AclBindingFilter None matches any name, principal or host (documented; confluent-kafka's hints say str).
 ANY_FILTER = AclBindingFilter(
-    ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
-)
+    ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY  # type: ignore[arg-type]
+)  # fmt: skip
 
 
 def _binding(
@@ -90,12 +91,13 @@ def cluster(kafka_snapshotting_broker: KafkaBroker) -> dict[str, Any]:
     for batch in ([ALICE_READ, ALICE_PAY, BOB_DENY, BOB_GROUP, ALICE_CLUSTER], [ANYONE_TX, BOB_ORDERS]):
         for future in admin.create_acls(batch).values():
             future.result()
+    # None matches any principal or host (see ANY_FILTER for the type: ignore)
     gone = [
-        AclBindingFilter(ResourceType.TOPIC, "orders", LIT, "User:bob", None, AclOperation.ALL, DENY),
+        AclBindingFilter(ResourceType.TOPIC, "orders", LIT, "User:bob", None, AclOperation.ALL, DENY),  # type: ignore[arg-type]
         AclBindingFilter(
-            ResourceType.BROKER, "kafka-cluster", LIT, None, None, AclOperation.ANY, AclPermissionType.ANY
+            ResourceType.BROKER, "kafka-cluster", LIT, None, None, AclOperation.ANY, AclPermissionType.ANY  # type: ignore[arg-type]
         ),
-    ]
+    ]  # fmt: skip
     for future in admin.delete_acls(gone).values():
         future.result()
     for future in admin.create_acls([ALICE_CLUSTER]).values():  # the same ACL again: a new id in the log

@@ -62,7 +62,8 @@ def test_metadata_frames() -> None:
     assert decode_metadata(kf.ABORT) == TransactionMarker("ABORT")
     assert decode_metadata(kf.FEATURE_LEVEL) == OtherRecord(12, 0, len(kf.FEATURE_LEVEL))
     assert decode_metadata(b"\x01\x63\x05zz") == OtherRecord(99, 5, 5)  # a newer type: skipped by its frame
-    assert decode_metadata(VERIFIED[:-1] + b"\x01\x07\x02hi").principal == "User:bob"  # unknown tag kept aside
+    unknown_tag = decode_metadata(VERIFIED[:-1] + b"\x01\x07\x02hi")  # unknown tag kept aside
+    assert isinstance(unknown_tag, AccessControlEntryRecord) and unknown_tag.principal == "User:bob"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -11,7 +12,7 @@ from kraftacl.metadata_log import pace
 
 def test_an_unpaced_thread_never_rests(monkeypatch: pytest.MonkeyPatch) -> None:
     rests: list[float] = []
-    monkeypatch.setattr(pace.time, "sleep", rests.append)
+    monkeypatch.setattr(time, "sleep", rests.append)
     result: list[int] = []
 
     def work() -> None:
@@ -29,7 +30,7 @@ def test_a_paced_thread_rests_once_it_has_worked_its_share(monkeypatch: pytest.M
     now = [100.0]
     rests: list[float] = []
     monkeypatch.setattr(pace, "_clock", lambda: now[0])
-    monkeypatch.setattr(pace.time, "sleep", rests.append)
+    monkeypatch.setattr(time, "sleep", rests.append)
     seen: list[list[float]] = []
 
     def work() -> None:

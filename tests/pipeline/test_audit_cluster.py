@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +107,7 @@ def test_every_job_on_a_standalone_cluster_equals_local_mode(
     middle = generated.boundaries()[len(generated.boundaries()) // 2]
     decisions = str(generated.directory.parent / "decisions.log")
 
-    jobs = {
+    jobs: dict[str, Callable[[str], list[str]]] = {  # job -> its command line, given its output directory
         "fold": lambda out: ["fold", "--log-dir", meta, "--to-offset", str(middle), "--out", f"{out}/state.checkpoint"],
         "changes": lambda out: ["changes", "--log-dir", meta, "--from-offset", str(middle)],
         "permissions": lambda out: ["permissions", "--log-dir", meta, "--principal", "User:carol", "--out", out],

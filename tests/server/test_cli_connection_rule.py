@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ServeProcess, free_port
 
 #: Every command that takes the connection options, with arguments that make it talk to serve.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, BROKER_TOKEN, ServeProcess
 
 ADD = [

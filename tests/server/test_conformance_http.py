@@ -11,6 +11,7 @@ import json
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,7 +31,8 @@ def _config(scenario: Path) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(tuple(line.split("=", 1)) for line in lines if "=" in line))  # type: ignore[misc]
 
 
-def _ask(client: httpx.Client, request: dict[str, object]) -> dict[str, object]:
+def _ask(client: httpx.Client, request: dict[str, object]) -> dict[str, Any]:
+    """The answer in the corpus's expected.jsonl form (JSON values)."""
     kind = request.get("kind", "authorize")
     ctx = {"principal": request.get("principal"), "client_address": request.get("host")}
     if kind == "authorize":
@@ -91,6 +93,6 @@ def test_scenarios_through_http(config: tuple[tuple[str, str], ...], tmp_path: P
                 have = _ask(client, request)
                 if "acls" in want:
                     key = lambda a: tuple(a.values())  # noqa: E731 - sets, as the corpus README allows
-                    assert sorted(have["acls"], key=key) == sorted(want["acls"], key=key), (scenario.name, request)  # type: ignore[arg-type]
+                    assert sorted(have["acls"], key=key) == sorted(want["acls"], key=key), (scenario.name, request)
                 else:
                     assert have == want, (scenario.name, request.get("id"), request.get("why"))

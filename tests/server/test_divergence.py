@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ServeProcess, alice_reads, base_properties
 
 

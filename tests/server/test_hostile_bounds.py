@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from kraftacl.harness.rss import rss_kb
-from tests.server.raw_http import Raw, address, head, post
+from tests.server.raw_http import Answer, Raw, address, head, post
 from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
 
 ONE_ACTION = {
@@ -143,7 +143,7 @@ def test_a_new_connection_must_bring_its_first_request_within_the_request_timeou
         silent_closed = time.monotonic() - started
         started = time.monotonic()
         with Raw(url) as trickle:  # a slow head: one byte every 200 ms, never whole
-            answers: list[object] = []
+            answers: list[Answer] = []
             for byte in b"GET /v1/status HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":
                 try:
                     trickle.send(bytes([byte]))

@@ -14,10 +14,10 @@ import pytest
 from kraftacl.api.endpoints import IMPORT_ACLS
 from kraftacl.authorizer.inputs.acls_json import acls_json_text
 from kraftacl.authorizer.inputs.whatif import load_acls
+from kraftacl.harness.serve_process import kraft_acl_command
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.server.http import GATHER_ABOVE
 from tests.cli.test_log_cmds import assert_one_line_error
-from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
 
 ACLS: list[dict[str, str]] = [

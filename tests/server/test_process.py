@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kraftacl.harness.serve_process import kraft_acl_command
 from kraftacl.metadata_log.backends.file.log import FileLog
-from tests.conftest import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, BROKER_TOKEN, ServeProcess, base_properties, free_port
 
 

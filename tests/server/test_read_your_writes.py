@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
 
 ACL = ALICE_READ_ORDERS

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from kraftacl.api.endpoints import CREATE_SNAPSHOT
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_TOKEN, ServeProcess, base_properties
 
 MISSPELT = "allow.everyone.if.no.acl.foud"

@@ -23,7 +23,9 @@ class Terminal:
         self._stream = pyte.ByteStream(self._screen)
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm", "LANG": "C.UTF-8"}
         base["PROMPT_TOOLKIT_NO_CPR"] = "1"  # pyte answers no cursor-position requests
-        self.child = pexpect.spawn(argv[0], argv[1:], dimensions=(rows, columns), env={**base, **(env or {})})
+        self.child: pexpect.spawn[bytes] = pexpect.spawn(
+            argv[0], argv[1:], dimensions=(rows, columns), env={**base, **(env or {})}
+        )
 
     def screen(self) -> str:
         """The visible screen, trailing blanks removed."""

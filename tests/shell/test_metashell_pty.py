@@ -8,6 +8,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -25,6 +26,12 @@ NEW = StandardAcl(
 )
 
 
+class OpenShell(Protocol):
+    """The `open_shell` fixture: `kraft-acl shell ARGS` started in a rows x columns terminal with this PAGER."""
+
+    def __call__(self, args: list[str], rows: int = 24, columns: int = 200, pager: str = "") -> Terminal: ...
+
+
 @pytest.fixture(scope="module")
 def fixed_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("pty") / "log"
@@ -33,7 +40,7 @@ def fixed_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def open_shell(kraft_acl: list[str], tmp_path: Path) -> Iterator[type[Terminal]]:
+def open_shell(kraft_acl: list[str], tmp_path: Path) -> Iterator[OpenShell]:
     """Start `kraft-acl shell ARGS` in a terminal (history in this test's directory); every one is ended after."""
     started: list[Terminal] = []
 
@@ -48,8 +55,8 @@ def open_shell(kraft_acl: list[str], tmp_path: Path) -> Iterator[type[Terminal]]
         terminal.close()
 
 
-def test_completion_globs_errors_ctrl_c_and_ctrl_d(open_shell: type[Terminal], fixed_log: Path) -> None:
-    term = open_shell(["--log-dir", str(fixed_log)])  # type: ignore[call-arg]
+def test_completion_globs_errors_ctrl_c_and_ctrl_d(open_shell: OpenShell, fixed_log: Path) -> None:
+    term = open_shell(["--log-dir", str(fixed_log)])
     screen = term.wait_lines(PROMPT)
     assert screen.split("\n") == [
         "Loading...",
@@ -84,8 +91,8 @@ def test_completion_globs_errors_ctrl_c_and_ctrl_d(open_shell: type[Terminal], f
     assert term.exit_status() == 0
 
 
-def test_history_is_kept_across_sessions(open_shell: type[Terminal], fixed_log: Path) -> None:
-    first = open_shell(["--log-dir", str(fixed_log)])  # type: ignore[call-arg]
+def test_history_is_kept_across_sessions(open_shell: OpenShell, fixed_log: Path) -> None:
+    first = open_shell(["--log-dir", str(fixed_log)])
     first.wait_lines(PROMPT)
     first.send("pwd\r")
     first.wait_lines(f"{PROMPT} pwd", "/", PROMPT)
@@ -93,7 +100,7 @@ def test_history_is_kept_across_sessions(open_shell: type[Terminal], fixed_log: 
     first.wait_lines(f"{PROMPT} cd /acl/id", PROMPT)
     first.send("exit\r")
     assert first.exit_status() == 0
-    second = open_shell(["--log-dir", str(fixed_log)])  # type: ignore[call-arg]
+    second = open_shell(["--log-dir", str(fixed_log)])
     second.wait_lines(PROMPT)
     second.send("\x1b[A")  # Up: the last line of the previous session
     second.wait_lines(f"{PROMPT} exit")
@@ -116,9 +123,9 @@ def test_history_is_kept_across_sessions(open_shell: type[Terminal], fixed_log: 
     second.wait_lines(f"{PROMPT} history 2", "    5  history", "    6  history 2", PROMPT)
 
 
-def test_the_prompt_follows_a_live_log(open_shell: type[Terminal], fixed_log: Path, tmp_path: Path) -> None:
+def test_the_prompt_follows_a_live_log(open_shell: OpenShell, fixed_log: Path, tmp_path: Path) -> None:
     log_dir = Path(shutil.copytree(fixed_log, tmp_path / "live"))
-    term = open_shell(["--log-dir", str(log_dir)])  # type: ignore[call-arg]
+    term = open_shell(["--log-dir", str(log_dir)])
     term.wait_lines(PROMPT)
     with FileLog(log_dir) as writer:  # another writer appends while the shell waits at its prompt
         writer.append([record_from_acl("d3d3d3d3d3d3d3d3d3d3dw", NEW)])
@@ -138,10 +145,10 @@ def test_the_prompt_follows_a_live_log(open_shell: type[Terminal], fixed_log: Pa
         term.wait_lines("[offset 10] >>")
 
 
-def test_long_output_goes_through_the_pager(open_shell: type[Terminal], fixed_log: Path) -> None:
+def test_long_output_goes_through_the_pager(open_shell: OpenShell, fixed_log: Path) -> None:
     less = shutil.which("less")
     assert less is not None, "the Debian `less` package provides the pager this test drives"
-    term = open_shell(["--log-dir", str(fixed_log)], rows=12, pager=f"{less} -FRX")  # type: ignore[call-arg]
+    term = open_shell(["--log-dir", str(fixed_log)], rows=12, pager=f"{less} -FRX")
     term.wait_lines(PROMPT)
     term.send("find /\r")  # 44 lines on a 12-line screen: less shows the first 11 and waits
     term.wait_lines(
@@ -164,9 +171,9 @@ def test_long_output_goes_through_the_pager(open_shell: type[Terminal], fixed_lo
     term.wait_lines(f"{PROMPT} pwd", "/", PROMPT)
 
 
-def test_ctrl_c_stops_a_running_command(open_shell: type[Terminal], tmp_path: Path) -> None:
+def test_ctrl_c_stops_a_running_command(open_shell: OpenShell, tmp_path: Path) -> None:
     snapshot = write_snapshot(tmp_path / "big", 300_000)  # `find /` walks every ACL under four views: seconds
-    term = open_shell(["--snapshot", str(snapshot)])  # type: ignore[call-arg]
+    term = open_shell(["--snapshot", str(snapshot)])
     term.wait_lines("[offset 300000] >>")
     term.send("find /\r")
     term.wait_lines("[offset 300000] >> find /")

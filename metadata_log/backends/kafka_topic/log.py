@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Self
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -323,6 +323,9 @@ class KafkaLog(LogBackend):
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(f"the Kafka log on {self.config.topic}")
+
+    def __enter__(self) -> Self:  # narrower than LogBackend's, so `with KafkaLog(...) as log` keeps the type
+        return self
 
     def close(self) -> None:
         with self._write_lock:

@@ -19,7 +19,15 @@ from kraftacl.authorizer.decision.who_can import WhoCan, WhoCanEntry, who_can
 from kraftacl.authorizer.errors import AuthorizerNotReadyError, InvalidActionError
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
 from tests.authorizer import reference as ref
-from tests.authorizer.decision.test_properties import BASE, CONCRETE_TYPES, FOCUSED_OPS, acl_specs, names, to_acl
+from tests.authorizer.decision.test_properties import (
+    BASE,
+    CONCRETE_TYPES,
+    FOCUSED_OPS,
+    AclSpec,
+    acl_specs,
+    names,
+    to_acl,
+)
 
 FRESH_PRINCIPALS = ("User:zz-fresh", "Group:zz-fresh")
 FRESH_HOSTS = ("192.0.2.77", "0:0:0:0:0:0:0:2")  # addresses no generated ACL uses
@@ -63,7 +71,7 @@ def asked(entry: WhoCanEntry, answer: WhoCan, acls: list[StandardAcl]) -> list[t
 )
 @settings(BASE, max_examples=300)
 def test_who_can_matches_authorize(
-    specs: list[tuple[str, ...]], super_users: frozenset[str], everyone: bool, rtype: str, name: str, op: str
+    specs: list[AclSpec], super_users: frozenset[str], everyone: bool, rtype: str, name: str, op: str
 ) -> None:
     acls = list(dict.fromkeys(to_acl(spec) for spec in specs))  # the index refuses two ACLs with one content
     auth = authorizer(acls, super_users, everyone)
@@ -87,11 +95,11 @@ def test_who_can_matches_authorize(
         {a.principal for a in reachable if a.principal != "User:*"} | super_users
     )
     assert set(answer.unmatched) == {a for a in candidates if ":" not in a.principal or a.host in UNREACHABLE_HOSTS}
-    for principal in {e.principal for e in answer.entries}:
-        rows = [e for e in answer.entries if e.principal == principal]
+    for row_principal in {e.principal for e in answer.entries}:
+        rows = [e for e in answer.entries if e.principal == row_principal]
         assert [e.host for e in rows].count(None) == 1 and rows[-1].host is None  # one "any other host" row, last
         specific = {e.host for e in rows if e.host is not None}
-        owners = {principal, "User:*"} if principal is not None else {"User:*"}
+        owners = {row_principal, "User:*"} if row_principal is not None else {"User:*"}
         assert specific <= {a.host for a in reachable if a.principal in owners}
     assert answer.covered == bool(candidates)
 

@@ -11,7 +11,7 @@ from kraftacl.authorizer.state.records import acl_from_record
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
 from kraftacl.metadata_log.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
-from tests.authorizer.decision.test_properties import BASE, acl_specs, to_acl
+from tests.authorizer.decision.test_properties import BASE, AclSpec, acl_specs, to_acl
 
 A, B, C = (uuid_to_text(bytes([n] * 16)) for n in (1, 2, 3))
 T0 = 1_700_000_000_000
@@ -48,7 +48,7 @@ def test_history_starts_where_the_log_starts() -> None:
 
 @given(specs=st.lists(acl_specs, max_size=40))
 @BASE
-def test_groups_file_every_acl_once(specs: list[tuple[str, ...]]) -> None:
+def test_groups_file_every_acl_once(specs: list[AclSpec]) -> None:
     acls = {f"id{n:03d}": acl for n, acl in enumerate(dict.fromkeys(to_acl(s) for s in specs))}
     groups = AclGroups(acls)
     assert groups.id_of == {acl: acl_id for acl_id, acl in acls.items()}

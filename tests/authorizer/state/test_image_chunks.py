@@ -65,7 +65,7 @@ def test_chunks_hold_every_acl_once_in_key_order(group: list[StandardAcl], size:
     keys = [(row[1], row[3], row[4]) for row in rows]  # resource type, pattern type, principal
     assert keys == sorted(keys), "keys out of order"
     ids_in_key_order = [row[0] for row in rows]
-    by_key: dict[tuple[object, ...], list[str]] = {}
+    by_key: dict[tuple[object, ...], list[object]] = {}
     for key, acl_id_ in zip(keys, ids_in_key_order, strict=True):
         by_key.setdefault(key, []).append(acl_id_)
     for members in by_key.values():  # within a key, the image's (id) order is kept
@@ -86,7 +86,18 @@ def test_chunks_written_and_read_back_are_the_same_image(group: list[StandardAcl
 
 def test_a_chunk_that_cannot_be_stored_names_its_records_and_leaves_no_file(tmp_path: Path) -> None:
     image = image_of(
-        [StandardAcl(ResourceType.TOPIC, f"t{n}", PatternType.LITERAL, "User:a", "*", 3, 3) for n in range(5)]
+        [
+            StandardAcl(
+                ResourceType.TOPIC,
+                f"t{n}",
+                PatternType.LITERAL,
+                "User:a",
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+            for n in range(5)
+        ]
     )
     good = list(image.chunks(2))
     bad = good[1]._replace(ids=[good[1].ids[0], "not-a-uuid"])

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import immutables
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 from kraftacl.authorizer.decision.config import AuthorizerConfig
 from kraftacl.authorizer.decision.standard import Action, RequestContext, StandardAuthorizer
 from kraftacl.authorizer.errors import ImageError
+from kraftacl.authorizer.index.overlay import OverlayMap
 from kraftacl.authorizer.model.acls import (
     AclOperation,
     AclPermissionType,
@@ -36,13 +36,14 @@ from kraftacl.authorizer.state.records import record_from_acl
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import uuid_to_text
+from kraftacl.metadata_log.errors import ReplayError
 from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
     RecordBatch,
     RemoveAccessControlEntryRecord,
 )
-from kraftacl.metadata_log.replayer import Replayer, ReplayError
+from kraftacl.metadata_log.replayer import Replayer
 from kraftacl.snapshots.format import SnapshotHeader
 from kraftacl.snapshots.store import SnapshotStore
 from tests.authorizer import reference as ref
@@ -81,7 +82,7 @@ def remove(n: int) -> RemoveAccessControlEntryRecord:
 
 
 def image_of(acls: dict[str, StandardAcl], last_offset: int = -1) -> AclsImage:
-    return AclsImage(immutables.Map(acls), Provenance(last_offset, 0, 0))
+    return AclsImage(OverlayMap(acls), Provenance(last_offset, 0, 0))  # adopts the caller's fresh dict
 
 
 # ---- AclsDelta ------------------------------------------------------------------------------------------

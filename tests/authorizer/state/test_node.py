@@ -8,6 +8,7 @@ snapshot policy with retention.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -390,8 +391,16 @@ def test_read_only_node_follows_the_writer(dirs: Dirs) -> None:
 
 def test_heap_is_trimmed_once_loaded_and_after_a_big_rebuild_while_serving(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(node_module, "release_free_memory", lambda: calls.append("start") or True)
-    monkeypatch.setattr(loader_module, "release_free_memory", lambda: calls.append("rebuild") or True)
+
+    def noting(call: str) -> Callable[[], bool]:
+        def release_free_memory() -> bool:  # notes the call; something was released
+            calls.append(call)
+            return True
+
+        return release_free_memory
+
+    monkeypatch.setattr(node_module, "release_free_memory", noting("start"))
+    monkeypatch.setattr(loader_module, "release_free_memory", noting("rebuild"))
     log = MemoryLog()
     log.append([record_from_acl(new_uuid(), topic_acl(n)) for n in range(3)])
     node = AclNode(log, None, CONFIG)

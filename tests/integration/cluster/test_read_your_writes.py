@@ -11,7 +11,7 @@ import uuid
 
 from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS, DELETE_ACLS
 from kraftacl.harness.cluster.deployment import ADMIN_TOKEN, BROKER_TOKEN, Deployment
-from tests.conftest import kraft_acl_command
+from kraftacl.harness.serve_process import kraft_acl_command
 
 
 def _acl(topic: str) -> dict[str, str]:

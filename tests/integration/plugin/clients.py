@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 
 from kraftacl.api.endpoints import CREATE_ACLS, DELETE_ACLS
 from kraftacl.harness.serve_process import ServeProcess
-from tests.kafka_broker import KafkaBroker
+from tests.kafka_broker import ClientConf, KafkaBroker
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 
@@ -62,8 +62,8 @@ def revoke(serve: ServeProcess, *acls: dict[str, str]) -> None:
     assert status == 200 and all(len(r["acls"]) == 1 for r in body["results"]), body
 
 
-def client_conf(broker: KafkaBroker, user: str, listener: str | None, **extra: str | int | bool) -> dict[str, object]:
-    conf: dict[str, object] = dict(broker.client_config(user, listener=listener))
+def client_conf(broker: KafkaBroker, user: str, listener: str | None, **extra: str | int | bool) -> ClientConf:
+    conf = dict(broker.client_config(user, listener=listener))
     conf.update({"log_level": 0, **extra})  # no librdkafka lines on stderr
     return conf
 
@@ -106,19 +106,16 @@ def produce(
 
 def consume(
     broker: KafkaBroker, user: str, topic: str, group: str, *, timeout: float = 20.0
-) -> tuple[list[bytes], KafkaError | None]:
+) -> tuple[list[bytes | None], KafkaError | None]:
     """Read the topic from the start as a member of `group`: the values read, or the first error."""
     errors: list[KafkaError] = []
-    consumer = Consumer(
-        client_conf(
-            broker,
-            user,
-            None,
-            **{"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": True},
-        )
-        | {"error_cb": errors.append}
-    )
-    values: list[bytes] = []
+    group_conf: dict[str, str | int | bool] = {
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+    }
+    consumer = Consumer(client_conf(broker, user, None, **group_conf) | {"error_cb": errors.append})
+    values: list[bytes | None] = []  # a record's value may be null
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + timeout
@@ -126,8 +123,9 @@ def consume(
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                errors.append(msg.error())
+            error = msg.error()
+            if error is not None:
+                errors.append(error)
             else:
                 values.append(msg.value())
         if values:
@@ -170,7 +168,8 @@ def admin(broker: KafkaBroker, listener: str | None = None) -> AdminClient:
 
 def by_principal(principal: str) -> AclBindingFilter:
     """Every ACL of one principal."""
-    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None, AclOperation.ANY,
+    # None matches any name and any host (documented; confluent-kafka's hints say str)
+    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, principal, None, AclOperation.ANY,  # type: ignore[arg-type]
                             AclPermissionType.ANY)  # fmt: skip
 
 

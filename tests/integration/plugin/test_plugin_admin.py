@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
@@ -42,8 +43,8 @@ LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 
 
-def log_records(setup: PluginSetup) -> list[dict[str, object]]:
-    """Every record of serve's log, through `kraft-acl log dump -o json`."""
+def log_records(setup: PluginSetup) -> list[dict[str, Any]]:
+    """Every record of serve's log, through `kraft-acl log dump -o json` (JSON objects)."""
     out = subprocess.run(
         [sys.executable, "-c", "from kraftacl.main import main; main()", "log", "dump", "--log-dir", str(setup.log_dir),
          "-o", "json"],
@@ -107,7 +108,8 @@ def test_results_and_error_codes_are_standard_authorizers(
     assert KafkaError.INVALID_REQUEST in codes["plugin"]
     listed = {k: describe(b, by_principal("User:leo")) for k, b in brokers.items()}
     assert listed["plugin"] == listed["standard"] and len(listed["plugin"]) == 3, _what_serves_hold(plugin_setup)
-    narrow = AclBindingFilter(ResourceType.TOPIC, name, ResourcePatternType.MATCH, None, None, AclOperation.ANY,
+    # None matches any principal and any host (documented; confluent-kafka's hints say str)
+    narrow = AclBindingFilter(ResourceType.TOPIC, name, ResourcePatternType.MATCH, None, None, AclOperation.ANY,  # type: ignore[arg-type]
                               AclPermissionType.ANY)  # fmt: skip
     assert describe(brokers["plugin"], narrow) == describe(brokers["standard"], narrow)
     deleted = {k: delete(b, by_principal("User:leo")) for k, b in brokers.items()}

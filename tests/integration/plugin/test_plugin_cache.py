@@ -140,7 +140,8 @@ def test_an_acl_change_bites_on_the_next_request_after_the_notice_under_churn(ca
     broker, topic = cache_setup.broker, unique("bite")
     create_topics(broker, topic)
     binding = write_binding("nina", topic)
-    only_nina = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:nina", None,
+    # None matches any host (documented; confluent-kafka's hints say str)
+    only_nina = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:nina", None,  # type: ignore[arg-type]
                                  AclOperation.WRITE, AclPermissionType.ALLOW)  # fmt: skip
     stop = threading.Event()
     churner = threading.Thread(target=churn, args=(cache_setup.serve, stop), daemon=True)

@@ -12,6 +12,7 @@ import pytest
 import trustme
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from kraftacl.harness.plugin_jar import PLUGIN_JAR, TEST_CLASSES, kafka_lib
@@ -23,6 +24,14 @@ pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
 
 
 KEY_PASSWORD = "key-secret-0123"
+# the private keys a PKCS12 store can hold (pkcs12.PKCS12PrivateKeyTypes, as classes)
+PKCS12_KEY_TYPES = (
+    rsa.RSAPrivateKey,
+    dsa.DSAPrivateKey,
+    ec.EllipticCurvePrivateKey,
+    ed25519.Ed25519PrivateKey,
+    ed448.Ed448PrivateKey,
+)
 
 
 def pkcs8_key_and_chain(cert: trustme.LeafCert, password: str | None = None) -> bytes:
@@ -38,13 +47,14 @@ def pkcs8_key_and_chain(cert: trustme.LeafCert, password: str | None = None) -> 
 def pkcs12_store(cert: trustme.LeafCert, password: str) -> bytes:
     """A PKCS12 key store holding the key and its certificate chain."""
     key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+    assert isinstance(key, PKCS12_KEY_TYPES), key
     chain = [x509.load_pem_x509_certificate(blob.bytes()) for blob in cert.cert_chain_pems]
     return pkcs12.serialize_key_and_certificates(
         b"broker",
         key,
         chain[0],
         chain[1:],
-        serialization.BestAvailableEncryption(password.encode()),  # type: ignore[arg-type]
+        serialization.BestAvailableEncryption(password.encode()),
     )
 
 
