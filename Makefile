@@ -101,8 +101,10 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check metadata_log authorizer snapshots shell server kraftacl pipeline schemas
 	$(BIN)/lint-imports
 
+# mypy --strict (pyproject.toml [tool.mypy]) on the package and the tests: packages named here replace the config's
+# `packages`, so kraftacl is named again
 typecheck: $(DEV_STAMP)
-	$(BIN)/mypy
+	$(BIN)/mypy -p kraftacl -p tests
 
 ## kafka-jars: fetch the Apache Kafka broker jars of every supported release from Maven Central (kafka-marked tests)
 kafka-jars:
