@@ -28,21 +28,26 @@ $(UV):
 	@$(PY) -m venv $(VENV)
 	@$(call quietly,$(BIN)/pip --disable-pip-version-check install --quiet uv)
 
+# Every module is compiled to bytecode once at install (uv skips it, pip would do it). Where PYTHONDONTWRITEBYTECODE
+# is set (as on the machines this project is built on), each Python process would otherwise compile all it imports
+# again: serve, what it imports late on its event loop (stalls of 21-52 ms seen as it started); the suite, in each of
+# the hundreds of processes it starts (tests/cli: 51 s, 34 s compiled). About 1 s for the runtime. The folders
+# kraftacl/ links to are named (compileall does not follow links); a file that does not compile fails at its import,
+# as without this.
+PROJECT_DIRS := kraftacl metadata_log authorizer snapshots shell schemas server pipeline
+bytecode = @$(BIN)/python -m compileall -q -j 0 $(VENV)/lib $(PROJECT_DIRS) $(1) >/dev/null 2>&1 || true
+
 # rows.py and bulk_rows.py are compiled by setup.py (mypyc, about 10 s): an edit to either rebuilds the extension.
 $(RUN_STAMP): $(UV) pyproject.toml setup.py metadata_log/codec/rows.py authorizer/index/bulk_rows.py
 	$(call say,installing kraft-acl and its runtime dependencies from PyPI and compiling its two hot loops with mypyc)
 	@$(call uv_install,-e .)
+	$(call bytecode)
 	@touch $@
 
-# The suite starts hundreds of Python processes: where PYTHONDONTWRITEBYTECODE is set (as on the machines this project is built on), each
-# would compile everything it imports again (tests/cli: 51 s, 34 s compiled). The folders kraftacl/ links to are
-# named (compileall does not follow links); a file that does not compile fails at its import, as without this.
-PROJECT_DIRS := metadata_log authorizer snapshots shell schemas server pipeline
 $(DEV_STAMP): $(RUN_STAMP)
 	$(call say,installing the dev tools (pytest ruff mypy ...) and PySpark (the audit jobs) from PyPI)
 	@$(call uv_install,-e '.[dev$(comma)spark]')
-	$(call say,compiling every module to bytecode once (the suite starts hundreds of Python processes))
-	@$(BIN)/python -m compileall -q -j 0 $(VENV)/lib kraftacl $(PROJECT_DIRS) tests >/dev/null 2>&1 || true
+	$(call bytecode,tests)
 	@touch $@
 
 ## setup: everything `make test` needs: the full .venv, the plugin jar and the Spark Kafka connector jars

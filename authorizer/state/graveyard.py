@@ -9,8 +9,9 @@ the graph apart depth first: an object nobody else references has its referents 
 before it is freed, so each free releases that object alone, and big lists and dicts are emptied a slice at a time.
 Objects still referenced elsewhere (shared ACLs, interned names) are only let go of, never entered.
 
-Only for graphs of plain containers and immutable values, which is what images, indexes and records are: a graph
-whose objects have finalizers would run them on the graveyard's thread. An object still referenced elsewhere
+Only for graphs of plain containers, msgspec Structs and immutable values, which is what images, indexes, records and
+decoded request bodies are (a Struct's fields are read by name: a gc=False Struct hides them from the collector): a
+graph whose objects have finalizers would run them on the graveyard's thread. An object still referenced elsewhere
 after `PATIENCE_S` is simply let go (its last holder then frees it the usual way). Thread-safe.
 """
 
@@ -134,7 +135,11 @@ class Graveyard:
                     stack.append(obj)
                     stack.extend(obj.pop() for _ in range(SLICE))
                 else:
-                    stack.extend(referents(obj))
+                    fields = getattr(type(obj), "__struct_fields__", None)
+                    if fields is None:
+                        stack.extend(referents(obj))
+                    else:  # a msgspec Struct (request bodies are gc=False: the collector does not see their fields)
+                        stack.extend([getattr(obj, name) for name in fields])
             obj = None  # the last one goes here, not with the next step's first
             breathe()
         return count

@@ -7,6 +7,7 @@ import time
 import weakref
 from collections.abc import Callable
 
+import msgspec
 import pytest
 
 from kraftacl.authorizer.state import graveyard as graveyard_module
@@ -42,6 +43,26 @@ def test_a_buried_graph_nobody_else_holds_is_taken_apart_and_freed() -> None:
         assert yard.freed > 10_000
     finally:
         gc.enable()
+
+
+class Body(msgspec.Struct, gc=False):
+    """A decoded request body as serve's are: the collector does not see a gc=False Struct's fields."""
+
+    items: list[object]
+
+
+def test_a_gc_free_struct_is_entered_through_its_fields_not_freed_whole() -> None:
+    yard = Graveyard("test-graveyard")
+    nodes = [Node([i]) for i in range(10_000)]
+    watch = weakref.ref(nodes[-1])
+    body = Body(nodes)
+    assert gc.get_referents(body) == []  # what the graveyard cannot rely on for such a Struct
+    del nodes
+    yard.bury(body)
+    del body
+    wait_for(lambda: yard.freed > 0)  # counted when the whole graph is done
+    assert watch() is None
+    assert yard.freed > 10_000  # the list and each node were let go one at a time, not with the Struct in one free
 
 
 def test_a_part_still_held_elsewhere_is_let_go_of_untouched() -> None:
