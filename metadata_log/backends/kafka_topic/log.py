@@ -181,17 +181,10 @@ class KafkaLog(LogBackend):
             self._next = base + len(records)
             if delivered:
                 self._remember(base, delivered[0])
-            self._await_visible()
+            # returned once every reader sees it (a shell or a broker-role serve asked next); past the timeout it is
+            # still committed, so no error here: `high_watermark` waits again and names the timeout
+            self._await_committed(self._next)
             return AppendResult(base, base + len(records) - 1, self.epoch)
-
-    def _await_visible(self) -> None:
-        """Wait (bounded) until read_committed readers see the batch just committed: the broker answers the commit
-        before it writes the transaction markers, and until then other processes (a shell, a broker-role serve)
-        still stop below it. A batch the markers have not reached by the timeout is still committed, so this is no
-        error here; `high_watermark` waits for it again and names the timeout."""
-        deadline = time.monotonic() + self.config.timeout_s
-        while self._committed_end() < self._next and time.monotonic() < deadline:
-            time.sleep(0.002)
 
     def _reset_writer(self) -> None:
         """After an append of unknown outcome: fence our own stuck producer (aborting its transaction, or letting a
@@ -284,18 +277,24 @@ class KafkaLog(LogBackend):
 
     def high_watermark(self) -> int:
         self._check_open()
-        end = self._committed_end()
         target = self._next if self._producer is not None else 0
         # Our own commits are durable, but the broker writes transaction markers asynchronously: wait
         # (bounded, holding no lock) until the last stable offset covers them, so the writer reads its writes.
+        end = self._await_committed(target)
+        if end < target:
+            raise LogUnavailableError(
+                f"{self.config.topic}: the last stable offset did not reach "
+                f"this writer's offset {target} within {self.config.timeout_s}s"
+            )
+        return end
+
+    def _await_committed(self, target: int) -> int:
+        """The committed end once it reaches `target` (the broker answers a transaction's commit before it writes the
+        markers, and read_committed readers stop below a batch until then), or as it is after the timeout."""
         deadline = time.monotonic() + self.config.timeout_s
-        while end < target:
-            if time.monotonic() > deadline:
-                raise LogUnavailableError(
-                    f"{self.config.topic}: the last stable offset did not reach "
-                    f"this writer's offset {target} within {self.config.timeout_s}s"
-                )
-            time.sleep(0.005)
+        end = self._committed_end()
+        while end < target and time.monotonic() < deadline:
+            time.sleep(0.002)
             end = self._committed_end()
         return end
 

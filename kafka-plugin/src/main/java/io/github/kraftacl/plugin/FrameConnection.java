@@ -312,10 +312,6 @@ final class FrameConnection {
     }
 
     /**
-     * Break the connection: close it, and every call waiting on it fails with this cause. It closes the TCP socket
-     * (under TLS too: closing an SSLSocket waits for a blocked write to end), reset after a timeout.
-     */
-    /**
      * Break this connection at the deadline unless the returned task is cancelled first: bounds a step that no read
      * timeout bounds (the TLS handshake and the upgrade, which a peer sending a byte now and then keeps going).
      */
@@ -326,6 +322,10 @@ final class FrameConnection {
         }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * Break the connection: close it, and every call waiting on it fails with this cause. It closes the TCP socket
+     * (under TLS too: closing an SSLSocket waits for a blocked write to end), reset after a timeout.
+     */
     void fail(IOException cause) {
         boolean closedByServe = cause instanceof EOFException || cause instanceof SocketException;
         Broken b = new Broken(server + (closedByServe ? " closed the decision-frames connection before answering: "
