@@ -48,7 +48,7 @@ def test_a_buried_graph_nobody_else_holds_is_taken_apart_and_freed() -> None:
 class Body(msgspec.Struct, gc=False):
     """A decoded request body as serve's are: the collector does not see a gc=False Struct's fields."""
 
-    items: list[object]
+    items: list[Node]
 
 
 def test_a_gc_free_struct_is_entered_through_its_fields_not_freed_whole() -> None:
