@@ -6,7 +6,10 @@ and the offset lies beyond it (no write can have answered it).
 A serve applies the log some milliseconds after the controller acknowledged a write (docs/deployment.md has the
 measured propagation); a client that must see its own write on any serve passes the offset instead of sleeping.
 
-Runs on the event loop; the wait is woken by the change feed (`server.change_feed`) and re-checks every 50 ms.
+A broker-role serve that must wait asks its tailer to poll the log at once (once per request; concurrent asks
+share one poll), rather than after metadata.log.poll.interval.ms: the write that answered `min_offset` is already
+committed, so that poll finds it. Runs on the event loop; the wait is woken by the change feed
+(`server.change_feed`) and re-checks every 50 ms.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ async def reached(state: ServeState, min_offset: int | None) -> None:
     arrived = time.monotonic()
     deadline = arrived + state.config.min_offset_wait_s
     feed = state.changes
+    poked = False
     while state.authorizer.state()[1] < min_offset:
         tail = state.tailer.status() if state.tailer is not None else None
         if (
@@ -78,4 +82,7 @@ async def reached(state: ServeState, min_offset: int | None) -> None:
                 f"(waited {time.monotonic() - arrived:.1f} s, min.offset.wait.max.ms); ask again, or another serve",
                 "$.min_offset",
             )
+        if not poked and state.tailer is not None:
+            state.tailer.poke()  # after the deadline's check: min.offset.wait.max.ms=0 never waits for a poll
+            poked = True
         await feed.wait(feed.acl_offset, min(left, RECHECK_S))

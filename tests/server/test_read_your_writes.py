@@ -89,7 +89,7 @@ def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[S
         assert bad.status_code == 400 and bad.json()["error"]["field"] == "$.min_offset"
     with controller.client(token=ADMIN_TOKEN) as admin:
         created = admin.post("/v1/acls/create", json={"acls": [ACL]}).json()
-    props = dict(reader.properties, **{"min.offset.wait.max.ms": "100"})
+    props = dict(reader.properties, **{"min.offset.wait.max.ms": "0"})  # answers before the poll it asks for
     reader.stop()
     slow = ServeProcess(reader.directory, {**props, "metadata.log.poll.interval.ms": "60000"})
     with slow.start(), slow.client(token=BROKER_TOKEN) as client:
@@ -98,6 +98,26 @@ def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[S
         assert later["offset"] > created["offset"]
         answer = client.post("/v1/authorize", json=_body(later["offset"]))
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "OFFSET_NOT_REACHED", answer.text
+
+
+def test_a_serve_that_must_wait_polls_at_once_not_after_its_interval(
+    pair: tuple[ServeProcess, ServeProcess],
+) -> None:
+    """A reader polling once a minute answers a write it has not read yet within min.offset.wait.max.ms (20 s): the
+    request makes it poll now, for each of several writes in a row."""
+    controller, reader = pair
+    props = {**reader.properties, "metadata.log.poll.interval.ms": "60000", "min.offset.wait.max.ms": "20000"}
+    reader.stop()
+    slow = ServeProcess(reader.directory, props)
+    with slow.start(), slow.client(token=BROKER_TOKEN, timeout=30) as client:
+        for name in ("orders", "payments", "refunds"):
+            with controller.client(token=ADMIN_TOKEN) as admin:
+                acl = dict(ACL, resource_name=name)
+                offset = admin.post("/v1/acls/create", json={"acls": [acl]}).json()["offset"]
+            action = {"operation": "READ", "resource_type": "TOPIC", "resource_name": name}
+            answer = client.post("/v1/authorize", json={**_body(offset), "actions": [action]})
+            assert answer.status_code == 200 and answer.json()["results"] == ["ALLOWED"], (name, answer.text)
+            assert answer.json()["offset"] >= offset
 
 
 def test_the_cli_tries_each_server_and_passes_min_offset(pair: tuple[ServeProcess, ServeProcess]) -> None:
