@@ -28,6 +28,7 @@ REFERENCE_PROBE_US = 24.0
 
 _CPUIDLE = "/sys/devices/system/cpu/cpuidle"
 _HALTPOLL = "/sys/module/haltpoll/parameters/guest_halt_poll_ns"
+_PROC_STAT = "/proc/stat"
 
 
 def cpu_idle() -> dict[str, Any]:
@@ -47,6 +48,20 @@ def cpu_idle() -> dict[str, Any]:
         "driver": read(f"{_CPUIDLE}/current_driver"),
         "guest_halt_poll_ns": int(poll) if poll is not None and poll.isdigit() else None,
     }
+
+
+def cpu_steal_ms() -> int | None:
+    """Milliseconds of CPU time the hypervisor gave other guests while this one's vCPUs wanted it, summed over the
+    vCPUs since boot (/proc/stat's `steal`, in ticks of 10 ms); None where the kernel does not report it. The
+    difference across a run tells whether a latency outlier coincided with the host taking the CPU away."""
+    try:
+        with open(_PROC_STAT, encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu" or not fields[8].isdigit():
+        return None
+    return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK")
 
 
 def cpu_probe_us(number: int = 20000) -> float:
