@@ -10,10 +10,16 @@ publisher the initial load is complete (the authorizer starts answering), even w
 Every catch-up first checks that the log still holds what was applied (the batch below
 `next_offset`, by end offset, epoch and timestamp): a log that is now shorter or holds another
 batch there raises DivergenceError and nothing after it is applied.
+
+A batch of BULK_RECORDS or more (a 200k-ACL import another serve wrote) is applied and published at once with the
+garbage collector paused, and what it made is then frozen out of later collections (`gc_pause`), as the import's
+writer does: the collections its million new objects would trigger on this thread (up to hundreds of ms each) would
+hold the GIL that a follower's event loop answering brokers needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -23,6 +29,7 @@ from typing import Protocol
 from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.gc_pause import paused_gc
 from kraftacl.authorizer.state.graveyard import bury
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance, image_from_columns, image_from_snapshot
 from kraftacl.authorizer.state.memory import release_free_memory
@@ -36,6 +43,7 @@ log = logging.getLogger(__name__)
 # A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
 # against the rebuild's hundreds; below it the trim would cost more than the rebuild).
 TRIM_AFTER_ACLS = 10_000
+BULK_RECORDS = 10_000  # a batch this large is applied and published with the collector paused, then frozen
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +157,15 @@ class MetadataLoader:
             delta = AclsDelta(self.image)
             last: RecordBatch | None = None
             for batch in self.replayer.batches(self.next_offset, to_offset, self._applied()):
-                delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
-                self.applied_bytes += batch.size_bytes
-                last = batch
-                pending += len(batch.records)
+                bulk = len(batch.records) >= BULK_RECORDS
+                with paused_gc(freeze=True) if bulk else contextlib.nullcontext():
+                    delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
+                    self.applied_bytes += batch.size_bytes
+                    last = batch
+                    pending += len(batch.records)
+                    if bulk and every is not None:  # published now, while the collector is still paused
+                        self._publish(delta, _provenance(batch))
+                        applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
                 if every is not None and pending >= every:
                     self._publish(delta, _provenance(batch))
                     applied, pending, delta = applied + pending, 0, AclsDelta(self.image)

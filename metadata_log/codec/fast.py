@@ -34,10 +34,14 @@ from kraftacl.metadata_log.pace import breathe
 from kraftacl.metadata_log.records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
 
 DecodeRows = Callable[[bytes, RowTables], tuple[list[str], list[Any]]]
+DecodeRowsPart = Callable[[bytes, RowTables, int, int, int], tuple[list[str], list[Any], int, int]]
 # The v1 row walk in use: the mypyc-compiled copy of codec_rows (about 2x faster) when it is built and
 # current, else the source; DECODER says which ("native", "disabled", "not built" or "stale").
 _compiled, DECODER = load_native(codec_rows, "kraftacl.metadata_log.codec._rows_native")
 decode_v1_rows: DecodeRows = _compiled.decode_v1_rows if _compiled is not None else codec_rows.decode_v1_rows
+decode_v1_rows_part: DecodeRowsPart = (
+    _compiled.decode_v1_rows_part if _compiled is not None else codec_rows.decode_v1_rows_part
+)
 
 ACE_FIELDS = (
     "id",

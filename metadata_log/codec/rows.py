@@ -96,6 +96,17 @@ def _intern_text(raw: bytes, texts: dict[bytes, str], intern: Callable[[str], st
 
 def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]:
     """(ids, rows) of a v1 `RecordBatch` payload: a row per add, None per remove, in record order."""
+    ids, rows, _, _ = decode_v1_rows_part(buf, tables, 0, 0, -1)
+    return ids, rows
+
+
+def decode_v1_rows_part(
+    buf: bytes, tables: RowTables, pos: int, left: int, limit: int
+) -> tuple[list[str], list[Any], int, int]:
+    """Up to `limit` (ids, rows) of a v1 payload from byte `pos`, where `left` rows of the current block remain (0:
+    a block's count comes next), and where to go on: (ids, rows, next `pos`, next `left`), `pos` -1 once the
+    payload's end was read. A negative `limit` reads to the end. One call is one hold of the GIL (compiled code
+    never hands it over), so a large batch read on a serving node is decoded a part at a time."""
     compiled = _COMPILED.get(tables)
     if compiled is None:
         compiled = _COMPILED[tables] = tables.one_byte()
@@ -107,16 +118,20 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
     append = rows.append
     raw_ids: list[bytes] = []  # one base64 call makes every text (uuids.ids_to_text)
     add_id = raw_ids.append
-    pos = 0
     end = len(buf)
-    while True:
-        n, pos = varint(buf, pos)
-        if n == 0:
-            break
-        if n < 0:
-            n = -n
-            _, pos = varint(buf, pos)
-        for _ in range(n):
+    while len(rows) != limit:
+        if left == 0:
+            n, pos = varint(buf, pos)
+            if n == 0:
+                if pos != end:
+                    raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
+                return ids_to_text(raw_ids), rows, -1, 0
+            if n < 0:
+                n = -n
+                _, pos = varint(buf, pos)
+            left = n
+        while left and len(rows) != limit:
+            left -= 1
             tag = buf[pos]
             add_id(buf[pos + 1 : pos + 17])
             pos += 17
@@ -184,6 +199,4 @@ def decode_v1_rows(buf: bytes, tables: RowTables) -> tuple[list[str], list[Any]]
                 v, pos = varint(buf, pos)
                 pm = pm_f(v)
             append(new(row_type, (rt, name, pt, principal, host, op, pm)))
-    if pos != end:
-        raise ValueError(f"payload has {end - pos} bytes after the end of the batch (at byte {pos})")
-    return ids_to_text(raw_ids), rows
+    return ids_to_text(raw_ids), rows, pos, left

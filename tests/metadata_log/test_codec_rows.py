@@ -23,6 +23,7 @@ from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.codec import acl_rows
 from kraftacl.metadata_log.codec import avro as codec
 from kraftacl.metadata_log.codec import fast as codec_fast
+from kraftacl.metadata_log.codec import lazy_records as lazy_records_module
 from kraftacl.metadata_log.codec import rows as codec_rows
 from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
 from kraftacl.metadata_log.codec.lazy_records import LazyRecords
@@ -210,6 +211,69 @@ def test_multiple_and_sized_blocks(decode_v1_rows: DecodeRows) -> None:
     assert 0x80 <= size < 0x4000
     payload = b"\x02" + one + b"\x03" + bytes([size & 0x7F | 0x80, size >> 7]) + two + b"\x00"  # counts 1, -2
     assert decode_v1_rows(payload, ACL_ROWS) == reference(records_for(0, 3))
+
+
+DecodeRowsPart = Callable[[bytes, RowTables, int, int, int], tuple[list[str], list[Any], int, int]]
+PART_DECODERS = [pytest.param(codec_rows.decode_v1_rows_part, id="source")] + (
+    [pytest.param(_compiled.decode_v1_rows_part, id="native")] if _compiled is not None else []
+)
+
+
+def in_parts(decode_part: DecodeRowsPart, payload: bytes, limit: int) -> tuple[list[str], list[Any], int]:
+    """The whole payload decoded `limit` rows at a time: (ids, rows, how many calls)."""
+    ids_: list[str] = []
+    rows: list[Any] = []
+    pos = left = calls = 0
+    while pos >= 0:
+        part_ids, part_rows, pos, left = decode_part(payload, ACL_ROWS, pos, left, limit)
+        assert len(part_ids) == len(part_rows) <= limit
+        ids_ += part_ids
+        rows += part_rows
+        calls += 1
+    return ids_, rows, calls
+
+
+@pytest.mark.parametrize("decode_part", PART_DECODERS)
+@settings(max_examples=200)
+@given(batches, st.integers(1, 9))
+def test_parts_of_any_size_join_to_the_whole(
+    decode_part: DecodeRowsPart, records: list[MetadataRecord], limit: int
+) -> None:
+    ids_, rows, calls = in_parts(decode_part, codec.encode(records), limit)
+    assert (ids_, rows) == reference(records)
+    assert calls == len(records) // limit + 1  # the last call reads the end (with the last rows or none)
+
+
+@pytest.mark.parametrize("decode_part", PART_DECODERS)
+def test_parts_cross_block_boundaries_and_find_damage_in_a_later_part(decode_part: DecodeRowsPart) -> None:
+    one, two = codec.encode(records_for(0, 1))[1:-1], codec.encode(records_for(1, 2))[1:-1]
+    size = len(two) << 1
+    payload = b"\x02" + one + b"\x03" + bytes([size & 0x7F | 0x80, size >> 7]) + two + b"\x00"  # counts 1, -2
+    for limit in (1, 2, 3, 4):
+        assert in_parts(decode_part, payload, limit)[:2] == reference(records_for(0, 3))
+    with pytest.raises(ValueError, match="1 bytes after the end of the batch"):
+        in_parts(decode_part, payload + b"\x00", 1)
+    part_ids, _, pos, left = decode_part(payload[:-5], ACL_ROWS, 0, 0, 2)  # the first two rows are whole
+    assert len(part_ids) == 2 and pos > 0 and left == 1
+    with pytest.raises((ValueError, IndexError)):
+        decode_part(payload[:-5], ACL_ROWS, pos, left, 2)
+
+
+def test_a_batch_larger_than_a_part_is_decoded_in_parts_by_lazy_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = records_for(0, 50)
+    calls: list[int] = []
+    real = codec_fast.decode_v1_rows_part
+
+    def counted(
+        buf: bytes, tables: RowTables, pos: int, left: int, limit: int
+    ) -> tuple[list[str], list[Any], int, int]:
+        calls.append(limit)
+        return real(buf, tables, pos, left, limit)
+
+    monkeypatch.setattr(lazy_records_module, "ROWS_PER_PART", 8)
+    monkeypatch.setattr(codec_fast, "decode_v1_rows_part", counted)
+    assert lazy_batch(codec.encode(records), 50).records.acl_rows(ACL_ROWS) == reference(records)
+    assert calls == [8] * 7  # 6 parts of 8, then the last 2 rows and the end
 
 
 # -- LazyRecords

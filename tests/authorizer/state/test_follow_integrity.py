@@ -4,17 +4,21 @@ when and retried, a failed automatic snapshot never fails an append, and `log re
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 import resource
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kraftacl.authorizer.model.acls import AclOperation, AclPermissionType, PatternType, ResourceType, StandardAcl
+from kraftacl.authorizer.state import loader as loader_module
 from kraftacl.authorizer.state.node import AclNode
+from kraftacl.authorizer.state.records import batch_rows
 from kraftacl.authorizer.state.recovery import RecoveryRefused, recover
 from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.metadata_log.backends.file.format import iter_frames, read_segment_header
@@ -294,3 +298,39 @@ def test_a_poked_tailer_reads_new_records_at_once_not_after_its_interval(tmp_pat
         node.close()
         w.close()
     assert tailer._thread is not None and not tailer._thread.is_alive(), "stop wakes a tailer waiting an hour"
+
+
+def test_a_large_batch_is_applied_with_the_collector_paused_then_frozen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower applying a batch of BULK_RECORDS or more (another serve's import) runs no collection meanwhile (it
+    would hold the GIL the event loop needs), publishes it at once, and freezes what it made; smaller batches are
+    applied as before, and the collector is on again after either."""
+    w = writer_node(tmp_path)
+    node = reader_node(tmp_path)
+    tailer = Tailer(node.loader, interval_s=3600)
+    seen: list[tuple[int, bool]] = []
+    freezes: list[int] = []
+
+    def watched(records: Any) -> Any:
+        seen.append((len(records), gc.isenabled()))
+        return batch_rows(records)
+
+    monkeypatch.setattr(loader_module, "batch_rows", watched)
+    monkeypatch.setattr(loader_module, "BULK_RECORDS", 3)
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(len(node.image.acls)))
+    try:
+        assert gc.isenabled()
+        create(w, 1, 2)
+        seen.clear()  # the writer's own apply (this process) is not the follower's
+        tailer.poll_once()
+        assert node.image.provenance.next_offset == 2 and seen == [(2, True)] and freezes == []
+        create(w, 3, 4, 5)
+        seen.clear()
+        freezes.clear()
+        tailer.poll_once()
+        assert node.image.provenance.next_offset == 5 and len(node.image.acls) == 5
+        assert seen == [(3, False)] and freezes == [5] and gc.isenabled()
+    finally:
+        node.close()
+        w.close()
