@@ -30,11 +30,6 @@ def pace_thread(work_s: float = WORK_S, rest_s: float = REST_S) -> None:
     _local.since = _clock()
 
 
-def stop_pacing() -> None:
-    """The calling thread no longer rests (a forked child in which nothing else runs)."""
-    _local.pace = None
-
-
 def breathe() -> None:
     """Between two steps of bulk work: rest if this thread is paced and has worked its share since its last rest."""
     pace = getattr(_local, "pace", None)

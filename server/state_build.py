@@ -58,7 +58,6 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         else None,
         retain_snapshots=lc.snapshot_retain,
     )
-    node.snapshot_in_child = True  # its automatic snapshots are written by a forked child, not on its GIL
     if lc.snapshot_dir is not None and writes_snapshots:
         lc.snapshot_dir.mkdir(parents=True, exist_ok=True)
     holder: list[ServeState] = []

@@ -21,7 +21,6 @@ from pathlib import Path
 from kraftacl.metadata_log.backend import LogBackend
 from kraftacl.metadata_log.backends.file.dir_files import is_own_part, is_own_snapshot
 from kraftacl.metadata_log.records import AccessControlEntryRecord
-from kraftacl.snapshots import child
 from kraftacl.snapshots.binding import BackendView, LogView, Problem, Unusable, unusable
 from kraftacl.snapshots.columns import AclColumns
 from kraftacl.snapshots.errors import CorruptSnapshotError, SnapshotError, SnapshotIOError, SnapshotNameError
@@ -69,21 +68,16 @@ class SnapshotStore:
         """Write records to `<name>.part`, fsync, rename into place, fsync the directory; then apply retention."""
         return self.write_chunks(header, record_chunks(records))
 
-    def write_chunks(self, header: SnapshotHeader, chunks: Iterable[AclColumns], in_child: bool = False) -> Path:
+    def write_chunks(self, header: SnapshotHeader, chunks: Iterable[AclColumns]) -> Path:
         """Like `write`, from chunks of columns (one file chunk each): a node's snapshot skips the records.
 
-        `in_child`: the chunks are made, encoded and written by a forked child process (`snapshots.child`; a
-        serving node's GIL stays with its event loop), then moved into place here. An OS error (no space left,
-        ...) is a SnapshotIOError naming the file; nothing is left behind.
+        An OS error (no space left, ...) is a SnapshotIOError naming the file; nothing is left behind.
         """
         final = self.path(SnapshotId(header.end_offset, header.epoch))
         part = final.with_name(f"{final.name[: -len(SUFFIX)]}-{os.getpid()}{PART_SUFFIX}")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            if in_child and child.available():
-                count = child.run_in_child(lambda: _write_part(part, header, chunks))
-            else:
-                count = _write_part(part, header, chunks)
+            count = _write_part(part, header, chunks)
             os.replace(part, final)
             fsync_dir(self.directory)
             stat = final.stat()

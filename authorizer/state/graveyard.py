@@ -17,14 +17,12 @@ after `PATIENCE_S` is simply let go (its last holder then frees it the usual way
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import queue
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 from kraftacl.metadata_log.pace import breathe, pace_thread
 
@@ -48,9 +46,6 @@ class Graveyard:
         self._start_lock = threading.Lock()
         self.freed = 0  # objects taken apart so far (for tests and metrics)
         self.let_go = 0  # buried objects still referenced elsewhere after PATIENCE_S
-        self._open = threading.Event()  # cleared while `paused`: no step is taken
-        self._open.set()
-        self._pausers = 0
 
     def bury(self, *graphs: object) -> None:
         """Take one more reference to each graph: it is freed here, in steps, once nobody else holds it."""
@@ -58,21 +53,6 @@ class Graveyard:
             if graph is not None and type(graph) not in _LEAVES:
                 self._queue.put(([graph], time.monotonic() + PATIENCE_S))
         self._ensure_thread()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """No object is freed meanwhile (a forked child shares this process's pages: every object the graveyard
-        touched would be copied, a page fault each, while the event loop waits for the GIL)."""
-        with self._start_lock:
-            self._pausers += 1
-            self._open.clear()
-        try:
-            yield
-        finally:
-            with self._start_lock:
-                self._pausers -= 1
-                if self._pausers == 0:
-                    self._open.set()
 
     def _ensure_thread(self) -> None:
         with self._start_lock:
@@ -90,7 +70,6 @@ class Graveyard:
                     waiting.append(self._queue.get_nowait())
             except queue.Empty:
                 pass
-            self._open.wait()
             waiting = self._visit(waiting)
 
     def _visit(self, waiting: list[tuple[list[object], float]]) -> list[tuple[list[object], float]]:
@@ -114,7 +93,6 @@ class Graveyard:
         """Free every object of `stack` that nobody else holds, referents first onto the stack; how many."""
         refs, count, referents = sys.getrefcount, 0, gc.get_referents
         while stack:
-            self._open.wait()
             for _ in range(STEP):
                 if not stack:
                     break

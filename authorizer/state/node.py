@@ -16,7 +16,6 @@ An automatic snapshot (the policy's) that fails after a durable append is logged
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import threading
@@ -28,7 +27,6 @@ from kraftacl.authorizer.decision.standard import StandardAuthorizer
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.state.controller import AclController
 from kraftacl.authorizer.state.gc_pause import paused_gc
-from kraftacl.authorizer.state.graveyard import GRAVEYARD
 from kraftacl.authorizer.state.image import AclsImage, Provenance
 from kraftacl.authorizer.state.loader import AuthorizerPublisher, MetadataLoader, OnPublish, Update
 from kraftacl.authorizer.state.memory import release_free_memory
@@ -74,8 +72,6 @@ class AclNode:
         self.snapshot_failure: str | None = None  # why the last automatic snapshot failed (None: it did not)
         self.retention_deleted: list[str] = []  # every snapshot file retention removed after this node's snapshots
         self.tailer: Tailer | None = None
-        # Snapshots written by a forked child (`snapshots.child`): a serving node's GIL stays with its decisions.
-        self.snapshot_in_child = False
         self._snapshot_lock = threading.Lock()
 
     @property
@@ -168,11 +164,10 @@ class AclNode:
             p.timestamp_ms if p.timestamp_ms >= 0 else int(time.time() * 1000),
             log_id=self.backend.log_id,
         )
-        in_child = self.snapshot_in_child
-        # a million ACLs go out as columns: no collection pass meanwhile (half the time); nothing freed while a
-        # child shares this process's pages (`graveyard`)
-        with paused_gc(), GRAVEYARD.paused() if in_child else contextlib.nullcontext():
-            path = snapshots.write_chunks(header, image.chunks(), in_child=in_child)
+        # a million ACLs go out as columns: no collection pass meanwhile (half the time). On a paced thread (serve's
+        # writer, its tailer) the write rests between chunks (`image.chunks`): the event loop keeps the GIL often.
+        with paused_gc():
+            path = snapshots.write_chunks(header, image.chunks())
         for gone in snapshots.last_deleted:
             self.retention_deleted.append(gone.file_name())
             log.info("retention deleted snapshot %s", gone.file_name())

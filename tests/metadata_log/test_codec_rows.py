@@ -26,6 +26,7 @@ from kraftacl.metadata_log.codec import fast as codec_fast
 from kraftacl.metadata_log.codec import lazy_records as lazy_records_module
 from kraftacl.metadata_log.codec import rows as codec_rows
 from kraftacl.metadata_log.codec.avro import BatchSchema, Codec
+from kraftacl.metadata_log.codec.fast import DecodeRowsPart
 from kraftacl.metadata_log.codec.lazy_records import LazyRecords
 from kraftacl.metadata_log.codec.rows import RowTables
 from kraftacl.metadata_log.errors import DecodeError
@@ -213,7 +214,6 @@ def test_multiple_and_sized_blocks(decode_v1_rows: DecodeRows) -> None:
     assert decode_v1_rows(payload, ACL_ROWS) == reference(records_for(0, 3))
 
 
-DecodeRowsPart = Callable[[bytes, RowTables, int, int, int], tuple[list[str], list[Any], int, int]]
 PART_DECODERS = [pytest.param(codec_rows.decode_v1_rows_part, id="source")] + (
     [pytest.param(_compiled.decode_v1_rows_part, id="native")] if _compiled is not None else []
 )

@@ -113,15 +113,3 @@ def test_leaves_and_none_are_not_buried() -> None:
     yard.bury(None, "text", 3, b"bytes")
     time.sleep(0.05)
     assert yard.freed == 0
-
-
-def test_nothing_is_freed_while_the_graveyard_is_paused() -> None:
-    yard = Graveyard("test-graveyard")
-    graph = [Node("paused")]
-    watch = weakref.ref(graph[0])
-    with yard.paused():
-        yard.bury(graph)
-        del graph
-        time.sleep(0.2)  # several polls
-        assert watch() is not None and yard.freed == 0
-    wait_for(lambda: watch() is None)

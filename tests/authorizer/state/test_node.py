@@ -7,7 +7,11 @@ snapshot policy with retention.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +32,16 @@ from kraftacl.authorizer.model.acls import (
 from kraftacl.authorizer.model.filters import AccessControlEntryFilter, AclBindingFilter, ResourcePatternFilter
 from kraftacl.authorizer.state import loader as loader_module
 from kraftacl.authorizer.state import node as node_module
-from kraftacl.authorizer.state.image import Provenance
+from kraftacl.authorizer.state.image import SNAPSHOT_ROWS, Provenance
 from kraftacl.authorizer.state.node import AclNode, StartupError
 from kraftacl.authorizer.state.records import record_from_acl
+from kraftacl.metadata_log import pace
 from kraftacl.metadata_log.backends.file.format import encode_segment_header
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.metadata_log.backends.memory import MemoryLog
 from kraftacl.metadata_log.codec.avro import CURRENT_SCHEMA, new_uuid
+from kraftacl.snapshots import format as snapshot_format
+from kraftacl.snapshots.columns import AclColumns, encode_columns
 from kraftacl.snapshots.format import SnapshotHeader, SnapshotReader
 from kraftacl.snapshots.naming import SnapshotId, parse_name
 from kraftacl.snapshots.policy import SnapshotPolicy
@@ -193,6 +200,46 @@ def test_snapshot_content_is_the_image(dirs: Dirs) -> None:
     assert reader.header.end_offset == node.backend.high_watermark()
     assert {r.id: r for r in reader.records()} == {i: record_from_acl(i, a) for i, a in node.image.acls.items()}
     node.close()
+
+
+def test_a_paced_thread_writes_the_snapshot_itself_resting_between_chunks(
+    dirs: Dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """serve's writer and tailer are paced: a snapshot they write rests between chunks (the event loop answering
+    brokers gets the GIL), in this process (no fork: its page-table copy stalled every thread of a large serve)."""
+    node = dirs.node()
+    node.start()
+    for start in range(0, 3 * SNAPSHOT_ROWS + 5, 2000):
+        node.controller.create_acls([topic_acl(n) for n in range(start, min(start + 2000, 3 * SNAPSHOT_ROWS + 5))])
+    monkeypatch.setattr(os, "fork", _no_fork)
+    events: list[str] = []
+    ticks = itertools.count()
+    monkeypatch.setattr(pace, "_clock", lambda: float(next(ticks)))  # every breathe() comes after a whole share
+    monkeypatch.setattr(time, "sleep", lambda _: events.append("rest"))
+
+    def encode(columns: AclColumns) -> bytes:
+        events.append("chunk")
+        return encode_columns(columns)
+
+    monkeypatch.setattr(snapshot_format, "encode_columns", encode)
+    paths: list[Path] = []
+
+    def paced() -> None:
+        pace.pace_thread(work_s=0.5, rest_s=0.001)
+        paths.append(node.take_snapshot())
+
+    thread = threading.Thread(target=paced)
+    thread.start()
+    thread.join()
+    reader = SnapshotReader(paths[0])
+    assert {r.id: r for r in reader.records()} == {i: record_from_acl(i, a) for i, a in node.image.acls.items()}
+    chunks = "".join("c" if e == "chunk" else "r" for e in events)
+    assert chunks.count("c") == 4 and "cc" not in chunks, chunks  # a rest between every two chunks
+    node.close()
+
+
+def _no_fork() -> int:
+    raise AssertionError("a snapshot forked the serving process")
 
 
 def test_damaged_newest_snapshot_is_skipped(dirs: Dirs, caplog: pytest.LogCaptureFixture) -> None:
