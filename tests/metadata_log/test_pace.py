@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
@@ -51,14 +53,41 @@ def test_a_paced_thread_rests_once_it_has_worked_its_share(monkeypatch: pytest.M
 
 
 def test_pacing_is_per_thread() -> None:
-    pace.pace_thread(work_s=0.0, rest_s=0.0)  # this thread (a test's) is paced ...
-    try:
-        flags: list[bool] = []
-        thread = threading.Thread(target=lambda: flags.append(getattr(pace._local, "pace", None) is None))
+    flags: list[bool] = []
+
+    def paced() -> None:
+        pace.pace_thread(work_s=0.0, rest_s=0.0)  # this thread is paced ...
+        other = threading.Thread(target=lambda: flags.append(getattr(pace._local, "pace", None) is None))
+        other.start()
+        other.join()
+        pace.breathe()  # rests rest_s (0) and returns
+        flags.append(pace._local.since > 0)
+
+    thread = threading.Thread(target=paced)
+    thread.start()
+    thread.join()
+    assert flags == [True, True]  # ... another is not
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread has its own nice value on Linux only")
+def test_a_paced_thread_yields_the_cpu_to_the_others_of_its_process() -> None:
+    process = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    seen: dict[str, int] = {}
+
+    def paced() -> None:
+        me = threading.get_native_id()
+        pace.pace_thread()
+        seen["paced"] = os.getpriority(os.PRIO_PROCESS, me)
+        pace.pace_thread(work_s=0.01)  # marked again: not lowered twice
+        seen["again"] = os.getpriority(os.PRIO_PROCESS, me)
+
+    def unpaced() -> None:
+        seen["unpaced"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    for target in (paced, unpaced):
+        thread = threading.Thread(target=target)
         thread.start()
         thread.join()
-        assert flags == [True]  # ... another is not
-        pace.breathe()  # rests rest_s (0) and returns
-        assert pace._local.since > 0
-    finally:
-        del pace._local.pace
+    expected = min(process + pace.NICE, 19)
+    assert seen == {"paced": expected, "again": expected, "unpaced": process}
+    assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == process  # the process (its main thread) is untouched
