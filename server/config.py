@@ -107,6 +107,8 @@ KEYS: dict[str, str] = {
     "reader process (a "
     "second, broker-role serve on the same log, started by this one), so that their work never shares the interpreter "
     "that answers brokers' decisions (default auto: on once 10000 or more ACLs are loaded)",
+    "bulk.threads.nice": "how many nice steps below serve's other threads its bulk threads run (the writer, the "
+    "tailer, the graveyard; Linux; 0-19, default 5): decisions get a CPU before bulk work",
     "log.format": "text | json (default text)",
     "log.level": "TRACE, DEBUG, INFO, WARN or ERROR (default INFO: Kafka's audit logger logs denials at INFO)",
 }
@@ -187,6 +189,7 @@ class ServeConfig:
     log_format: str
     log_level: int
     heavy_reads_process: str = "auto"  # auto | on | off (server.reader)
+    bulk_threads_nice: int = 5  # bulk threads' nice steps below serve's others (metadata_log.pace)
     warnings: tuple[str, ...] = field(default=())
     unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
 
@@ -363,6 +366,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         log_format=r.choice("log.format", "text", ("text", "json")),
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],
         heavy_reads_process=r.choice("heavy.reads.process", "auto", ("auto", "on", "off")),
+        bulk_threads_nice=r.integer("bulk.threads.nice", 5, 0, 19),
     )
     unknown = tuple(sorted(k for k in props if k not in r.used and not _is_known(k)))
     warnings = tuple(unknown_key_message(path, k) for k in unknown)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import uvloop
 
+from kraftacl.metadata_log.pace import lower_paced_threads_by
 from kraftacl.server.announce import Announcer
 from kraftacl.server.api import Api
 from kraftacl.server.auth import Authenticator, load_tokens, principal_of_cert
@@ -218,6 +219,7 @@ def serve(config: ServeConfig, out: Announcer | None = None) -> int:
         warn_if_exposed(config.token_file)
     sockets = bind_all(config.listeners)
     connections = Connections(config.limits)
+    lower_paced_threads_by(config.bulk_threads_nice)  # before any bulk thread starts
     try:
         state = build_state(config, connections)
     except BaseException:

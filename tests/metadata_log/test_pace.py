@@ -91,3 +91,21 @@ def test_a_paced_thread_yields_the_cpu_to_the_others_of_its_process() -> None:
     expected = min(process + pace.NICE, 19)
     assert seen == {"paced": expected, "again": expected, "unpaced": process}
     assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == process  # the process (its main thread) is untouched
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a thread has its own nice value on Linux only")
+def test_paced_threads_are_lowered_by_the_steps_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    process = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    seen: list[int] = []
+
+    def paced() -> None:
+        pace.pace_thread()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    for steps in (0, 2):
+        monkeypatch.setattr(pace, "_nice", pace.NICE)
+        pace.lower_paced_threads_by(steps)
+        thread = threading.Thread(target=paced)
+        thread.start()
+        thread.join()
+    assert seen == [process, min(process + 2, 19)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -95,6 +96,7 @@ def test_second_controller_on_one_directory_gets_one_clear_error(tmp_path: Path)
         ({"allow.everyone.if.no.acl.found": "yes"}, "allow.everyone.if.no.acl.found='yes': must be true or false"),
         ({"listener.security.protocol.map": "CLIENT:SSL"}, "SSL listeners need ssl.certfile and ssl.keyfile"),
         ({"request.max.bytes": "10"}, "request.max.bytes='10': must be between 1024"),
+        ({"bulk.threads.nice": "20"}, "bulk.threads.nice='20': must be between 0 and 19"),
     ],
 )
 def test_bad_config_exits_2_with_one_line_before_opening_anything(
@@ -112,6 +114,27 @@ def test_bad_config_exits_2_with_one_line_before_opening_anything(
     assert len(lines) == 1 and lines[0].startswith(f"kraft-acl: error: {config}: "), proc.stderr
     assert words in lines[0]
     assert not (tmp_path / "never-created").exists()
+
+
+def _thread_nice(pid: int) -> list[int]:
+    """The nice value of each thread of a process (Linux /proc: field 19 of each task's stat)."""
+    values = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that ended meanwhile
+            values.append(int((task / "stat").read_text().rpartition(")")[2].split()[16]))
+    return values
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="per-thread nice values are read from Linux /proc")
+def test_bulk_threads_run_below_the_threads_answering_decisions(tmp_path: Path) -> None:
+    props = base_properties(tmp_path)
+    props["bulk.threads.nice"] = "7"
+    with ServeProcess(tmp_path, props).start() as serve:
+        assert serve.pid is not None
+        assert httpx.get(serve.url("CLIENT") + "/v1/status", timeout=30).status_code == 200
+        nice = _thread_nice(serve.pid)
+    assert 7 in nice  # the tailer, at least: it runs from the start
+    assert nice.count(0) >= 1 and set(nice) <= {0, 7}  # the event loop's (the main) thread and the others at 0
 
 
 def test_unknown_keys_are_warned_about(tmp_path: Path) -> None:
