@@ -8,13 +8,13 @@ several times (reading, deciding, writing), each up to the step in progress; at 
 millisecond the loop falls behind and requests queue for tens of milliseconds. Resting hands the GIL to the loop
 for whole milliseconds, in which it catches up; the import takes longer in wall time, by design.
 
-A paced thread also runs `NICE` (5) steps below its process's priority (Linux, where a thread has its own nice value),
-so that a thread answering decisions (serve's event loop, a broker's request thread on the same host) waking on
-the CPU the bulk work occupies gets it at once instead of queueing behind it. On the 2-vCPU machine of
-BENCHMARKS.md this took a follower's broker p99 during a 200k-ACL import from 4.0-20.3 ms to 2.5-5.5 ms. Not
-lower than 5: on a host saturated by other processes, a bulk thread preempted while holding the GIL makes the
-event loop wait for it, and at nice 10 decisions waited about twice as long there as at 0 (serve's
-`bulk.threads.nice` sets it: `lower_paced_threads_by`).
+A paced thread also runs `NICE` (5) steps below its process's priority (Linux, where a thread has its own nice
+value), so that a thread answering decisions (serve's event loop, a broker's request thread on the same host)
+waking on the CPU the bulk work occupies gets it at once instead of queueing behind it. On the 2-vCPU machine of
+BENCHMARKS.md this brought a follower's broker p99 during a 200k-ACL import to 5 ms or less in 19 of 30 runs,
+against 7 of 21 at 0. Not lower than 5: on a host saturated by other processes, a bulk thread preempted while
+holding the GIL makes the event loop wait for it, and at nice 10 decisions waited about twice as long there as
+at 0 (serve's `bulk.threads.nice` sets it: `lower_paced_threads_by`).
 
 Generic: imports nothing of the project. A thread not marked never rests (`breathe` is then one attribute lookup).
 """
