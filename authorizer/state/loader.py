@@ -163,12 +163,9 @@ class MetadataLoader:
                     self.applied_bytes += batch.size_bytes
                     last = batch
                     pending += len(batch.records)
-                    if bulk and every is not None:  # published now, while the collector is still paused
+                    if every is not None and (bulk or pending >= every):  # a bulk batch: while the collector is off
                         self._publish(delta, _provenance(batch))
                         applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
-                if every is not None and pending >= every:
-                    self._publish(delta, _provenance(batch))
-                    applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
             if last is not None and (pending or not delta.is_empty()):
                 self._publish(delta, _provenance(last))
                 applied += pending
