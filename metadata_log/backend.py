@@ -68,6 +68,14 @@ class LogBackend(abc.ABC):
         """True when snapshots written without a log id may be this log's (it has no identity, or predates them)."""
         return True
 
+    def wait_for_append(self, next_offset: int, timeout_s: float) -> bool:
+        """Block until a batch is committed at or after `next_offset` (a long poll), or `timeout_s` has passed.
+
+        True: the caller may read now (it waited, or the log already holds more). False: this backend
+        cannot wait for an append (the default), so a follower polls it on an interval instead.
+        """
+        return False
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release files, locks and connections; idempotent."""

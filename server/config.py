@@ -62,9 +62,10 @@ KEYS: dict[str, str] = {
     "metadata.log.snapshot.max.records": "write a snapshot after this many records (default 100000)",
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
     "metadata.log.snapshot.retain": "snapshots kept (default 3)",
-    "metadata.log.poll.interval.ms": "how often the tailer looks for new records (default 100)",
+    "metadata.log.poll.interval.ms": "how often the tailer looks for new records (default 100; the Kafka topic is "
+    "long-polled, and this is the longest between two reads of its end, at most 250)",
     "metadata.log.poll.on.request": "true: the tailer also looks for new records as each request arrives (default "
-    "false; what serve's reader process does, between polls a minute apart)",
+    "false; what serve's reader process does, between polls a minute apart, never long-polling the Kafka topic)",
     "auth.token.file": "bearer tokens: one `<principal> <token>` per line",
     "auth.anonymous.listeners": "listeners where a caller without credentials is User:ANONYMOUS (else 401)",
     "auth.public.endpoints": "endpoints callable without credentials: status, metrics (default none)",

@@ -114,7 +114,9 @@ class Serve:
             for listener in self.config.listeners:
                 if not listener.early_start:
                     await self._open(listener, "")
-            self.state.tailer = self.state.node.tail(self.config.log.poll_interval_s)
+            # a node that reads when asked (serve's reader process) does not long-poll: it applies nothing unasked
+            follow = self.config.log
+            self.state.tailer = self.state.node.tail(follow.poll_interval_s, long_poll=not follow.poll_on_request)
             index, offset = self.state.authorizer.state()
             self.out.say(
                 "ready", f"ready: {len(index)} ACLs, last applied offset {offset}", acls=len(index), offset=offset

@@ -210,10 +210,11 @@ class AclNode:
             self.snapshot_failure = f"the automatic snapshot at offset {offset} failed: {exc}"
             log.error("%s (the log up to offset %d is durable and applied)", self.snapshot_failure, offset)
 
-    def tail(self, interval_s: float = 0.2) -> Tailer:
-        """Start following the log in the background (a started node); `ready` then reports whether it keeps up."""
+    def tail(self, interval_s: float = 0.2, *, long_poll: bool = True) -> Tailer:
+        """Start following the log in the background (a started node); `ready` then reports whether it keeps up.
+        `long_poll=False`: read the log on the interval and when poked only, never waiting in it (`Tailer`)."""
         if self.tailer is None:
-            self.tailer = Tailer(self.loader, interval_s).start()
+            self.tailer = Tailer(self.loader, interval_s, long_poll=long_poll).start()
         return self.tailer
 
     @property

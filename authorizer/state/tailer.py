@@ -1,6 +1,7 @@
 """Keeps a node caught up with its log after start-up, and keeps it serving when the log is unreachable.
 
-A `Tailer` owns one background thread that calls `MetadataLoader.catch_up` every `interval_s`.
+A `Tailer` owns one background thread that calls `MetadataLoader.catch_up` every `interval_s`, or as soon as
+a batch is committed where the log can say so (a long poll: `LogBackend.wait_for_append`, the Kafka topic).
 Readers of the authorizer are never blocked: a failed catch-up leaves the last published state in
 place (KIP-801: always some batch boundary of the log). The tailer never dies quietly: every
 exception is caught, logged (once per streak, with what it is) and reported in `status()` with
@@ -24,6 +25,9 @@ from kraftacl.metadata_log.pace import pace_thread
 log = logging.getLogger(__name__)
 # A serve's decisions follow the log by up to this much more after the log comes back from an outage: keep it short.
 MAX_BACKOFF_S = 1.0
+# The longest one wait in the log lasts (whatever the interval): `stop` is not held up longer, and the log's end is
+# read at least this often, which keeps `status()` and the lag current while nothing is written.
+LONG_POLL_MAX_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +61,17 @@ class TailStatus:
 class Tailer:
     """Background catch-up loop; `status()` reports lag and errors, `stop()` ends it."""
 
-    def __init__(self, loader: MetadataLoader, interval_s: float = 0.2, max_backoff_s: float = MAX_BACKOFF_S) -> None:
+    def __init__(
+        self,
+        loader: MetadataLoader,
+        interval_s: float = 0.2,
+        max_backoff_s: float = MAX_BACKOFF_S,
+        *,
+        long_poll: bool = True,
+    ) -> None:
         self.loader = loader
         self.interval_s = interval_s
+        self.long_poll = long_poll  # False: only the interval and pokes (a node that reads when asked)
         self.max_backoff_s = max(max_backoff_s, interval_s)
         self._stop = threading.Event()
         self._poked = threading.Event()  # set by `poke` (and `stop`): poll now rather than after the interval
@@ -123,10 +135,28 @@ class Tailer:
 
     def _run(self) -> None:
         pace_thread()  # a large batch applied here rests now and then: decisions keep being answered meanwhile
+        applied = -1
         while not self._stop.is_set():
-            self.poll_once()
-            self._poked.wait(self.delay_s())
+            status = self.poll_once()
+            waited = status.following and self._long_poll(status, status.next_offset != applied)
+            applied = status.next_offset
+            if not waited:
+                self._poked.wait(self.delay_s())
             self._poked.clear()  # a poke from now on is seen by the poll that follows, or wakes the next wait
+
+    def _long_poll(self, status: TailStatus, progressed: bool) -> bool:
+        """After a poll that succeeded: poll again at once if the log holds more (and the poll advanced: a log that
+        stalls is not polled in a busy loop), else wait in the log for its next batch (up to the interval) where
+        the backend can. False: the loop sleeps the interval instead."""
+        if status.lag:
+            return progressed
+        if not self.long_poll:
+            return False
+        try:
+            return self.loader.backend.wait_for_append(status.next_offset, min(self.interval_s, LONG_POLL_MAX_S))
+        except Exception as exc:  # the next poll reports a log that is down; the wait only falls back to sleeping
+            log.debug("metadata log long poll failed, sleeping the interval instead: %s", exc)
+            return False
 
     def poke(self) -> None:
         """Poll now (or right after the poll in progress) instead of after the interval; from any thread."""

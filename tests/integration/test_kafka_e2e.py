@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -54,6 +55,7 @@ from kraftacl.metadata_log.backends.kafka_topic.log import (
     UnsafeTopicError,
 )
 from kraftacl.metadata_log.codec.avro import new_uuid
+from kraftacl.metadata_log.errors import LogClosedError
 from kraftacl.metadata_log.records import (
     AccessControlEntryRecord,
     MetadataRecord,
@@ -760,3 +762,51 @@ def test_reader_sees_a_new_batch_quickly(kafka_broker: KafkaBroker) -> None:
     finally:
         close_all(reader)
         writer.close()
+
+
+def test_wait_for_append_wakes_on_a_commit_and_otherwise_waits_its_timeout(kafka_broker: KafkaBroker) -> None:
+    """KafkaLog's long poll: at once when the log holds more than the caller applied, the whole timeout when
+    nothing is committed, and woken by another process's commit well before a long timeout."""
+    cfg = config(kafka_broker)
+    writer = KafkaLog(cfg, writer=True)
+    reader = KafkaLog(cfg)
+    try:
+        writer.append([record_from_acl(new_uuid(), acl("w1"))])
+        started = time.monotonic()
+        assert reader.wait_for_append(0, 30.0) and reader.high_watermark() == 1
+        assert reader.wait_for_append(0, 30.0), "the end read (1) is past the caller's 0: no wait"
+        assert time.monotonic() - started < 15, "neither call waited for its 30 s timeout"
+        started = time.monotonic()
+        assert reader.wait_for_append(1, 0.5)
+        assert time.monotonic() - started >= 0.45, "nothing was committed: the wait lasted its timeout"
+        later = threading.Timer(0.3, lambda: writer.append([record_from_acl(new_uuid(), acl("w2"))]))
+        later.start()
+        started = time.monotonic()
+        assert reader.wait_for_append(1, 30.0)
+        waited = time.monotonic() - started
+        later.join()
+        assert waited < 15, f"the commit did not end a 30 s wait ({waited:.1f} s)"
+        assert reader.high_watermark() == 2
+    finally:
+        reader.close()
+        writer.close()
+    with pytest.raises(LogClosedError):
+        reader.wait_for_append(2, 0.1)
+
+
+def test_a_kafka_follower_applies_each_commit_without_waiting_for_its_interval(kafka_broker: KafkaBroker) -> None:
+    """A broker-role node's tailer long-polls the topic: with an hour-long interval it still applies every commit
+    (about a round trip after it, `bench --suite cluster`'s propagation), and stops promptly."""
+    cfg = config(kafka_broker)
+    a = node(cfg, writer=True)
+    b = node(cfg, writer=False)
+    tailer = Tailer(b.loader, interval_s=3600).start()
+    try:
+        for n in range(1, 4):
+            create(a, [acl(f"p{n}")])
+            wait_caught_up(tailer, n)
+            assert state(b) == state(a)
+    finally:
+        tailer.stop(timeout=10)
+        close_all(b, a)
+    assert tailer._thread is not None and not tailer._thread.is_alive(), "stop ends a tailer in a long poll"

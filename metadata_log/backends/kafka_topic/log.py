@@ -57,6 +57,15 @@ from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import LogClosedError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 
+# How long the broker holds the watch consumer's fetch for data past the last stable offset (a commit answers it
+# at once), and how little it prefetches: it only learns that a message is there, `read` fetches it again.
+WATCH_FETCH_WAIT_MS = 500
+WATCH_SETTINGS = {
+    "fetch.wait.max.ms": WATCH_FETCH_WAIT_MS,
+    "enable.partition.eof": False,
+    "queued.max.messages.kbytes": 1024,
+}
+
 
 class KafkaLog(LogBackend):
     """The metadata log on one Kafka partition; `writer=True` makes this instance the (fencing) writer."""
@@ -76,6 +85,8 @@ class KafkaLog(LogBackend):
             ensure_topic(config)
         self._probe = ReadStream(self._new_consumer(), config)  # watermarks, tail and seek lookups
         self._reader = ReadStream(self._new_consumer(), config)  # read() iterations
+        # the tail's long poll (`wait_for_append`); made on its first use, since only a follower's tailer waits
+        self._watch: ReadStream | None = None
         self._producer: Producer | None = None
         self._fenced: LogFencedError | None = None  # fenced: no append until the role is claimed again
         self._needs_reset = False  # a failed transaction left the producer unusable: rebuild it first
@@ -84,7 +95,7 @@ class KafkaLog(LogBackend):
         if writer:
             self.claim_writer()
 
-    def _new_consumer(self) -> Consumer:
+    def _new_consumer(self, **settings: Any) -> Consumer:
         return Consumer(
             {
                 **self.config.base(),
@@ -95,6 +106,7 @@ class KafkaLog(LogBackend):
                 "auto.offset.reset": "earliest",
                 # A metadata log is small and read to its end: answer at once rather than wait for more data.
                 "fetch.wait.max.ms": 5,
+                **settings,
             }
         )
 
@@ -275,6 +287,27 @@ class KafkaLog(LogBackend):
             if batch.next_offset > from_offset:
                 yield batch
 
+    def wait_for_append(self, next_offset: int, timeout_s: float) -> bool:
+        """Long-poll Kafka for the message after the committed end last read, when that end is `next_offset`.
+
+        The watch consumer's fetch waits at the broker (`WATCH_FETCH_WAIT_MS`) until the last stable offset
+        moves, so a follower applies a commit about a round trip after it, not up to a polling interval later.
+        Where the end last read is not `next_offset` (the log holds more, or it was never read) it returns at once.
+        """
+        self._check_open()
+        tail = self._tail
+        if tail is None or tail[1] != next_offset:
+            return True
+        watch = self._watch
+        if watch is None:
+            with self._write_lock:  # close() takes it: no watch is made for a closed log
+                self._check_open()
+                if self._watch is None:
+                    self._watch = ReadStream(self._new_consumer(**WATCH_SETTINGS), self.config)
+                watch = self._watch
+        watch.wait_past(tail[0], timeout_s)
+        return True
+
     def high_watermark(self) -> int:
         self._check_open()
         target = self._next if self._producer is not None else 0
@@ -333,6 +366,8 @@ class KafkaLog(LogBackend):
             self._closed = True
             self._probe.close()
             self._reader.close()
+            if self._watch is not None:
+                self._watch.close()
             if self._producer is not None:
                 self._producer.flush(5)
 

@@ -44,6 +44,7 @@ class ReadStream:
         self.tp = TopicPartition(config.topic, 0)
         self.lock = threading.Lock()
         self.at: int | None = None  # where the consumer will fetch next, if known
+        self.closed = False
 
     def watermarks(self) -> tuple[int, int]:
         """(low, high) of the partition; a retriable error (no leader yet after the topic's creation, a leader
@@ -97,8 +98,36 @@ class ReadStream:
             if self.at is not None:  # librdkafka moves past transaction markers without delivering them
                 position = max(position, self.at)
 
+    def wait_past(self, start: int, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for a committed message at Kafka offset `start` or later; True once one is there.
+
+        A long poll: the broker holds the consumer's fetch until the last stable offset passes `start`, so
+        a commit wakes the caller within a round trip rather than after a polling interval. Nothing is
+        decoded; the message stays for whoever reads the log. An error (the broker down) ends the wait
+        quietly at the deadline: the caller's own read reports it.
+        """
+        deadline = time.monotonic() + timeout_s
+        with self.lock:
+            if self.closed:
+                return False
+            if self.at != start:
+                self.consumer.assign([TopicPartition(self.config.topic, 0, start)])
+                self.at = start
+            while (left := deadline - time.monotonic()) > 0:
+                msg = self.consumer.poll(left)
+                if msg is None:
+                    return False
+                offset, err = msg.offset(), msg.error()
+                if err is None and offset is not None:
+                    self.at = offset + 1
+                    return True
+                if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                    time.sleep(max(deadline - time.monotonic(), 0))
+            return False
+
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             self.consumer.close()
 
 
