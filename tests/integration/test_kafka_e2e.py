@@ -810,3 +810,31 @@ def test_a_kafka_follower_applies_each_commit_without_waiting_for_its_interval(k
         tailer.stop(timeout=10)
         close_all(b, a)
     assert tailer._thread is not None and not tailer._thread.is_alive(), "stop ends a tailer in a long poll"
+
+
+def test_an_append_larger_than_a_message_is_one_transaction_of_contiguous_batches(kafka_broker: KafkaBroker) -> None:
+    """With the producer's message.max.bytes at 100 kB, an append of 5,000 records (about 400 kB) is written as
+    several messages of one transaction (the producer refuses a larger one), at contiguous logical offsets, read
+    back exactly, and a following node applies every record; the next append goes on after them."""
+    cfg = config(kafka_broker)
+    cfg = dataclasses.replace(cfg, client={**cfg.client, "message.max.bytes": "100000"})
+    writer = KafkaLog(cfg, writer=True)
+    assert writer.frame_limit == 100_000 - 16_384
+    records = [record_from_acl(new_uuid(), acl(f"bulk-{n}", f"User:b{n % 7}")) for n in range(5_000)]
+    try:
+        appended = writer.append(records)
+        assert (appended.base_offset, appended.last_offset) == (0, 4_999)
+        assert writer.append([record_from_acl(new_uuid(), acl("after"))]).base_offset == 5_000
+        assert writer.high_watermark() == 5_001
+    finally:
+        writer.close()
+    batches = log_batches(cfg)
+    assert records_of(batches) == [*records, *records_of(batches)[-1:]]
+    assert len(batches) >= 5 and shape(batches)[-1] == (5_000, 1)
+    frames = kafka_frames(kafka_broker, cfg.topic)
+    assert [(base, count) for _, base, count in frames] == shape(batches), "one batch per Kafka message"
+    reader = node(cfg, writer=False)
+    try:
+        assert reader.loader.next_offset == 5_001 and len(reader.image.acls) == 5_001
+    finally:
+        close_all(reader)

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kraftacl.api.endpoints import ACL_IMAGE, CREATE_ACLS, DESCRIBE_ACLS, METRICS_PATH, STATUS
+from kraftacl.api.endpoints import ACL_IMAGE, CREATE_ACLS, DESCRIBE_ACLS, IMPORT_ACLS, METRICS_PATH, STATUS
 from kraftacl.metadata_log.backends.kafka_topic.log import KafkaLog, KafkaLogConfig
 from tests.integration.conftest import _start_broker
 from tests.kafka_broker import KafkaBroker
@@ -163,3 +163,38 @@ def test_the_reader_of_a_kafka_log_answers_heavy_reads(kafka_broker: KafkaBroker
         metrics = serve.metrics_text(ADMIN_TOKEN)
         assert 'kraft_acl_heavy_reads_total{by="reader"} 6.0' in metrics, metrics
         assert 'kraft_acl_heavy_reads_total{by="serve"} 0.0' in metrics
+
+
+def test_an_import_larger_than_a_kafka_message_is_written_and_followed(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """40,000 ACLs (about 3 MB of records, three times the producer's 1 MB message limit) imported through a
+    Kafka-backed controller serve: one transaction of several batches, followed whole by a broker-role serve."""
+    topic = f"kraft-acl-bulk-{uuid.uuid4().hex[:8]}"
+    count = 40_000
+    acls = [dict(ACL, resource_name=f"bulk-{n}", principal=f"User:b{n % 13}") for n in range(count)]
+    controller_props = _kafka_props(tmp_path / "c", kafka_broker, topic, "broker,controller")
+    follower_props = _kafka_props(tmp_path / "f", kafka_broker, topic, "broker")
+    with (
+        ServeProcess(tmp_path / "controller", controller_props).start() as controller,
+        ServeProcess(tmp_path / "follower", follower_props).start() as follower,
+    ):
+        status, out = controller.call(IMPORT_ACLS, ADMIN_TOKEN, {"acls": acls})
+        assert status == 200, out
+        assert out["added"] == count and (out["base_offset"], out["offset"]) == (0, count - 1), out
+
+        def described(serve: ServeProcess) -> int:
+            answer: dict[str, Any] = serve.call(DESCRIBE_ACLS, ADMIN_TOKEN, {}, listener="CLIENT")[1]
+            return len(answer["acls"])
+
+        _wait(lambda: described(follower) == count, "the follower applied the whole import", 60)
+        assert described(controller) == count
+    log = KafkaLog(KafkaLogConfig(kafka_broker.bootstrap_servers, topic=topic, create_topic=False))
+    try:
+        batches = list(log.read(0))
+    finally:
+        log.close()
+    assert len(batches) >= 3, "written as several batches, each one Kafka message"
+    assert [b.base_offset for b in batches] == [0, *(b.next_offset for b in batches[:-1])], "contiguous offsets"
+    assert sum(len(b.records) for b in batches) == count
+    assert len({b.epoch for b in batches}) == 1 and len({b.timestamp_ms for b in batches}) == 1

@@ -12,7 +12,9 @@ Design:
   the file log's CRC-checked frame (`file_format.encode_frame`): logical base offset, record count,
   writer epoch, timestamp, Avro payload; the writer schema travels in the `kraft-acl-schema` header.
   Logical offsets are contiguous record offsets exactly as in the file log, independent of Kafka's
-  offsets (which transaction markers interleave).
+  offsets (which transaction markers interleave). An append too large for one message (over `frame_limit`:
+  a bulk import) is written as consecutive batches in one transaction, which read_committed readers see
+  all together or not at all (a follower may apply them one after another).
 * **Exactly once, one writer.** The writer is a transactional producer (`acks=all`, idempotent); each
   append is one transaction. Every writer of a topic shares one `transactional.id`, so the one that
   claims the role last (`claim_writer`: `init_transactions`) fences every earlier one, whose next append
@@ -57,6 +59,8 @@ from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
 from kraftacl.metadata_log.errors import LogClosedError, OffsetOutOfRangeError
 from kraftacl.metadata_log.records import MetadataRecord, RecordBatch
 
+LIBRDKAFKA_MESSAGE_MAX_BYTES = 1_000_000  # the producer's default message.max.bytes
+MESSAGE_OVERHEAD_BYTES = 16_384  # a message's key, schema header (about 1.5 KB) and record and batch headers, with room
 # How long the broker holds the watch consumer's fetch for data past the last stable offset (a commit answers it
 # at once), and how little it prefetches: it only learns that a message is there, `read` fetches it again.
 WATCH_FETCH_WAIT_MS = 500
@@ -159,27 +163,28 @@ class KafkaLog(LogBackend):
                 self._reset_writer()
             ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
             base = self._next
-            frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
+            parts = self._frames(base, records, ts)
             headers: list[tuple[str, str | bytes | None]] = [
                 (SCHEMA_HEADER, self._codec.writer_schema.json_text.encode())
             ]
-            delivered: list[int] = []
+            delivered: dict[int, int] = {}  # each part's logical base -> its Kafka offset
 
             def on_delivery(err: KafkaError | None, msg: Any) -> None:
                 if err is None:
-                    delivered.append(msg.offset())
+                    delivered[int.from_bytes(msg.key(), "big")] = msg.offset()
 
             try:
                 self._producer.begin_transaction()
-                self._producer.produce(
-                    self.config.topic,
-                    key=base.to_bytes(8, "big"),  # unique per batch: even compaction could never merge two
-                    value=frame,
-                    partition=0,
-                    headers=headers,
-                    timestamp=ts,
-                    on_delivery=on_delivery,
-                )
+                for part_base, frame in parts:
+                    self._producer.produce(
+                        self.config.topic,
+                        key=part_base.to_bytes(8, "big"),  # unique per batch: even compaction could never merge two
+                        value=frame,
+                        partition=0,
+                        headers=headers,
+                        timestamp=ts,
+                        on_delivery=on_delivery,
+                    )
                 self._producer.commit_transaction(self.config.timeout_s)
             except KafkaException as exc:
                 error = kafka_error(f"append to {self.config.topic} at offset {base}", exc)
@@ -191,8 +196,8 @@ class KafkaLog(LogBackend):
                     error = type(error)(f"{error} (the batch may or may not be committed: replay the log to see)")
                 raise error from exc
             self._next = base + len(records)
-            if delivered:
-                self._remember(base, delivered[0])
+            for part_base, kafka_offset in delivered.items():
+                self._remember(part_base, kafka_offset)
             # returned once every reader sees it (a shell or a broker-role serve asked next); past the timeout it is
             # still committed, so no error here: `high_watermark` waits again and names the timeout
             self._await_committed(self._next)
@@ -210,6 +215,28 @@ class KafkaLog(LogBackend):
                 f"append to {self.config.topic}: the earlier append of unknown outcome at offset {uncertain} was "
                 f"committed (the log now ends at {self._next}); nothing was written: catch up and try again"
             )
+
+    def _frames(self, base: int, records: Sequence[MetadataRecord], ts: int) -> list[tuple[int, bytes]]:
+        """The batch as (logical base, frame) parts of at most `frame_limit` bytes each: one part unless the batch
+        is too large for one Kafka message (a bulk import), then consecutive batches of one transaction."""
+        frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
+        limit = self.frame_limit
+        if len(frame) <= limit or len(records) == 1:  # a single record too large fails at the broker, named
+            return [(base, frame)]
+        count = -(-len(frame) * 5 // (limit * 4))  # parts of about 80% of the limit: few need splitting again
+        size = -(-len(records) // count)
+        return [
+            part
+            for start in range(0, len(records), size)
+            for part in self._frames(base + start, records[start : start + size], ts)
+        ]
+
+    @property
+    def frame_limit(self) -> int:
+        """The largest batch frame written as one Kafka message: the producer's `message.max.bytes` (librdkafka's
+        1,000,000 unless `metadata.log.kafka.message.max.bytes` says otherwise) less room for the key, the schema
+        header and Kafka's record overhead."""
+        return int(self.config.client.get("message.max.bytes", LIBRDKAFKA_MESSAGE_MAX_BYTES)) - MESSAGE_OVERHEAD_BYTES
 
     def _maybe_abort(self) -> None:
         assert self._producer is not None
