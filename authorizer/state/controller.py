@@ -273,9 +273,10 @@ class AclController:
                 for start, step in zip(range(0, len(ids), STEP), chunks(ids, STEP), strict=True)
                 for r in records_from_acls(step, fresh[start : start + STEP])
             ]
-            appended = self.backend.append(records, timestamp_ms=now_ms)
-            bury(records)  # 200k records freed at once hold the GIL for 26 ms
-            self.loader.publish_appended(appended, now_ms, ids, fresh)  # not read back and decoded again
+            with self.loader.appending():  # the tailer does not read the import back first
+                appended = self.backend.append(records, timestamp_ms=now_ms)
+                bury(records)  # 200k records freed at once hold the GIL for 26 ms
+                self.loader.publish_appended(appended, now_ms, ids, fresh)  # not read back and decoded again
             added = [pair for step in chunks(zip(ids, fresh, strict=True)) for pair in step]  # steps (`index.steps`)
             return ImportResult(added, present, repeated, appended.base_offset)
 

@@ -11,10 +11,11 @@ Every catch-up first checks that the log still holds what was applied (the batch
 `next_offset`, by end offset, epoch and timestamp): a log that is now shorter or holds another
 batch there raises DivergenceError and nothing after it is applied.
 
-A batch of BULK_RECORDS or more (a 200k-ACL import another serve wrote) is applied and published at once with the
-garbage collector paused, and what it made is then frozen out of later collections (`gc_pause`), as the import's
-writer does: the collections its million new objects would trigger on this thread (up to hundreds of ms each) would
-hold the GIL that a follower's event loop answering brokers needs.
+From a batch of BULK_RECORDS or more on (a 200k-ACL import another serve wrote: one batch on the embedded log,
+about twenty of one transaction on the Kafka topic), a catch-up runs with the garbage collector paused, and what it
+made is then frozen out of later collections (`gc_pause`), as the import's writer does: the collections its million
+new objects would trigger on this thread (up to hundreds of ms each) would hold the GIL that a follower's event loop
+answering brokers needs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,7 +44,13 @@ log = logging.getLogger(__name__)
 # A bulk rebuild of at least this many ACLs while serving is followed by a heap trim (milliseconds
 # against the rebuild's hundreds; below it the trim would cost more than the rebuild).
 TRIM_AFTER_ACLS = 10_000
-BULK_RECORDS = 10_000  # a batch this large is applied and published with the collector paused, then frozen
+# A catch-up publishes after this many records: a follower far behind shows progress, and its delta stays bounded.
+# Fewer, larger publishes cost less: a delta of a quarter of the state or more is indexed in bulk (`_publish`),
+# which is about ten times cheaper per ACL than indexing it change by change. A 200k-ACL import written to the Kafka
+# topic as twenty batches of one transaction (each one Kafka message) is thus applied in one publish, as it is
+# from the embedded log's one batch.
+PUBLISH_EVERY_RECORDS = 500_000
+BULK_RECORDS = 10_000  # from a batch this large on, a catch-up runs with the collector paused, then frozen
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +107,7 @@ class MetadataLoader:
         self,
         backend: LogBackend,
         publishers: Iterable[Publisher] = (),
-        publish_every_records: int = 50_000,
+        publish_every_records: int = PUBLISH_EVERY_RECORDS,
     ) -> None:
         self.backend = backend
         self.publishers = list(publishers)
@@ -110,7 +117,7 @@ class MetadataLoader:
         self.index = AclIndex.empty()
         self.loaded = False  # the initial load completed: publishers are serving
         self.applied_bytes = 0  # log bytes of every batch applied so far (RecordBatch.size_bytes)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: `appending` holds it around `publish_appended`'s own hold
         self._from_log = False  # the provenance came from a whole log batch (else a snapshot, or nothing)
         self._cut = False  # the last batch applied was cut at a `to_offset` inside it: nothing to check against
 
@@ -152,26 +159,36 @@ class MetadataLoader:
         batches. Returns the number of records applied.
         """
         every = self.publish_every_records if publish_every_records == -1 else publish_every_records
-        with self._lock:
+        with self._lock, contextlib.ExitStack() as collector:
             applied = pending = 0
             delta = AclsDelta(self.image)
             last: RecordBatch | None = None
+            paused = False
             for batch in self.replayer.batches(self.next_offset, to_offset, self._applied()):
-                bulk = len(batch.records) >= BULK_RECORDS
-                with paused_gc(freeze=True) if bulk else contextlib.nullcontext():
-                    delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
-                    self.applied_bytes += batch.size_bytes
-                    last = batch
-                    pending += len(batch.records)
-                    if every is not None and (bulk or pending >= every):  # a bulk batch: while the collector is off
-                        self._publish(delta, _provenance(batch))
-                        applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
+                if not paused and len(batch.records) >= BULK_RECORDS:  # from here on, until the last publish
+                    collector.enter_context(paused_gc(freeze=True))
+                    paused = True
+                delta.replay_rows(*batch_rows(batch.records), batch.base_offset)
+                self.applied_bytes += batch.size_bytes
+                last = batch
+                pending += len(batch.records)
+                if every is not None and pending >= every:
+                    self._publish(delta, _provenance(batch))
+                    applied, pending, delta = applied + pending, 0, AclsDelta(self.image)
             if last is not None and (pending or not delta.is_empty()):
                 self._publish(delta, _provenance(last))
                 applied += pending
             if last is not None:
                 self._from_log, self._cut = True, self.replayer.ended_inside_batch
             return applied
+
+    @contextlib.contextmanager
+    def appending(self) -> Iterator[None]:
+        """Hold catch-ups while this process appends a batch and then applies it from its own rows
+        (`publish_appended`): a tailer that the commit wakes (the Kafka topic's long poll) would otherwise read
+        the batch back, decode and apply it first, and for a bulk import that costs seconds of CPU."""
+        with self._lock:
+            yield
 
     def publish_appended(
         self, appended: AppendResult, timestamp_ms: int, ids: list[str], acls: list[StandardAcl]

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kraftacl.authorizer.history.metadata_source import read_state
 from kraftacl.authorizer.model.acls import AclOperation, PatternType, ResourceType, StandardAcl
 from kraftacl.authorizer.model.filters import AclBindingFilter, ResourcePatternFilter
+from kraftacl.authorizer.state import loader as loader_module
 from kraftacl.authorizer.state.controller import (
     MAX_RECORDS_PER_USER_OP,
     InvalidImportError,
@@ -18,7 +21,8 @@ from kraftacl.authorizer.state.controller import (
     validate_new_acl,
 )
 from kraftacl.authorizer.state.node import AclNode
-from kraftacl.authorizer.state.records import records_from_acls
+from kraftacl.authorizer.state.records import batch_rows, records_from_acls
+from kraftacl.metadata_log.backend import AppendResult
 from kraftacl.metadata_log.backends.file.log import FileLog
 from kraftacl.snapshots.policy import SnapshotPolicy
 from tests.authorizer.state.test_controller import C1_REQUEST, Harness, a, assert_kafka_uuid, numbered_acls
@@ -110,6 +114,38 @@ def test_a_batch_that_does_not_follow_the_applied_state_is_read_from_the_log() -
     h.loader.publish_appended(appended, 0, ["AAAAAAAAAAAAAAAAAAAAAg", "AAAAAAAAAAAAAAAAAAAAAw"], written)
     assert sorted(h.stored.values()) == sorted(numbered_acls(1, start=7) + written)
     assert h.loader.next_offset == 3
+
+
+def test_a_catch_up_racing_the_import_waits_and_reads_nothing_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tailer woken by the import's commit (the Kafka topic's long poll) catches up while the importer is still
+    between its append and its own apply: it waits for that apply and then has nothing to read back, so the import
+    is applied once, from the importer's rows, not decoded from the log first."""
+    h = Harness()
+    raced: list[int] = []
+    decoded: list[int] = []
+    append = h.log.append
+
+    def append_then_race(*args: Any, **kwargs: Any) -> AppendResult:
+        result = append(*args, **kwargs)
+        racer = threading.Thread(target=lambda: raced.append(h.loader.catch_up()))
+        racer.start()
+        racer.join(0.3)
+        assert racer.is_alive(), "the catch-up waits for the importer's own apply"
+        threads.append(racer)
+        return result
+
+    threads: list[threading.Thread] = []
+    monkeypatch.setattr(h.log, "append", append_then_race)
+
+    def counted(records: Any) -> Any:
+        decoded.append(len(records))
+        return batch_rows(records)
+
+    monkeypatch.setattr(loader_module, "batch_rows", counted)
+    result = h.controller.import_acls(numbered_acls(1_000))
+    threads[0].join(10)
+    assert raced == [0] and decoded == [], "nothing was read back from the log"
+    assert len(h.stored) == len(result.added) == 1_000 and h.loader.next_offset == 1_000
 
 
 def test_a_deferred_policy_snapshot_waits_for_take_deferred_snapshot(tmp_path: Path) -> None:

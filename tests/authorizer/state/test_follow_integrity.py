@@ -334,3 +334,42 @@ def test_a_large_batch_is_applied_with_the_collector_paused_then_frozen(
     finally:
         node.close()
         w.close()
+
+
+def test_batches_after_a_large_one_stay_under_the_pause_and_are_published_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk import the Kafka topic carries as several batches of one transaction, read in one catch-up: from the
+    first large batch on, the collector stays paused, the whole run is published once (one bulk index build, not
+    one change-by-change index update per batch), and what it made is frozen once."""
+    w = writer_node(tmp_path)
+    node = reader_node(tmp_path)
+    tailer = Tailer(node.loader, interval_s=3600)
+    seen: list[tuple[int, bool]] = []
+    freezes: list[int] = []
+    publishes: list[int] = []
+
+    def watched(records: Any) -> Any:
+        seen.append((len(records), gc.isenabled()))
+        return batch_rows(records)
+
+    monkeypatch.setattr(loader_module, "batch_rows", watched)
+    monkeypatch.setattr(loader_module, "BULK_RECORDS", 3)
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(len(node.image.acls)))
+    node.loader.publishers.append(type("Count", (), {"publish": lambda _, u: publishes.append(len(u.image.acls))})())
+    try:
+        create(w, 1)
+        tailer.poll_once()
+        create(w, 2)  # small, then large, small, large: read in one catch-up
+        create(w, 3, 4, 5)
+        create(w, 6)
+        create(w, 7, 8, 9)
+        seen.clear()  # the writer's own applies (this process) are not the follower's
+        freezes.clear()
+        tailer.poll_once()
+        assert node.image.provenance.next_offset == 9 and len(node.image.acls) == 9
+        assert seen == [(1, True), (3, False), (1, False), (3, False)], "paused from the first large batch on"
+        assert publishes == [1, 9] and freezes == [9] and gc.isenabled()
+    finally:
+        node.close()
+        w.close()
