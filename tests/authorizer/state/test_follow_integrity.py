@@ -300,15 +300,13 @@ def test_a_poked_tailer_reads_new_records_at_once_not_after_its_interval(tmp_pat
     assert tailer._thread is not None and not tailer._thread.is_alive(), "stop wakes a tailer waiting an hour"
 
 
-def test_a_large_batch_is_applied_with_the_collector_paused_then_frozen(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A follower applying a batch of BULK_RECORDS or more (another serve's import) runs no collection meanwhile (it
-    would hold the GIL the event loop needs), publishes it at once, and freezes what it made; smaller batches are
-    applied as before, and the collector is on again after either."""
-    w = writer_node(tmp_path)
-    node = reader_node(tmp_path)
-    tailer = Tailer(node.loader, interval_s=3600)
+def watched_follower(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[AclNode, AclNode, Tailer, list[tuple[int, bool]], list[int]]:
+    """A writer, a follower with its (unstarted) tailer, BULK_RECORDS at 3, and what the follower's catch-ups do:
+    (records of each batch replayed, whether the collector was on meanwhile), and its image's size at each freeze."""
+    w = writer_node(directory)
+    node = reader_node(directory)
     seen: list[tuple[int, bool]] = []
     freezes: list[int] = []
 
@@ -319,6 +317,16 @@ def test_a_large_batch_is_applied_with_the_collector_paused_then_frozen(
     monkeypatch.setattr(loader_module, "batch_rows", watched)
     monkeypatch.setattr(loader_module, "BULK_RECORDS", 3)
     monkeypatch.setattr(gc, "freeze", lambda: freezes.append(len(node.image.acls)))
+    return w, node, Tailer(node.loader, interval_s=3600), seen, freezes
+
+
+def test_a_large_batch_is_applied_with_the_collector_paused_then_frozen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower applying a batch of BULK_RECORDS or more (another serve's import) runs no collection meanwhile (it
+    would hold the GIL the event loop needs), publishes it at once, and freezes what it made; smaller batches are
+    applied as before, and the collector is on again after either."""
+    w, node, tailer, seen, freezes = watched_follower(tmp_path, monkeypatch)
     try:
         assert gc.isenabled()
         create(w, 1, 2)
@@ -342,20 +350,8 @@ def test_batches_after_a_large_one_stay_under_the_pause_and_are_published_once(
     """A bulk import the Kafka topic carries as several batches of one transaction, read in one catch-up: from the
     first large batch on, the collector stays paused, the whole run is published once (one bulk index build, not
     one change-by-change index update per batch), and what it made is frozen once."""
-    w = writer_node(tmp_path)
-    node = reader_node(tmp_path)
-    tailer = Tailer(node.loader, interval_s=3600)
-    seen: list[tuple[int, bool]] = []
-    freezes: list[int] = []
+    w, node, tailer, seen, freezes = watched_follower(tmp_path, monkeypatch)
     publishes: list[int] = []
-
-    def watched(records: Any) -> Any:
-        seen.append((len(records), gc.isenabled()))
-        return batch_rows(records)
-
-    monkeypatch.setattr(loader_module, "batch_rows", watched)
-    monkeypatch.setattr(loader_module, "BULK_RECORDS", 3)
-    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(len(node.image.acls)))
     node.loader.publishers.append(type("Count", (), {"publish": lambda _, u: publishes.append(len(u.image.acls))})())
     try:
         create(w, 1)
