@@ -40,7 +40,6 @@ from typing import Any, Self
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
-from kraftacl.metadata_log.backends.file.format import encode_frame
 from kraftacl.metadata_log.backends.kafka_topic.client import (
     KafkaLogConfig,
     KafkaLogError,
@@ -52,7 +51,7 @@ from kraftacl.metadata_log.backends.kafka_topic.client import (
     ensure_topic,
     kafka_error,
 )
-from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER
+from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC, SCHEMA_HEADER, batch_frames
 from kraftacl.metadata_log.backends.kafka_topic.stream import ReadStream
 from kraftacl.metadata_log.backends.memory import check_records
 from kraftacl.metadata_log.codec import DEFAULT_CODEC, Codec
@@ -80,6 +79,7 @@ class KafkaLog(LogBackend):
         self._tp = TopicPartition(config.topic, 0)
         self._write_lock = threading.Lock()  # one append (transaction) at a time; close
         self._index_lock = threading.Lock()  # the logical -> Kafka offset cache
+        self._watch_lock = threading.Lock()  # the watch consumer's creation and close (never behind an append)
         self._closed = False
         self._bases: list[int] = []  # sorted logical base offsets seen, and their Kafka offsets
         self._kafka: dict[int, int] = {}
@@ -163,7 +163,7 @@ class KafkaLog(LogBackend):
                 self._reset_writer()
             ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
             base = self._next
-            parts = self._frames(base, records, ts)
+            parts = batch_frames(self._codec, base, records, self.epoch, ts, self.frame_limit)
             headers: list[tuple[str, str | bytes | None]] = [
                 (SCHEMA_HEADER, self._codec.writer_schema.json_text.encode())
             ]
@@ -215,21 +215,6 @@ class KafkaLog(LogBackend):
                 f"append to {self.config.topic}: the earlier append of unknown outcome at offset {uncertain} was "
                 f"committed (the log now ends at {self._next}); nothing was written: catch up and try again"
             )
-
-    def _frames(self, base: int, records: Sequence[MetadataRecord], ts: int) -> list[tuple[int, bytes]]:
-        """The batch as (logical base, frame) parts of at most `frame_limit` bytes each: one part unless the batch
-        is too large for one Kafka message (a bulk import), then consecutive batches of one transaction."""
-        frame = encode_frame(base, len(records), self.epoch, ts, self._codec.encode(records))
-        limit = self.frame_limit
-        if len(frame) <= limit or len(records) == 1:  # a single record too large fails at the broker, named
-            return [(base, frame)]
-        count = -(-len(frame) * 5 // (limit * 4))  # parts of about 80% of the limit: few need splitting again
-        size = -(-len(records) // count)
-        return [
-            part
-            for start in range(0, len(records), size)
-            for part in self._frames(base + start, records[start : start + size], ts)
-        ]
 
     @property
     def frame_limit(self) -> int:
@@ -327,7 +312,7 @@ class KafkaLog(LogBackend):
             return True
         watch = self._watch
         if watch is None:
-            with self._write_lock:  # close() takes it: no watch is made for a closed log
+            with self._watch_lock:  # close() takes it: no watch is made for a closed log
                 self._check_open()
                 if self._watch is None:
                     self._watch = ReadStream(self._new_consumer(**WATCH_SETTINGS), self.config)
@@ -393,8 +378,9 @@ class KafkaLog(LogBackend):
             self._closed = True
             self._probe.close()
             self._reader.close()
-            if self._watch is not None:
-                self._watch.close()
+            with self._watch_lock:
+                if self._watch is not None:
+                    self._watch.close()
             if self._producer is not None:
                 self._producer.flush(5)
 
