@@ -7,7 +7,8 @@ event loop, so the fields have one writer and no lock.
 
     publishes:   offset 4 (ACLs)   offset 5 (no ACL change)   offset 9 (ACLs)
     acl_offset:  4                 4                          9
-    a poll with after=4 waits; the publish of 9 answers it at once with acl_offset 9.
+    a poll with after=4 waits; the publish of 9 answers it at once with acl_offset 9. A poll with after=12
+    or instance=<another serve's> is answered at once: the caller knows a state this serve does not have.
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ class ChangeFeed:
                 waiter.set_result(None)
         self._waiters.clear()
 
-    async def wait(self, after: int, wait_s: float) -> None:
-        """Return once the ACL offset is past `after`, or after `wait_s` seconds, or at shutdown."""
-        if self.acl_offset > after or wait_s <= 0:
+    async def wait(self, after: int, wait_s: float, instance: str = "") -> None:
+        """Return once the ACL offset is not `after`, or after `wait_s` seconds, or at shutdown; at once when the
+        caller knows another `instance` (its URL now reaches this serve) or an offset this serve never published
+        (another serve's, or one past this one's: it must not wait a heartbeat to learn that it moved elsewhere)."""
+        if self.acl_offset != after or wait_s <= 0 or (instance and instance != self.instance):
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.add(waiter)

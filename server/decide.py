@@ -153,7 +153,8 @@ def opa(state: ServeState, request: Request, caller: Caller) -> Outcome:
     rc, action = body.requestContext, body.action
     principal = f"{rc.principal.principalType}:{rc.principal.name}"
     host = rc.clientAddress.rsplit("/", 1)[-1]  # InetAddress.toString(): "hostname/ip" or "/ip"
-    ctx = context(principal, host, rc.listenerName, _api_name(rc.header), "OpaDecision")
+    fields = ("$.input.requestContext.principal.name", "$.input.requestContext.clientAddress")
+    ctx = context(principal, host, rc.listenerName, _api_name(rc.header), "OpaDecision", fields)
     op = enum_of(OPERATIONS, action.operation, "$.input.action.operation")
     rtype = enum_of(RESOURCE_TYPES, action.resourcePattern.resourceType, "$.input.action.resourcePattern.resourceType")
     pattern = enum_of(PATTERNS, action.resourcePattern.patternType, "$.input.action.resourcePattern.patternType", False)

@@ -16,7 +16,7 @@ from kraftacl.authorizer.decision.standard import BY_ACL_ALLOW, BY_ACL_DENY, RES
 from kraftacl.authorizer.errors import AuthorizerNotReadyError
 from kraftacl.authorizer.index.acl_index import AclIndex
 from kraftacl.authorizer.model.acls import AuthorizationResult
-from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.hosts import ip_host_address
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import OPERATIONS, RESOURCE_TYPES, action_of, check_bytes
@@ -44,11 +44,22 @@ def check_subject(state: ServeState, caller: Caller, principal: str) -> bool:
     )
 
 
-def context(principal: str, client_address: str, listener: str, request: str, endpoint: str) -> RequestContext:
-    """The request context in Kafka's form: the host as Java's getHostAddress() prints it, and a request name
-    (the caller's, else the endpoint's) for the audit log."""
-    check_bytes(principal, "$.principal")
-    return RequestContext(principal, java_host_address(client_address), listener, request or endpoint)
+def context(
+    principal: str,
+    client_address: str,
+    listener: str,
+    request: str,
+    endpoint: str,
+    fields: tuple[str, str] = ("$.principal", "$.client_address"),
+) -> RequestContext:
+    """The request context in Kafka's form: the host as Java's getHostAddress() prints it (BadRequest where
+    `client_address` is not an IP address), and a request name (the caller's, else the endpoint's) for the audit
+    log; `fields` name the two inputs in errors."""
+    check_bytes(principal, fields[0])
+    host = ip_host_address(client_address)
+    if host is None:
+        raise BadRequest(f"{client_address[:100]!r} is not an IP address (the client's address)", fields[1])
+    return RequestContext(principal, host, listener, request or endpoint)
 
 
 def check_limits(state: ServeState, caller: Caller, body: AuthorizeIn) -> bool:

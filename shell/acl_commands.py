@@ -17,6 +17,7 @@ from kraftacl.authorizer.decision.who_can import who_can as library_who_can
 from kraftacl.authorizer.errors import AuthorizerError
 from kraftacl.authorizer.history.acl_history import AclEvent
 from kraftacl.authorizer.model.acls import CLUSTER_NAME, WILDCARD_HOST, AclOperation, ResourceType
+from kraftacl.authorizer.model.hosts import ip_host_address
 from kraftacl.metadata_log.records import iso_time
 from kraftacl.shell.parse import EXIT_USAGE, Parsed
 from kraftacl.shell.paths import acl_id_of
@@ -60,6 +61,8 @@ def authorize(shell: ShellState, parsed: Parsed) -> None:
         rtype, name = resource(parsed.one("resource") or "")
         if ":" not in principal:
             raise ValueError(f"principal '{principal}' is not Type:name (User:alice)")
+        if host is not None and ip_host_address(host) is None:
+            raise ValueError(f"host '{host}' is not an IP address (a request comes from a client's address)")
     except ValueError as exc:
         shell.error(f"authorize: {exc}", EXIT_USAGE)
         return

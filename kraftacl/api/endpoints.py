@@ -133,8 +133,9 @@ CHANGES: Endpoint[None, wire.ChangesOut] = Endpoint(
     "GET",
     "/v1/changes",
     "changes",
-    "The change feed (a long poll; broker principals only; since 1.2.0): answers at once when the newest state "
-    "serve published that changed ACLs is past `after`, else after `wait_ms` with the same body (a heartbeat)",
+    "The change feed (a long poll; broker principals only; since 1.2.0): answers at once when the offset of the "
+    "newest state serve published that changed ACLs is not `after` (before 1.5.0: only when past it), or when this "
+    "serve is not the `instance` asked about, else after `wait_ms` with the same body (a heartbeat)",
     wire.ChangesOut,
     query=wire.ChangesQuery,
 )

@@ -96,18 +96,27 @@ class ChangesQuery(msgspec.Struct, frozen=True):
             ge=0, le=60_000, description="how long to wait for a newer acl_offset before answering (default 0: at once)"
         ),
     ] = 0
+    instance: Annotated[
+        str,
+        msgspec.Meta(
+            max_length=64,
+            description="the serve instance the caller knows (since 1.5.0): another instance answers at once, so a "
+            "caller whose URL now reaches another serve learns it without waiting for a heartbeat",
+        ),
+    ] = ""
 
 
 class ChangesOut(msgspec.Struct, frozen=True):
     """GET /v1/changes (the change feed brokers' plugins follow; since API 1.2.0): this serve process's identity, the
     offset of the newest state it published that changed ACLs (a snapshot load counts; -1 before any) and when (its
-    wall clock, microseconds since the epoch; 0 before any), and the last offset it applied. Every field always
-    present."""
+    wall clock, microseconds since the epoch; 0 before any), the last offset it applied, and how long it held the
+    poll. Every field always present."""
 
     instance: str
     acl_offset: int
     acl_applied_us: int
     applied_offset: int
+    held_us: int = 0  # since 1.5.0: how long serve held this poll before answering (the caller bounds staleness by it)
 
 
 class ByResourceTypeIn(_In, frozen=True):

@@ -21,6 +21,7 @@ from kraftacl.authorizer.history.metadata_source import authorizer_for
 from kraftacl.authorizer.inputs.validate import InputError, Request, parse_acls, parse_request, parse_requests
 from kraftacl.authorizer.inputs.whatif import evaluate, read_input
 from kraftacl.authorizer.model.acls import StandardAcl
+from kraftacl.authorizer.state.controller import validate_new_acl
 from kraftacl.cli.acls_options import AclOptions as ResourceFlags
 from kraftacl.cli.acls_options import OptionError, check_principal, parse_operation, resources
 from kraftacl.cli.authorize_view import answers_table
@@ -111,6 +112,24 @@ MinOffset = Annotated[
 ]
 
 
+def warn_refused(acls: list[StandardAcl], source: str, most: int = 10) -> None:
+    """One warning line per ACL that CreateAcls (and `import`) would refuse (the first `most`, then how many more):
+    it is still decided as stored, as Kafka's StandardAuthorizer decides an ACL that reached its log some other way,
+    but no cluster can be brought to that state through its API."""
+    refused = ((n, e) for n, acl in enumerate(acls) if (e := validate_new_acl(acl, api_checks=True)) is not None)
+    count = 0
+    for position, error in refused:
+        count += 1
+        if count <= most:
+            print(
+                f"kraft-acl: warning: {source}: element {position}: {error.message or error.name} (CreateAcls and "
+                "import refuse this ACL; it is decided as stored)",
+                file=sys.stderr,
+            )
+    if count > most:
+        print(f"kraft-acl: warning: {source}: {count - most} more ACLs that CreateAcls would refuse", file=sys.stderr)
+
+
 def authorize_command(
     requests: Requests = None,
     acls: AclsFile = None,
@@ -190,7 +209,9 @@ def authorize_command(
         return
     assert acls is not None
     try:
-        authorizer = build_authorizer(parse_acls(*_read(acls)), cfg)
+        loaded = parse_acls(*_read(acls))
+        warn_refused(loaded, str(acls))
+        authorizer = build_authorizer(loaded, cfg)
     except InputError as exc:
         fail(str(exc))
     except ImageError as exc:

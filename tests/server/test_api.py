@@ -168,6 +168,48 @@ def test_bad_requests_name_the_field(serve: ServeProcess, body: dict[str, object
     assert words in error["message"]
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/authorize", {"actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}]}, None),
+        ("/v1/authorize-by-resource-type", {"operation": "READ", "resource_type": "TOPIC"}, None),
+        ("/v1/authorized-operations", {"resource_type": "TOPIC", "resource_name": "t"}, None),
+        (
+            "/v1/authorize",
+            {"actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}], "explain": True},
+            None,
+        ),
+        (
+            "/v1/data/kafka/authz/allow",
+            {
+                "input": {
+                    "requestContext": {"principal": {"principalType": "User", "name": "a"}, "clientAddress": "/x"},
+                    "action": {"operation": "READ", "resourcePattern": {"resourceType": "TOPIC", "name": "t"}},
+                }
+            },
+            "$.input.requestContext.clientAddress",
+        ),
+    ],
+)
+@pytest.mark.parametrize("address", ["notanip", "", "10.0.0.256", "host.example:9092"])
+def test_a_client_address_that_is_not_an_ip_address_is_a_400_naming_it(
+    serve: ServeProcess, path: str, body: dict[str, object], field: str | None, address: str
+) -> None:
+    """A client's address is always an IP address (Kafka's InetAddress): text that is not one is refused, on
+    every decision endpoint, rather than decided as a host no ACL names."""
+    if field is None:
+        body = {"principal": "User:a", "client_address": address, **body}
+    else:
+        request_context = body["input"]["requestContext"]  # type: ignore[index]
+        request_context["clientAddress"] = f"/{address}"
+    with serve.client(token=BROKER_TOKEN) as broker:
+        response = broker.post(path, json=body)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "INVALID_REQUEST" and error.get("field") == (field or "$.client_address")
+    assert "is not an IP address" in error["message"]
+
+
 def test_malformed_json_and_http(serve: ServeProcess) -> None:
     with serve.client(token=BROKER_TOKEN) as broker:
         response = broker.post("/v1/authorize", content=b'{"principal": NaN}')

@@ -47,7 +47,8 @@ def test_a_poll_answers_at_once_with_the_newest_acl_change(serve: ServeProcess) 
     first = poll(serve, "?after=-1&wait_ms=60000")
     assert first.status_code == 200, first.text
     body = first.json()
-    assert set(body) == {"instance", "acl_offset", "acl_applied_us", "applied_offset"}
+    assert set(body) == {"instance", "acl_offset", "acl_applied_us", "applied_offset", "held_us"}
+    assert 0 <= body["held_us"] < 5_000_000, "answered at once, not held"
     assert body["acl_offset"] >= offset and body["applied_offset"] >= body["acl_offset"]
     assert body["acl_applied_us"] > 1_700_000_000_000_000  # serve's wall clock, microseconds
     assert poll(serve).json()["instance"] == body["instance"], "one instance id per process"
@@ -66,8 +67,26 @@ def test_a_waiting_poll_is_woken_by_an_acl_change(serve: ServeProcess) -> None:
 
 def test_a_quiet_poll_is_a_heartbeat(serve: ServeProcess) -> None:
     now = poll(serve).json()
-    again = poll(serve, f"?after={now['acl_offset']}&wait_ms=50").json()
-    assert again == now
+    again = poll(serve, f"?after={now['acl_offset']}&wait_ms=50&instance={now['instance']}").json()
+    assert again.pop("held_us") >= 40_000, "held for wait_ms (50 ms, to the event loop timer's precision), and says so"
+    assert (again["instance"], again["acl_offset"]) == (now["instance"], now["acl_offset"])
+    assert again["applied_offset"] >= now["applied_offset"]
+
+
+@pytest.mark.parametrize("known", ["an offset past this serve's", "another instance"])
+def test_a_poll_for_a_state_this_serve_does_not_have_is_answered_at_once(serve: ServeProcess, known: str) -> None:
+    """A plugin whose URL now reaches another serve (a proxy, a DNS name) knows an offset or an instance this serve
+    never had: it learns so at once, not a heartbeat later (60 s asked here)."""
+    now = poll(serve).json()
+    after, instance = now["acl_offset"], now["instance"]
+    if known == "another instance":
+        instance = "0" * 32
+    else:
+        after += 1_000
+    started = time.monotonic()
+    answer = poll(serve, f"?after={after}&wait_ms=60000&instance={instance}").json()
+    assert time.monotonic() - started < 30 and answer["held_us"] < 30_000_000
+    assert answer["instance"] == now["instance"] and answer["acl_offset"] == now["acl_offset"]
 
 
 def test_only_broker_principals_follow_the_feed(serve: ServeProcess) -> None:
@@ -86,6 +105,7 @@ def test_only_broker_principals_follow_the_feed(serve: ServeProcess) -> None:
         ("?wait_ms=-1", "query.wait_ms"),
         ("?after=99999999999999999999999", "query.after"),
         ("?since=1", "query.since"),
+        (f"?instance={'a' * 65}", "query.instance"),
     ],
 )
 def test_bad_parameters_are_named(serve: ServeProcess, query: str, field: str) -> None:

@@ -66,6 +66,9 @@ def test_a_frozen_broker_role_serve_never_answers_its_stale_allow(tmp_path: Path
                 assert time.monotonic() < deadline, "the reader did not follow the controller"
                 time.sleep(0.02)
             assert reader.proc is not None
+            feed = _feed(reader, "")
+            assert feed.status_code == 200, feed.text
+            known = f"?after={feed.json()['acl_offset']}&wait_ms=50&instance={feed.json()['instance']}"
             reader.proc.send_signal(signal.SIGSTOP)
             try:
                 with controller.client(token=ADMIN_TOKEN) as admin:  # revoked while the reader sleeps
@@ -76,6 +79,9 @@ def test_a_frozen_broker_role_serve_never_answers_its_stale_allow(tmp_path: Path
                 time.sleep(1.5)
             finally:
                 reader.proc.send_signal(signal.SIGCONT)
+            # the change feed vouches for nothing either: a heartbeat now would keep the plugins' remembered ALLOW
+            feed = _feed(reader, known)
+            assert feed.status_code == 503 and feed.json()["error"]["code"] == "STALE_STATE", feed.text
             asked.join(30)
             answer = answers[0]
             assert answer.status_code == 503 or answer.json()["results"] == ["DENIED"], answer.text
@@ -88,6 +94,11 @@ def test_a_frozen_broker_role_serve_never_answers_its_stale_allow(tmp_path: Path
             assert later.json()["results"] == ["DENIED"], later.text
     finally:
         controller.stop()
+
+
+def _feed(serve: ServeProcess, query: str) -> httpx.Response:
+    with serve.client(token=BROKER_TOKEN, timeout=30) as client:
+        return client.get("/v1/changes" + query)
 
 
 def _ask(serve: ServeProcess) -> httpx.Response:

@@ -45,17 +45,21 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "/v1/authorize",
-        {"principal": "User:a", "client_address": "h", "actions": [ACTION] * 1500 + [{**ACTION, "resource_name": BAD}]},
+        {
+            "principal": "User:a",
+            "client_address": "1.2.3.4",
+            "actions": [ACTION] * 1500 + [{**ACTION, "resource_name": BAD}],
+        },
         "$.actions[1500].resource_name",
     ),
     (
         "/v1/authorize-by-resource-type",
-        {"principal": f"User:{BAD}", "client_address": "h", "operation": "READ", "resource_type": "TOPIC"},
+        {"principal": f"User:{BAD}", "client_address": "1.2.3.4", "operation": "READ", "resource_type": "TOPIC"},
         "$.principal",
     ),
     (
         "/v1/authorized-operations",
-        {"principal": "User:a", "client_address": "h", "resource_type": "TOPIC", "resource_name": BAD},
+        {"principal": "User:a", "client_address": "1.2.3.4", "resource_type": "TOPIC", "resource_name": BAD},
         "$.resource_name",
     ),
     ("/v1/acls/describe", {"filter": {"principal": f"User:{BAD}"}}, "$.filter.principal"),
@@ -74,7 +78,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "/v1/authorize",
-        {"principal": "User:a", "client_address": "h", "actions": [ACTION] * 20_000 + [{**ACTION, "operation": BAD}]},
+        {
+            "principal": "User:a",
+            "client_address": "1.2.3.4",
+            "actions": [ACTION] * 20_000 + [{**ACTION, "operation": BAD}],
+        },
         "$.actions[20000].operation",
     ),
     ("/v1/acls/history", {"ids": [BAD]}, "$.ids[0]"),

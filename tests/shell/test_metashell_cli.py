@@ -198,6 +198,7 @@ def test_errors_and_variants_from_standard_input(kraft_acl: list[str], log_dir: 
             "man ls",
             "authorize User:carol DescribeConfigs TOPIC:ord-x",
             "authorize alice READ TOPIC:orders",
+            "authorize User:alice notanip READ TOPIC:orders",
             "authorize User:alice READ orders",
             "who-can READ",
             "who-can describe-configs TRANSACTIONAL_ID:tx/1",
@@ -228,6 +229,7 @@ def test_errors_and_variants_from_standard_input(kraft_acl: list[str], log_dir: 
         "history: /nope: no ACL id, and no path to ACLs.\n"
         "man: unknown command nope. Type help to get a list of commands.\n"
         "authorize: principal 'alice' is not Type:name (User:alice)\n"
+        "authorize: host 'notanip' is not an IP address (a request comes from a client's address)\n"
         "authorize: unknown resource type 'orders' (one of TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, "
         "DELEGATION_TOKEN, USER)\n"
         "too few arguments\n"

@@ -32,7 +32,7 @@ from typing import Self
 from kraftacl.metadata_log.backend import AppendResult, LogBackend
 from kraftacl.metadata_log.backends.file import directory as file_dir
 from kraftacl.metadata_log.backends.file import layout as file_layout
-from kraftacl.metadata_log.backends.file.dir_files import refuse_foreign
+from kraftacl.metadata_log.backends.file.dir_files import foreign_entries, foreign_reason, refuse_foreign
 from kraftacl.metadata_log.backends.file.format import (
     FRAME_HEADER_SIZE,
     MAX_PAYLOAD_BYTES,
@@ -130,11 +130,24 @@ class FileLog(LogBackend):
     def _open_read_only(self) -> None:
         if not self.directory.is_dir():
             raise LogError(f"log directory {self.directory} does not exist")
+        self._refuse_not_a_log()
         self.epoch = file_dir.read_epoch(self.directory)
         self.meta = read_meta(self.directory)
         limit = self._durable_end()  # before listing segments: every one it counts on exists by then
         self._load(limit)
         self._check_not_lost(limit)
+
+    def _refuse_not_a_log(self) -> None:
+        """A reader given a directory that holds entries and none of them kraft-acl's (a mistyped --log-dir) fails
+        naming them, rather than reading an empty log; an empty directory is an empty log, and a log with a
+        stray file beside it is read (`log check` names the stray file)."""
+        foreign = foreign_entries(self.directory)
+        if foreign and len(foreign) == sum(1 for _ in os.scandir(self.directory)):
+            shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+            raise LogError(
+                f"{self.directory} holds no kraft-acl metadata log: {shown}: "
+                f"{foreign_reason(self.directory, foreign[0]).partition(':')[0]}"
+            )
 
     def _open_writer(self, lock_timeout_s: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,8 @@
 package io.github.kraftacl.plugin;
 
 import java.io.IOException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -14,9 +16,12 @@ import org.slf4j.LoggerFactory;
  * feed is broken or its heartbeat is late.
  *
  * <p>Thread-safe: the feed thread is the only writer; broker threads read {@link #view()}. The staleness bound:
- * a view expires {@code heartbeat + grace} ms after the answer that made it, and serve answers a quiet poll every
- * {@code heartbeat} ms and a change at once, so a decision is used at most that long after serve applied a change
- * that the feed could not report (serve frozen or cut off), and one network delay after it otherwise.
+ * a view expires {@code heartbeat + grace} ms after the answer that made it was made (dated from when the poll was
+ * sent plus the time serve says it held it: an answer delayed on the way, or read late after a pause of this JVM,
+ * does not extend it), and serve answers a quiet poll every {@code heartbeat} ms and a change at once, so a decision
+ * is used at most that long after serve applied a change that the feed could not report (serve frozen or cut off),
+ * and one network delay after it otherwise. Each poll names the serve instance the feed knows, so a URL that now
+ * reaches another serve (a proxy, a DNS name) is answered at once, and the feed starts anew.
  */
 final class ChangeFeed implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ChangeFeed.class);
@@ -83,7 +88,12 @@ final class ChangeFeed implements AutoCloseable {
                 broke(preferred < 0 ? "no serve is healthy" : "calls now go to " + client.routes().url(preferred));
                 server = preferred;
             }
-            long pause = server < 0 ? heartbeatMs : poll();
+            long pause;
+            try {
+                pause = server < 0 ? heartbeatMs : poll();
+            } catch (RuntimeException e) { // never end the feed: a dead feed thread would leave the cache unused
+                pause = failed("an unexpected error: " + e);
+            }
             if (pause > 0 && !sleep(pause)) {
                 return;
             }
@@ -93,10 +103,12 @@ final class ChangeFeed implements AutoCloseable {
     /** One poll of the feed at {@code server}: 0 to poll again at once, else how long to wait first. */
     private long poll() {
         boolean first = instance == null;
-        String path = PATH + "?after=" + (first ? -1 : known) + "&wait_ms=" + (first ? 0 : heartbeatMs);
+        String path = PATH + "?after=" + (first ? -1 : known) + "&wait_ms=" + (first ? 0 : heartbeatMs)
+                + (first ? "" : "&instance=" + URLEncoder.encode(instance, StandardCharsets.UTF_8));
+        long sent = System.nanoTime();
         ServeClient.Reply reply;
         try {
-            reply = client.send(server, path, null, heartbeatMs + graceMs);
+            reply = client.send(server, path, null, (int) Math.min(Integer.MAX_VALUE, (long) heartbeatMs + graceMs));
         } catch (IOException e) {
             return failed(ServeClient.describe(e));
         }
@@ -119,13 +131,17 @@ final class ChangeFeed implements AutoCloseable {
         } catch (IOException e) {
             return failed("an answer the plugin cannot read: " + e.getMessage());
         }
-        accept(changes);
+        accept(changes, sent);
         failures = 0;
         return 0;
     }
 
-    private void accept(DecisionJson.Changes c) {
+    private void accept(DecisionJson.Changes c, long sent) {
         long now = System.nanoTime();
+        // when the answer was made, at the earliest: the poll's start plus the time serve held it (never later than
+        // now; an older serve, which does not say, dates it on arrival)
+        long held = c.heldUs() < 0 ? Long.MAX_VALUE : Math.min(c.heldUs(), Long.MAX_VALUE / 2_000) * 1_000;
+        long made = now - sent <= held ? now : sent + held;
         boolean reset = instance == null || !c.instance().equals(instance) || c.aclOffset() < known
                 || c.appliedOffset() < applied;
         boolean changed = !reset && c.aclOffset() > known;
@@ -138,7 +154,7 @@ final class ChangeFeed implements AutoCloseable {
         instance = c.instance();
         known = c.aclOffset();
         applied = c.appliedOffset();
-        FeedView next = new FeedView(generation, server, known, now + (heartbeatMs + (long) graceMs) * 1_000_000L);
+        FeedView next = new FeedView(generation, server, known, made + (heartbeatMs + (long) graceMs) * 1_000_000L);
         view = next;
         long droppedUs = changed ? wallMicros() : -1;
         if (reset || changed) {

@@ -20,9 +20,12 @@ final class DecisionCache {
     DecisionCache(int maxEntries, long maxBytes) {
         this.maxEntries = maxEntries;
         this.maxBytes = maxBytes;
-        long floor = Math.min(Integer.MAX_VALUE, (maxBytes + maxEntries - 1) / maxEntries);
+        // A weight is an int: past Integer.MAX_VALUE bytes per entry, the byte bound is lowered to that many per
+        // entry (no entry weighs as much), so the floor stays a weight and the entry bound still holds.
+        long bound = Math.min(maxBytes, (long) maxEntries * Integer.MAX_VALUE);
+        long floor = (bound + maxEntries - 1) / maxEntries;
         this.cache = Caffeine.newBuilder()
-                .maximumWeight(maxBytes)
+                .maximumWeight(bound)
                 .weigher((DecisionKey k, Remembered v) -> (int) Math.min(Integer.MAX_VALUE,
                         Math.max(floor, (long) k.weight() + v.weight())))
                 .executor(Runnable::run)

@@ -31,7 +31,7 @@ final class DecisionJson {
      * One answer of the change feed (GET /v1/changes): the serve process's identity, the offset of the newest state
      * it published that changed ACLs (and when, in its wall-clock microseconds), and the last offset it applied.
      */
-    record Changes(String instance, long aclOffset, long aclAppliedUs, long appliedOffset) {}
+    record Changes(String instance, long aclOffset, long aclAppliedUs, long appliedOffset, long heldUs) {}
 
     /** A serve's readiness as GET /v1/status reports it. */
     record Status(boolean ready, long lastAppliedOffset, long aclCount) {}
@@ -89,13 +89,15 @@ final class DecisionJson {
     /** GET /v1/changes. */
     static Changes changes(byte[] body) throws IOException {
         String[] instance = {null};
-        long[] offsets = {Long.MIN_VALUE, 0, Long.MIN_VALUE}; // acl_offset, acl_applied_us, applied_offset
+        // acl_offset, acl_applied_us, applied_offset, held_us (-1 from a serve before API 1.5.0)
+        long[] offsets = {Long.MIN_VALUE, 0, Long.MIN_VALUE, -1};
         WireJson.fields(body, (name, value, p) -> {
             switch (name) {
                 case "instance" -> instance[0] = value == JsonToken.VALUE_STRING ? p.getText() : null;
                 case "acl_offset" -> offsets[0] = longValue(p, value, name);
                 case "acl_applied_us" -> offsets[1] = longValue(p, value, name);
                 case "applied_offset" -> offsets[2] = longValue(p, value, name);
+                case "held_us" -> offsets[3] = longValue(p, value, name);
                 default -> p.skipChildren();
             }
         });
@@ -103,7 +105,7 @@ final class DecisionJson {
                 || offsets[2] == Long.MIN_VALUE) {
             throw new IOException("a change-feed answer needs instance, acl_offset and applied_offset");
         }
-        return new Changes(instance[0], offsets[0], offsets[1], offsets[2]);
+        return new Changes(instance[0], offsets[0], offsets[1], offsets[2], offsets[3]);
     }
 
     private static long longValue(JsonParser p, JsonToken value, String name) throws IOException {

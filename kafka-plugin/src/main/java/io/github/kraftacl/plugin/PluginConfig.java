@@ -79,7 +79,7 @@ final class PluginConfig {
         this.cacheMaxBytes = number(configs, CACHE_MAX_BYTES, 64L << 20, 1L << 16, Long.MAX_VALUE / 2,
                 "bytes (at least 65536)");
         this.heartbeatMs = (int) number(configs, HEARTBEAT_MS, 500, 1, 60_000, "milliseconds (serve waits at most 60 s)");
-        this.heartbeatGraceMs = millis(configs, HEARTBEAT_GRACE_MS, 500);
+        this.heartbeatGraceMs = (int) number(configs, HEARTBEAT_GRACE_MS, 500, 1, 60_000, "milliseconds");
         this.superUsers = superUsers(text(configs, SUPER_USERS, ""));
         boolean tls = urls.stream().anyMatch(u -> u.getScheme().equals("https"));
         Map<String, Object> rawSsl = rawSslSettings(configs);

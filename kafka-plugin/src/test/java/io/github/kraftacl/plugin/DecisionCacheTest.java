@@ -12,6 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.errors.AuthorizerNotReadyException;
 import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
@@ -135,6 +137,60 @@ class DecisionCacheTest extends FakeServeTest {
     }
 
     @Test
+    void aServeThatIsAnotherInstanceIsNoticedAtOnceNotAfterAHeartbeat() throws Exception {
+        // The URL now reaches another serve (a proxy or DNS name repointed) whose ACL offset is below the one known:
+        // the waiting poll names the instance it knows, so the other serve answers it at once, not a heartbeat later.
+        decider.allowed.add("a");
+        connected(PluginConfig.HEARTBEAT_MS, "30000");
+        alice("a");
+        long generation = plugin.feed().view().generation();
+        waitFor(() -> serve.on(ChangeFeed.PATH).stream().anyMatch(r -> r.query().contains("instance=fake-1")),
+                "a poll names the instance it knows");
+        long restarted = System.nanoTime();
+        serve.restart("fake-2", 3);
+        waitFor(() -> plugin.feed().view().generation() != generation, "the feed sees the other instance");
+        assertTrue(System.nanoTime() - restarted < 10_000_000_000L, "well before the 30 s heartbeat");
+        alice("a");
+        assertEquals(2, decider.asked.get(), "nothing remembered from the first serve is used");
+    }
+
+    @Test
+    void aLateAnswerDoesNotStretchTheStalenessBound() throws Exception {
+        // Every feed answer reaches the plugin 300 ms after serve made it: the view is dated from the poll's start
+        // plus the time serve held it, so it expires heartbeat + grace (3 s) after the answer was made, 2.7 s after
+        // it arrived, not 3 s after (the bound would be 3.3 s).
+        serve.delayFeed(300);
+        List<long[]> seen = new CopyOnWriteArrayList<>();
+        plugin = plugin(dir, serve.url(), PluginConfig.HEARTBEAT_MS, "2000", PluginConfig.HEARTBEAT_GRACE_MS, "1000");
+        plugin.feed().listen((view, reset, appliedUs, droppedUs) -> {
+            if (view.server() >= 0) {
+                seen.add(new long[] {System.nanoTime(), view.deadlineNanos()});
+            }
+        });
+        waitFor(() -> seen.size() >= 2, "two feed answers");
+        for (long[] s : seen) {
+            long leftMs = (s[1] - s[0]) / 1_000_000;
+            assertTrue(leftMs <= 2_700 + 50, "usable for " + leftMs + " ms after arriving 300 ms late");
+            assertTrue(leftMs >= 2_000, "usable for most of the heartbeat: " + leftMs + " ms");
+        }
+    }
+
+    @Test
+    void anErrorInTheFeedThreadDoesNotEndTheFeed() throws Exception {
+        connected();
+        AtomicInteger thrown = new AtomicInteger();
+        plugin.feed().listen((view, reset, appliedUs, droppedUs) -> {
+            if (thrown.getAndIncrement() == 0) {
+                throw new IllegalStateException("a listener's bug");
+            }
+        });
+        serve.aclChange(6);
+        waitFor(() -> thrown.get() >= 2, "the feed goes on after the error");
+        Thread.sleep(1_200); // past heartbeat + grace: a dead feed thread would leave the view expired
+        assertTrue(plugin.feed().view().usable(System.nanoTime()), "the feed is current");
+    }
+
+    @Test
     void offsetsThatGoBackwardsMakeEverythingRememberedUnusable() throws Exception {
         decider.allowed.add("a");
         connected();
@@ -183,6 +239,17 @@ class DecisionCacheTest extends FakeServeTest {
         alice(topics);
         assertTrue(plugin.cache().size() <= 100, "at most 100 entries: " + plugin.cache().size());
         assertTrue(plugin.cache().size() > 0);
+    }
+
+    @Test
+    void theEntriesBoundHoldsWhateverTheBytesBound() throws Exception {
+        connected(PluginConfig.CACHE_MAX_ENTRIES, "100", PluginConfig.CACHE_MAX_BYTES, Long.toString(Long.MAX_VALUE / 2));
+        String[] topics = new String[1000];
+        for (int i = 0; i < topics.length; i++) {
+            topics[i] = "t" + i;
+        }
+        alice(topics);
+        assertTrue(plugin.cache().size() <= 100, "at most 100 entries: " + plugin.cache().size());
     }
 
     @Test

@@ -36,6 +36,7 @@ final class FakeServe implements AutoCloseable {
     private long aclAppliedUs;
     private boolean feedFrozen;
     private boolean feedAbsent;
+    private volatile long feedDelayMs;
     private boolean closed;
 
     FakeServe() throws IOException {
@@ -70,15 +71,22 @@ final class FakeServe implements AutoCloseable {
         exchange.close();
     }
 
-    /** serve's long poll: at once when the ACL offset is past `after` (or wait_ms is 0), else after wait_ms. */
+    /**
+     * serve's long poll: at once when the ACL offset is past `after`, when the caller names another `instance`, or
+     * when wait_ms is 0, else after wait_ms; the answer says how long it was held, and is sent {@link #delayFeed}
+     * ms after it was made (a slow network).
+     */
     private Answer feed(Received r) {
         Map<String, String> q = query(r.query());
         long after = Long.parseLong(q.getOrDefault("after", "-1"));
         long waitMs = Long.parseLong(q.getOrDefault("wait_ms", "0"));
+        String known = q.get("instance");
+        long started = System.nanoTime();
         long deadline = System.currentTimeMillis() + waitMs;
         synchronized (feedLock) {
             try {
-                while (!closed && !feedAbsent && (feedFrozen || (aclOffset <= after && System.currentTimeMillis() < deadline))) {
+                while (!closed && !feedAbsent && (feedFrozen || (aclOffset <= after
+                        && (known == null || known.equals(instance)) && System.currentTimeMillis() < deadline))) {
                     feedLock.wait(feedFrozen ? 0 : Math.max(1, deadline - System.currentTimeMillis()));
                 }
             } catch (InterruptedException e) {
@@ -90,8 +98,10 @@ final class FakeServe implements AutoCloseable {
             if (feedAbsent) {
                 return new Answer(404, "{\"error\":{\"code\":\"NOT_FOUND\",\"message\":\"no such endpoint\"}}", 0);
             }
+            long heldUs = (System.nanoTime() - started) / 1_000;
             return new Answer(200, "{\"instance\":\"" + instance + "\",\"acl_offset\":" + aclOffset
-                    + ",\"acl_applied_us\":" + aclAppliedUs + ",\"applied_offset\":" + appliedOffset + "}", 0);
+                    + ",\"acl_applied_us\":" + aclAppliedUs + ",\"applied_offset\":" + appliedOffset
+                    + ",\"held_us\":" + heldUs + "}", feedDelayMs);
         }
     }
 
@@ -148,6 +158,11 @@ final class FakeServe implements AutoCloseable {
             feedFrozen = frozen;
             feedLock.notifyAll();
         }
+    }
+
+    /** Send every feed answer this long after it is made (a slow network, or a broker JVM that reads it late). */
+    void delayFeed(long ms) {
+        feedDelayMs = ms;
     }
 
     /** Answer the feed with 404 (a serve without it). */

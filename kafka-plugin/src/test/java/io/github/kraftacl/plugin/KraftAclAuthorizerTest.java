@@ -218,6 +218,8 @@ class KraftAclAuthorizerTest extends FakeServeTest {
                 PluginConfig.CACHE_MAX_ENTRIES, "0"));
         assertKeyRefused(PluginConfig.HEARTBEAT_MS, Map.of(PluginConfig.URLS, serve.url(),
                 PluginConfig.HEARTBEAT_MS, "60001"));
+        assertKeyRefused(PluginConfig.HEARTBEAT_GRACE_MS, Map.of(PluginConfig.URLS, serve.url(),
+                PluginConfig.HEARTBEAT_GRACE_MS, Integer.toString(Integer.MAX_VALUE)));
         assertKeyRefused(PluginConfig.TRANSPORT, Map.of(PluginConfig.URLS, serve.url(), PluginConfig.TRANSPORT,
                 "bogus"));
     }
