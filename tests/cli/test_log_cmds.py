@@ -470,6 +470,27 @@ def test_malformed_usage_gives_one_line_and_exit_2(log_dir: Path, tmp_path: Path
         assert_one_line_error(code, err, *fragments)
 
 
+def test_a_directory_that_holds_no_kraft_acl_log_is_refused_by_the_readers(tmp_path: Path) -> None:
+    """A mistyped --log-dir (a config directory) is named in one line, exit 2, rather than read as an empty log;
+    an empty directory is an empty log."""
+    wrong = tmp_path / "config"
+    wrong.mkdir()
+    (wrong / "server.properties").write_text("a=b\n")
+    (wrong / "acls.json").write_text("[]")
+    for args in (
+        ["log", "dump"],
+        ["replay"],
+        ["authorize", "--principal", "User:a", "--host", "10.0.0.1", "--operation", "READ", "--topic", "t"],
+    ):
+        code, out, err = cli(*args, "--log-dir", wrong)
+        assert out == "", args
+        assert_one_line_error(code, err, f"{wrong} holds no kraft-acl metadata log", "acls.json, server.properties")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli("replay", "--log-dir", empty, "-o", "json")[0] == 0
+    assert list(empty.iterdir()) == [], "a reader creates nothing"
+
+
 def test_snapshot_list_shows_files_that_are_not_snapshots(log_copy: Path) -> None:
     (log_copy / "notes.checkpoint").write_text("hello")
     code, out, _ = cli("snapshot", "list", "--log-dir", log_copy, "-o", "json")
