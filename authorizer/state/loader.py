@@ -244,13 +244,22 @@ class MetadataLoader:
             release_free_memory()  # a serving node just dropped the index it replaced (start-up trims once at the end)
 
     def _swap(self, update: Update) -> None:
-        """Publish: the loader's own image and index, then every publisher, in order. The index replaced and the
-        update (with the image replaced) are buried: their last holder does not free them in one go."""
+        """Publish: the loader's own image and index, then every publisher, in order. Every publisher is told even
+        when one before it fails (the first failure is raised after): the authorizer may already decide on the new
+        state, so serve's change feed, last in the list, must still report it, or brokers would keep using
+        decisions made before it. The index replaced and the update (with the image replaced) are buried: their
+        last holder does not free them in one go."""
         replaced = self.index
         self.image, self.index = update.image, update.index
+        failure: Exception | None = None
         for publisher in self.publishers:
-            publisher.publish(update)
+            try:
+                publisher.publish(update)
+            except Exception as exc:  # raised below, once the others are told
+                failure = failure or exc
         bury(replaced, update)
+        if failure is not None:
+            raise failure
 
 
 def _provenance(batch: RecordBatch) -> Provenance:

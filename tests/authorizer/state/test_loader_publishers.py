@@ -74,3 +74,21 @@ def test_a_loader_without_an_authorizer_still_publishes() -> None:
     loader = MetadataLoader(log, [Recorder("only", journal)])
     assert loader.initial_load() == 1
     assert journal == [("only", "publish", 0), ("only", "loaded", -1)] and len(loader.index) == 1
+
+
+def test_a_failing_publisher_does_not_keep_the_update_from_those_after_it() -> None:
+    """The authorizer decides on the new state; a publisher failing after it (out of memory in serve's id map)
+    must not keep the change feed, last in the list, from reporting it: the failure is raised once all are told."""
+    log = MemoryLog()
+    log.append([record_from_acl("AAAAAAAAAAAAAAAAAAAAAQ", READ)])
+    journal: list[tuple[str, str, int]] = []
+    auth = StandardAuthorizer()
+
+    def broken(update: Update) -> None:
+        raise MemoryError("the id map")
+
+    last = Recorder("last", journal)
+    loader = MetadataLoader(log, [AuthorizerPublisher(auth), OnPublish(broken), last])
+    with pytest.raises(MemoryError, match="the id map"):
+        loader.catch_up()
+    assert journal == [("last", "publish", 0)] and auth.index is loader.index
