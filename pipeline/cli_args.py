@@ -1,4 +1,5 @@
-"""The driver's command line (argparse: the jobs run where typer is not installed, e.g. a cluster's driver).
+"""The driver's command line (argparse: the jobs run where typer is not installed, e.g. a cluster's driver). It
+imports nothing of Spark, so that `--help` and bad options answer where the spark extra is not installed.
 
 `Args` is an immutable value parsed once per process.
 """
@@ -14,7 +15,7 @@ from typing import Any, NoReturn
 from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.inputs import check_principal, parse_settings, parse_time
-from kraftacl.pipeline.sources.log import LogSource
+from kraftacl.pipeline.sources.source import LogSource
 
 STATE_AT = "the state at offset N: every record below N applied (N between two batches; default: the high-water mark)"
 

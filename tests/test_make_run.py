@@ -1,6 +1,7 @@
 """`make run` from a fresh checkout, as a new user runs it: it says what it is doing, installs what serve and the
 CLI need and nothing else (no dev tools, no PySpark, no Maven), compiles the hot loops, and reaches serve's ready
-line; on that plain install `kraft-acl audit` is one line saying how to add the spark extra (exit 2), and the
+line; on that plain install `kraft-acl audit` is one line saying how to add the spark extra (exit 2) while its
+`--help` prints the help, and the
 README's activation makes `kraft-acl` a command. (The time with empty caches is a benchmark: `kraft-acl bench
 --suite first-hour`, BENCHMARKS.md; here pip's cache is the machine's.)
 """
@@ -73,3 +74,13 @@ def test_make_run_from_a_fresh_checkout_installs_the_runtime_only(tmp_path: Path
     assert len(lines) == 1 and lines[0].startswith("kraft-acl: error: kraft-acl audit runs on Spark"), lines
     assert "pip install -e '.[spark]'" in lines[0] and "pyspark" in lines[0]
     assert not (root / "x").exists()
+
+    helped = subprocess.run(
+        ["bash", "-c", "source .venv/bin/activate && kraft-acl audit fold --help"],
+        cwd=root,
+        env=clean_path_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert (helped.returncode, helped.stderr) == (0, ""), helped.stderr
+    assert helped.stdout.startswith("usage: kraft-acl audit fold ") and "--to-offset N" in helped.stdout
