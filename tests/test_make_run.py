@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
@@ -27,6 +28,8 @@ def test_make_run_from_a_fresh_checkout_installs_the_runtime_only(tmp_path: Path
     ports = {name: free_port() for name in PORTS}
     config = root / "examples" / "serve" / "server.properties"
     config.write_text(with_ports(config.read_text(encoding="utf-8"), ports), encoding="utf-8")
+    tokens = root / "examples" / "serve" / "tokens"
+    tokens.chmod(0o644)  # as a fresh clone has it: git keeps no mode 600
     m2 = tmp_path / "m2"
     run = MakeRun(root, clean_path_env({"MAVEN_OPTS": f"-Dmaven.repo.local={m2}"}), tmp_path / "make-run.err")
     try:
@@ -46,6 +49,9 @@ def test_make_run_from_a_fresh_checkout_installs_the_runtime_only(tmp_path: Path
     ], said
     assert f"listeners CONTROLLER http://127.0.0.1:{ports['serve_controller']} (early start)" in "\n".join(said)
     assert "kraft-acl serve: stopped" in said  # Ctrl-C stopped serve cleanly
+    # make run made the demo's token file the owner's, so serve has nothing to warn about it
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    assert "readable by group or others" not in (tmp_path / "make-run.err").read_text(encoding="utf-8")
 
     python = root / ".venv" / "bin" / "python"
     listed = subprocess.run([python, "-m", "pip", "list", "--format", "json"], capture_output=True, text=True)
