@@ -87,7 +87,7 @@ run: $(RUN_STAMP)
 	$(call say,starting serve in the foreground (Ctrl-C stops it). In another terminal:)
 	@echo "  source .venv/bin/activate"
 	@echo "  kraft-acl acls --server $(DEMO_URL) --token-file examples/serve/admin.token --list"
-	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: 'A broker authorized by serve')"
+	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: '3. A Kafka broker authorized by serve')"
 	@exec $(BIN)/kraft-acl serve --config $(DEMO_CONFIG)
 
 ## broker: a real Kafka broker (the release of scripts/kafka/pom.xml) in the background, its authorizer the plugin

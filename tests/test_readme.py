@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -128,3 +129,12 @@ def test_readme_broker_walkthrough(tmp_path: Path) -> None:
         ["bash", "scripts/kafka-broker.sh", "status", "data/broker"], cwd=demo.root, capture_output=True, text=True
     )
     assert status.returncode == 3 and "STOPPED" in status.stdout, status.stdout + status.stderr
+
+
+def test_the_sections_make_run_points_to_are_the_readmes() -> None:
+    """`make run`'s hints cite README sections by their titles: each must be a heading of the README."""
+    headings = {line.lstrip("#").strip() for line in README.read_text(encoding="utf-8").splitlines() if line[:1] == "#"}
+    cited = re.findall(r"README: '([^']+)'", (REPO / "Makefile").read_text(encoding="utf-8"))
+    assert cited, "the Makefile's hints cite no README section"
+    for title in cited:
+        assert any(heading.startswith(title) for heading in headings), f"no README heading starts with {title!r}"
