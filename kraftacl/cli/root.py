@@ -86,10 +86,19 @@ def check_arguments(argv: Sequence[str]) -> None:
             raise InputError(f"{where}: {exc.reason}") from None
 
 
+#: where a command's docstring starts its examples (a `\b` line keeps their lines as written)
+EXAMPLES = "\b\nExample"
+
+
 def plain_help(command: Any) -> None:
     """Plain click help for `command` and every command below it, and a metavar on each option that takes a
-    value (its name in capitals where the command gave none), so help never shows a Python type name."""
+    value (its name in capitals where the command gave none), so help never shows a Python type name. A docstring's
+    closing `Example:` paragraph becomes the command's epilog, so its help ends with the examples, after the
+    options."""
     command.rich_markup_mode = None
+    help_text = getattr(command, "help", None)
+    if help_text and not getattr(command, "epilog", None) and (at := help_text.find(EXAMPLES)) > 0:
+        command.help, command.epilog = help_text[:at].rstrip(), help_text[at:]
     for param in command.params:
         if isinstance(param, TyperOption) and not param.is_flag and param.metavar is None:
             param.metavar = (param.name or "value").upper()

@@ -147,8 +147,9 @@ def test_help_describes_every_option_shows_no_python_type_and_gives_an_example(p
     command = dict(command_paths())[path]
     for param in command.params:
         assert param.help, f"{' '.join(path)}: {param.opts} has no description"
-    if not hasattr(command, "commands") or not path:  # a command (and the root) shows an example
+    if not hasattr(command, "commands") or not path:  # a command (and the root) ends with an example
         assert re.search(r"Example:\n +kraft-acl ", out), out
+        assert out.rstrip().rsplit("\n\n", 1)[-1].lstrip().startswith("Example:"), out  # after the options
 
 
 def test_acls_help_uses_kafka_acls_words() -> None:
