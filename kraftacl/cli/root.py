@@ -47,9 +47,9 @@ class KraftGroup(TyperGroup):
             check_arguments(argv)
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             return result if isinstance(result, int) else 0
-        except NoArgsIsHelpError as exc:  # `kraft-acl` or `kraft-acl log` alone: the help, as click shows it
-            exc.show()
-            return exc.exit_code
+        except NoArgsIsHelpError as exc:  # `kraft-acl` or `kraft-acl log` alone: a usage error like any other
+            error_line(missing_command(exc.ctx))
+            return EXIT_INPUT
         except UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             error_line(exc.format_message().replace("Value error, ", "") + where)
@@ -68,6 +68,14 @@ class KraftGroup(TyperGroup):
                 raise
             error_line(f"internal error: {type(exc).__name__}: {exc} (KRAFT_ACL_DEBUG=1 shows the traceback)")
             return EXIT_FAILED
+
+
+def missing_command(ctx: Any) -> str:
+    """The line for a group given no command: its commands, and where its help is."""
+    if ctx is None:
+        return f"missing command (see '{PROG} --help')"
+    names = ", ".join(getattr(ctx.command, "commands", {}))
+    return f"missing command: give one of {names} (see '{ctx.command_path} --help')"
 
 
 def check_arguments(argv: Sequence[str]) -> None:
