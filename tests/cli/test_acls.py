@@ -229,6 +229,31 @@ def test_invalid_option_combinations_give_kafka_acls_message_and_write_nothing(
     assert not log_dir.exists(), "a refused command creates nothing"
 
 
+ONE_TARGET = (
+    "kraft-acl: error: give exactly one of --log-dir DIR (embedded log), --bootstrap-server HOST:PORT (Kafka) and "
+    "--server URL (a running kraft-acl serve)"
+)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        [],
+        ["--log-dir", "LOG", "--server", "http://127.0.0.1:1"],
+        ["--bootstrap-server", "127.0.0.1:1", "--server", "http://127.0.0.1:1"],
+        ["--log-dir", "LOG", "--bootstrap-server", "127.0.0.1:1"],
+    ],
+    ids=["none", "log-dir and server", "bootstrap-server and server", "log-dir and bootstrap-server"],
+)
+@pytest.mark.parametrize("command", ["acls", "export"])
+def test_no_place_or_two_name_all_three_places(tmp_path: Path, command: str, where: list[str]) -> None:
+    args = [str(tmp_path / "log") if a == "LOG" else a for a in where]
+    action = ["--list"] if command == "acls" else []
+    result = CliRunner().invoke(app, [command, *action, *args])
+    assert (result.exit_code, result.stdout, result.stderr.strip()) == (2, "", ONE_TARGET)
+    assert not (tmp_path / "log").exists()
+
+
 def test_a_locked_log_directory_is_a_one_line_failure(tmp_path: Path) -> None:
     acls(tmp_path, "--add", "--allow-principal", "User:a", "--topic", "t")
     with FileLog(tmp_path):
