@@ -157,7 +157,7 @@ def acls_command(
             producer,
             consumer,
             idempotent,
-            [check_principal(p) for p in principal or []],
+            [check_principal(p, "--principal") for p in principal or []],
         )
         if add:
             _add(target, bindings_to_add(opts), output)
