@@ -54,7 +54,14 @@ def _common(sub: argparse.ArgumentParser) -> None:
         default=None,
         help="Spark's progress bar on stderr (default: when stderr is a terminal)",
     )
-    sub.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sub.add_argument(
+        "-o",
+        "--output",
+        type=str.lower,
+        choices=("table", "text", "json"),
+        default="table",
+        help="table (the job's result as text, for people; text is the same) or json (one object)",
+    )
 
 
 def _state(sub: argparse.ArgumentParser, required: bool = False) -> None:
@@ -182,4 +189,5 @@ class Args:
             if getattr(ns, option, None) is not None:
                 setattr(ns, option, parse_time("--" + option.replace("_", "-"), getattr(ns, option)))
         progress = sys.stderr.isatty() if ns.progress is None else ns.progress
-        return Args(ns.job, source, ns.output, ns.master, progress, parse_settings("--conf", ns.conf), ns)
+        output = "json" if ns.output == "json" else "table"  # text: the same as table, as in every command
+        return Args(ns.job, source, output, ns.master, progress, parse_settings("--conf", ns.conf), ns)

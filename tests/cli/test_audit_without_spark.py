@@ -1,7 +1,8 @@
 """`kraft-acl audit` on an install without the spark extra (what `make run` installs): every job's `--help` prints the
 help (exit 0), and running a job is one line saying how to add the extra (exit 2). PySpark, py4j, pyarrow and pandas
 are made unimportable in the command's processes by a `sitecustomize` on PYTHONPATH (tests/test_make_run.py checks the
-same on a real runtime-only install)."""
+same on a real runtime-only install). And the jobs' `-o`, which needs no Spark either: table (text the same) or
+json, as every command's."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kraftacl.cli.audit import SPARK_MODULES
+from kraftacl.pipeline.cli_args import Args, parser
 
 
 @pytest.fixture
@@ -68,3 +70,25 @@ def test_the_driver_alone_answers_help_and_refuses_a_job_in_one_line(
     )
     assert ran.returncode == 2 and len(ran.stderr.splitlines()) == 1, ran.stderr
     assert ran.stderr.startswith("kraft-acl: error: kraft-acl audit runs on Spark"), ran.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "output"), [("table", "table"), ("text", "table"), ("TABLE", "table"), ("json", "json")]
+)
+def test_the_jobs_take_table_text_or_json_like_every_command(given: str, output: str) -> None:
+    args = Args.parse(parser().parse_args(["changes", "--log-dir", "meta", "--from-offset", "0", "-o", given]))
+    assert args.output == output
+
+
+def test_a_bad_output_of_a_job_is_one_line(kraft_acl: list[str], tmp_path: Path) -> None:
+    ran = subprocess.run(
+        [*kraft_acl, "audit", "changes", "--log-dir", str(tmp_path), "--from-offset", "0", "-o", "xml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (ran.returncode, ran.stdout) == (2, "")
+    assert ran.stderr.splitlines() == [
+        "kraft-acl: error: kraft-acl audit changes: argument -o/--output: invalid choice: 'xml' (choose from "
+        "'table', 'text', 'json')"
+    ]
