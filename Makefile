@@ -74,16 +74,20 @@ $(PLUGIN_JAR): $(PLUGIN_SOURCES)
 ## run: the runtime install, then the main job: `kraft-acl serve` on the embedded log with the demo config and ACLs
 DEMO_LOG := data/serve-demo
 DEMO_CONFIG := examples/serve/server.properties
+# the demo's bearer tokens (DEMO_CONFIG's auth.token.file): git keeps no mode 600, so a fresh clone has them 644 and
+# serve would warn that others can read them (a warning kept for real token files); run makes them the owner's first
+DEMO_TOKENS := examples/serve/tokens
 # the demo's CLIENT listener, for the hints make run prints (the port is written once, in DEMO_CONFIG)
 DEMO_URL = http://$(shell sed -n 's|^listeners=.*CLIENT://\([^,]*\).*|\1|p' $(DEMO_CONFIG))
 run: $(RUN_STAMP)
+	@chmod 600 $(DEMO_TOKENS)
 	$(call say,loading the demo ACLs of examples/serve/acls.json into $(DEMO_LOG))
 	@$(BIN)/kraft-acl import --from-json examples/serve/acls.json --log-dir $(DEMO_LOG)
 	@$(BIN)/kraft-acl serve --config $(DEMO_CONFIG) --check-config -o table
 	$(call say,starting serve in the foreground (Ctrl-C stops it). In another terminal:)
 	@echo "  source .venv/bin/activate"
 	@echo "  kraft-acl acls --server $(DEMO_URL) --token-file examples/serve/admin.token --list"
-	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: 'A broker authorized by serve')"
+	@echo "  make broker    # a Kafka broker whose authorizer is this serve (README: '3. A Kafka broker authorized by serve')"
 	@exec $(BIN)/kraft-acl serve --config $(DEMO_CONFIG)
 
 ## broker: a real Kafka broker (the release of scripts/kafka/pom.xml) in the background, its authorizer the plugin

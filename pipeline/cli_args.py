@@ -1,4 +1,5 @@
-"""The driver's command line (argparse: the jobs run where typer is not installed, e.g. a cluster's driver).
+"""The driver's command line (argparse: the jobs run where typer is not installed, e.g. a cluster's driver). It
+imports nothing of Spark, so that `--help` and bad options answer where the spark extra is not installed.
 
 `Args` is an immutable value parsed once per process.
 """
@@ -14,7 +15,7 @@ from typing import Any, NoReturn
 from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.inputs import check_principal, parse_settings, parse_time
-from kraftacl.pipeline.sources.log import LogSource
+from kraftacl.pipeline.sources.source import LogSource
 
 STATE_AT = "the state at offset N: every record below N applied (N between two batches; default: the high-water mark)"
 
@@ -53,7 +54,14 @@ def _common(sub: argparse.ArgumentParser) -> None:
         default=None,
         help="Spark's progress bar on stderr (default: when stderr is a terminal)",
     )
-    sub.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sub.add_argument(
+        "-o",
+        "--output",
+        type=str.lower,
+        choices=("table", "text", "json"),
+        default="table",
+        help="table (the job's result as text, for people; text is the same) or json (one object)",
+    )
 
 
 def _state(sub: argparse.ArgumentParser, required: bool = False) -> None:
@@ -181,4 +189,5 @@ class Args:
             if getattr(ns, option, None) is not None:
                 setattr(ns, option, parse_time("--" + option.replace("_", "-"), getattr(ns, option)))
         progress = sys.stderr.isatty() if ns.progress is None else ns.progress
-        return Args(ns.job, source, ns.output, ns.master, progress, parse_settings("--conf", ns.conf), ns)
+        output = "json" if ns.output == "json" else "table"  # text: the same as table, as in every command
+        return Args(ns.job, source, output, ns.master, progress, parse_settings("--conf", ns.conf), ns)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from kraftacl.authorizer.model.operations import SUPPORTED_OPERATIONS
 from kraftacl.pipeline.errors import PipelineError
+
+if TYPE_CHECKING:  # Spark is imported where a session reads a catalog: the driver's command line parses without it
+    from pyspark.sql import DataFrame, SparkSession
 
 
 def parse_time(option: str, text: str) -> int:
@@ -63,6 +64,8 @@ def read_principals(path: Path) -> list[str]:
 
 def read_resources(spark: SparkSession, path: Path) -> DataFrame:
     """A catalog of resource_type (name or code of a concrete type) and resource_name: CSV with a header, or Parquet."""
+    from pyspark.sql import functions as F
+
     if not path.exists():
         raise PipelineError(f"--resources {path} does not exist")
     if path.suffix == ".parquet":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,13 +107,17 @@ def test_readme_examples_run_as_written(doc: Path, tmp_path: Path) -> None:
 
 @pytest.mark.kafka
 def test_readme_broker_walkthrough(tmp_path: Path) -> None:
-    """`make broker` against `make run`'s serve, then the walkthrough's blocks in order: produce allowed, produce
-    denied, an ACL added with kafka-acls through the broker, in the log, the denial in serve's audit log; then
-    `make broker-stop` stops the broker (nothing of it is left running)."""
+    """`make broker` against `make run`'s serve after section 2's blocks, then the walkthrough's blocks in order:
+    produce allowed, produce denied, an ACL added with kafka-acls through the broker, in the log (its offsets as the
+    README shows them), the denial in serve's audit log; then `make broker-stop` stops the broker (nothing of it is
+    left running)."""
     for problem in (java_problem(), maven_problem()):
         if problem is not None:
             _unavailable(problem)
-    walkthrough = [b for b in blocks(README, strict=True) if b.kafka]
+    found = blocks(README, strict=True)
+    first = next(n for n, b in enumerate(found) if b.kafka)
+    # as a reader follows the README: section 2's commands first (carol's ACL takes offset 6), then the walkthrough
+    walkthrough = [b for b in found[:first] if b.runnable and not b.keep] + [b for b in found if b.kafka]
     with make_run(tmp_path) as demo:
         try:
             for block in walkthrough:
@@ -128,3 +133,12 @@ def test_readme_broker_walkthrough(tmp_path: Path) -> None:
         ["bash", "scripts/kafka-broker.sh", "status", "data/broker"], cwd=demo.root, capture_output=True, text=True
     )
     assert status.returncode == 3 and "STOPPED" in status.stdout, status.stdout + status.stderr
+
+
+def test_the_sections_make_run_points_to_are_the_readmes() -> None:
+    """`make run`'s hints cite README sections by their titles: each must be a heading of the README."""
+    headings = {line.lstrip("#").strip() for line in README.read_text(encoding="utf-8").splitlines() if line[:1] == "#"}
+    cited = re.findall(r"README: '([^']+)'", (REPO / "Makefile").read_text(encoding="utf-8"))
+    assert cited, "the Makefile's hints cite no README section"
+    for title in cited:
+        assert any(heading.startswith(title) for heading in headings), f"no README heading starts with {title!r}"

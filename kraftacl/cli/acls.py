@@ -56,7 +56,7 @@ from kraftacl.cli.acls_options import (
 from kraftacl.cli.errors import EXIT_FAILED, fail
 from kraftacl.cli.kafka_files import kafka_files, kafka_state
 from kraftacl.cli.log_state import acl_json
-from kraftacl.cli.options import Server, server_failed
+from kraftacl.cli.options import Server, check_one_target, server_failed
 from kraftacl.cli.output import Output
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.snapshots.errors import SnapshotError
@@ -134,14 +134,12 @@ def acls_command(
     """
     if [add, remove, list_].count(True) != 1:
         fail("Command must include exactly one action: --list, --add, --remove.")
+    check_one_target(log_dir, bootstrap_server, server)
     target: LogTarget | ServerTarget
     if server is not None:
-        if log_dir is not None or bootstrap_server is not None:
-            fail("give one of --log-dir, --bootstrap-server and --server")
         target = server
     else:
         target = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic, lock_timeout)
-        target.check()
     try:
         opts = AclOptions(
             topic or [],
@@ -159,7 +157,7 @@ def acls_command(
             producer,
             consumer,
             idempotent,
-            [check_principal(p) for p in principal or []],
+            [check_principal(p, "--principal") for p in principal or []],
         )
         if add:
             _add(target, bindings_to_add(opts), output)

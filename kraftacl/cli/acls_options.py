@@ -66,10 +66,10 @@ def parse_pattern_type(text: str) -> PatternType:
     return parsed
 
 
-def check_principal(text: str) -> str:
-    """SecurityUtils.parseKafkaPrincipal: `Type:name`, split at the first colon."""
+def check_principal(text: str, option: str) -> str:
+    """SecurityUtils.parseKafkaPrincipal: `Type:name`, split at the first colon; the error names the option."""
     if not text or split_principal(text) is None:
-        raise OptionError(f"expected a string in format principalType:principalName but got {text}")
+        raise OptionError(f"{option}: expected a string in format principalType:principalName but got {text}")
     return text
 
 
@@ -85,9 +85,9 @@ def resources(opts: AclOptions, pattern: PatternType) -> list[tuple[ResourceType
     return out
 
 
-def _entries(principals: list[str], hosts: list[str]) -> list[tuple[str, str]]:
+def _entries(principals: list[str], hosts: list[str], option: str) -> list[tuple[str, str]]:
     hosts = hosts or ["*"]
-    return [(check_principal(p), h) for p in principals for h in hosts]
+    return [(check_principal(p, option), h) for p in principals for h in hosts]
 
 
 def _operations_for(opts: AclOptions, rtype: ResourceType) -> list[AclOperation]:
@@ -174,11 +174,11 @@ def bindings_to_add(opts: AclOptions) -> list[StandardAcl]:
     out: list[StandardAcl] = []
     for rtype, name in opts_resources:
         pattern = PatternType.LITERAL if rtype is ResourceType.CLUSTER and opts.producer else opts.pattern_type
-        for perm, principals, hosts in (
-            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
-            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts),
+        for perm, principals, hosts, option in (
+            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts, "--allow-principal"),
+            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts, "--deny-principal"),
         ):
-            for principal, host in _entries(principals, hosts):
+            for principal, host in _entries(principals, hosts, option):
                 out += [
                     StandardAcl(rtype, name, pattern, principal, host, op, perm) for op in _operations_for(opts, rtype)
                 ]
@@ -207,11 +207,11 @@ def filters_for(opts: AclOptions, action: str) -> list[AclBindingFilter]:
     out = []
     for pattern in pattern_filters:
         rtype = pattern.resource_type
-        for perm, principals, hosts in (
-            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts),
-            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts),
+        for perm, principals, hosts, option in (
+            (AclPermissionType.ALLOW, opts.allow_principals, opts.allow_hosts, "--allow-principal"),
+            (AclPermissionType.DENY, opts.deny_principals, opts.deny_hosts, "--deny-principal"),
         ):
-            for principal, host in _entries(principals, hosts):
+            for principal, host in _entries(principals, hosts, option):
                 out += [
                     AclBindingFilter(pattern, AccessControlEntryFilter(principal, host, op, perm))
                     for op in _operations_for(opts, rtype)

@@ -17,7 +17,7 @@ Conventions every command follows (new commands inherit the first three from `cl
 * Help. Plain click help (no rich boxes); every option has a help text and a `metavar` (FILE, DIR,
   N, PRINCIPAL, ...: never a Python type name; an option without one gets its name in capitals),
   and each command's docstring ends with an `Example:` paragraph (start it with a `\\b` line so the
-  lines are kept).
+  lines are kept): `cli.root.plain_help` makes it the epilog, so help ends with it, after the options.
 * Output. `output: OutputOpt = Output.table` (`cli.output`): `-o/--output table|json`, `text`
   accepted as `table`; `table` is the human form (a table or the command's own text), `json` one
   JSON value per line. Tables go through `cli.output.print_table` (terminal width).

@@ -243,7 +243,12 @@ def _questions(
         )
     assert principal is not None and operation is not None
     (rtype, name), op = named[0], parse_operation(operation)
-    fields = {"principal": check_principal(principal), "host": host, "operation": op, "resource_type": rtype}
+    fields = {
+        "principal": check_principal(principal, "--principal"),
+        "host": host,
+        "operation": op,
+        "resource_type": rtype,
+    }
     try:
         return [(1, parse_request({**fields, "resource_name": name}))], "the question"
     except InputError as exc:

@@ -33,7 +33,7 @@ from kraftacl.cli.acls_flags import BootstrapServer, CommandConfig, MetadataTopi
 from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, fail
 from kraftacl.cli.log_check import LockTimeout
 from kraftacl.cli.log_state import library_errors
-from kraftacl.cli.options import Server, server_failed
+from kraftacl.cli.options import Server, check_one_target, server_failed
 from kraftacl.cli.output import Output, output_option
 
 
@@ -299,16 +299,14 @@ def export_command(
         fail("export writes acls.json only; use -o json or leave -o out")
     if at_offset is not None and at_offset < 0:
         fail(f"--at-offset {at_offset} is negative")
+    check_one_target(log_dir, bootstrap_server, server)
     target: AclTarget
     if server is not None:
-        if log_dir is not None or bootstrap_server is not None:
-            fail("give one of --log-dir, --bootstrap-server and --server")
         if at_offset is not None:
             fail("--at-offset reads a log (--log-dir or --bootstrap-server); serve answers its current state")
         target = ServerAclTarget(server)
     else:
         log = LogTarget(log_dir, bootstrap_server, command_config, metadata_topic)
-        log.check()
         target = LogAclTarget(log)
     with library_errors(), _server_errors():
         acls = target.acls_at(at_offset)

@@ -140,12 +140,17 @@ def inspect_kafka(files: KafkaMetadataFiles, output: Output) -> None:
         print_table(acl_table(acls))
 
 
-def verify_kafka(files: KafkaMetadataFiles) -> None:
+def verify_kafka(files: KafkaMetadataFiles, output: Output = Output.table) -> None:
     """Check every batch CRC, the header and footer and every record of a Kafka `.checkpoint`."""
     snap = _snapshot(files)
     with library_errors():
         acls = image_from_snapshot(snap.acl_records())
     f = snap.file
+    if output.is_json:
+        result: dict[str, object] = {"ok": True, "file": str(f.path), "format": KAFKA_SNAPSHOT, "records": len(acls)}
+        result |= {"end_offset": f.end_offset, "epoch": f.epoch, "metadata_records": snap.record_count}
+        typer.echo(json.dumps(result | {"batches": len(snap.batches)}))
+        return
     typer.echo(
         f"OK: {len(acls)} records (end offset {f.end_offset}, epoch {f.epoch}; {KAFKA_SNAPSHOT}, "
         f"{snap.record_count} metadata records, {len(snap.batches)} batches)"

@@ -115,3 +115,16 @@ def server_exit_code(exc: ServerError) -> int:
 def server_failed(exc: ServerError) -> NoReturn:
     """The one error line of a failed call to serve, and its exit code."""
     fail(str(exc), server_exit_code(exc))
+
+
+#: the one line of a command that reads or writes a log or a serve (acls, export) when not exactly one is given
+ONE_TARGET = (
+    "give exactly one of --log-dir DIR (embedded log), --bootstrap-server HOST:PORT (Kafka) and --server URL "
+    "(a running kraft-acl serve)"
+)
+
+
+def check_one_target(log_dir: Path | None, bootstrap_server: str | None, server: ServerTarget | None) -> None:
+    """Exactly one of the three places: otherwise ONE_TARGET, exit 2."""
+    if sum(given is not None for given in (log_dir, bootstrap_server, server)) != 1:
+        fail(ONE_TARGET)

@@ -47,9 +47,9 @@ class KraftGroup(TyperGroup):
             check_arguments(argv)
             result = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
             return result if isinstance(result, int) else 0
-        except NoArgsIsHelpError as exc:  # `kraft-acl` or `kraft-acl log` alone: the help, as click shows it
-            exc.show()
-            return exc.exit_code
+        except NoArgsIsHelpError as exc:  # `kraft-acl` or `kraft-acl log` alone: a usage error like any other
+            error_line(missing_command(exc.ctx))
+            return EXIT_INPUT
         except UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             error_line(exc.format_message().replace("Value error, ", "") + where)
@@ -70,6 +70,14 @@ class KraftGroup(TyperGroup):
             return EXIT_FAILED
 
 
+def missing_command(ctx: Any) -> str:
+    """The line for a group given no command: its commands, and where its help is."""
+    if ctx is None:
+        return f"missing command (see '{PROG} --help')"
+    names = ", ".join(getattr(ctx.command, "commands", {}))
+    return f"missing command: give one of {names} (see '{ctx.command_path} --help')"
+
+
 def check_arguments(argv: Sequence[str]) -> None:
     """Every argument must be a string Kafka can carry (valid Unicode, at most 32,767 UTF-8 bytes)."""
     for number, arg in enumerate(argv):
@@ -86,10 +94,19 @@ def check_arguments(argv: Sequence[str]) -> None:
             raise InputError(f"{where}: {exc.reason}") from None
 
 
+#: where a command's docstring starts its examples (a `\b` line keeps their lines as written)
+EXAMPLES = "\b\nExample"
+
+
 def plain_help(command: Any) -> None:
     """Plain click help for `command` and every command below it, and a metavar on each option that takes a
-    value (its name in capitals where the command gave none), so help never shows a Python type name."""
+    value (its name in capitals where the command gave none), so help never shows a Python type name. A docstring's
+    closing `Example:` paragraph becomes the command's epilog, so its help ends with the examples, after the
+    options."""
     command.rich_markup_mode = None
+    help_text = getattr(command, "help", None)
+    if help_text and not getattr(command, "epilog", None) and (at := help_text.find(EXAMPLES)) > 0:
+        command.help, command.epilog = help_text[:at].rstrip(), help_text[at:]
     for param in command.params:
         if isinstance(param, TyperOption) and not param.is_flag and param.metavar is None:
             param.metavar = (param.name or "value").upper()

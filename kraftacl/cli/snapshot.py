@@ -21,6 +21,7 @@ from typer_injector import InjectingTyper
 
 from kraftacl.api.client import ServerError
 from kraftacl.api.wire import SnapshotOut
+from kraftacl.authorizer.history.metadata_source import SourceFormat
 from kraftacl.authorizer.state.image import AclsDelta, AclsImage, Provenance
 from kraftacl.authorizer.state.node import AclNode
 from kraftacl.cli.errors import fail
@@ -40,6 +41,7 @@ from kraftacl.snapshots.format import SnapshotReader
 from kraftacl.snapshots.history import USABLE, ScanView, SnapshotRow, check_history
 from kraftacl.snapshots.naming import SUFFIX, SnapshotId, parse_name
 
+KRAFT_ACL_SNAPSHOT = SourceFormat.KRAFT_ACL_SNAPSHOT.value
 snapshot_app = InjectingTyper(  # `create --server` takes the shared connection options (cli.options.Server)
     help="ACL snapshots: <20-digit end offset>-<10-digit epoch>.checkpoint files holding every ACL "
     "below the (exclusive) end offset.",
@@ -293,21 +295,25 @@ def verify_command(
         Path | None,
         typer.Option("--log-dir", metavar="DIR", help="also check that this log may use it (its log, a batch end)"),
     ] = None,
+    output: OutputOpt = Output.table,
 ) -> None:
     """Check every byte of a snapshot: `OK: N records` (exit 0), or one line naming the damage (exit 2); with
     --log-dir, also that the snapshot belongs to that log at one of its batch boundaries with the right epoch.
+    With -o json, the result as one object: {"ok": true, "file", "format", "records", "end_offset", "epoch", ...}
+    (the damage stays one error line on stderr).
 
     An Apache Kafka `.checkpoint` is checked batch by batch (CRC-32C, SnapshotHeader, SnapshotFooter).
 
     \b
     Example:
       kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint --log-dir data/meta
+      kraft-acl snapshot verify data/meta/00000000000000000120-0000000003.checkpoint -o json
     """
     kafka = kafka_files(file) if file.is_file() else None
     if kafka is not None:
         if log_dir is not None:
             fail(f"{file} is Apache Kafka's own snapshot; --log-dir checks a kraft-acl snapshot against its log")
-        verify_kafka(kafka)
+        verify_kafka(kafka, output)
         return
     reader, image = _open(file)
     h = reader.header
@@ -317,5 +323,10 @@ def verify_command(
             problem = unusable(h, ScanView(scan_directory(log_dir)))
         if problem is not None:
             fail(f"snapshot {file} cannot be used on the log in {log_dir} ({problem.problem}): {problem.reason}")
+    if output.is_json:
+        result: dict[str, object] = {"ok": True, "file": str(file), "format": KRAFT_ACL_SNAPSHOT, "records": len(image)}
+        result |= {"end_offset": h.end_offset, "epoch": h.epoch, "timestamp_ms": h.timestamp_ms}
+        typer.echo(json.dumps(result | {"log_dir": None if log_dir is None else str(log_dir)}))
+        return
     where = "" if log_dir is None else f", usable on the log in {log_dir}"
     typer.echo(f"OK: {len(image)} records (end offset {h.end_offset}, epoch {h.epoch}){where}")

@@ -6,7 +6,6 @@ Stateless functions and immutable values; the DataFrame a load returns is cached
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -15,29 +14,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from kraftacl.metadata_log.backends.file.log import FileLog
-from kraftacl.metadata_log.backends.kafka_topic.message import DEFAULT_TOPIC
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.kafka_files.files import locate
 from kraftacl.pipeline.errors import PipelineError
 from kraftacl.pipeline.sources.events import EVENT_DDL, SPAN_DDL, kafka_rows, span_rows
 from kraftacl.pipeline.sources.log_events import LogEvents
+from kraftacl.pipeline.sources.source import LogSource
+
+__all__ = ["LogSource", "load_events"]
 
 _NO_LIMIT = 1 << 62
-
-
-@dataclass(frozen=True)
-class LogSource:
-    """Exactly one of `log_dir` (the embedded file log, or Apache Kafka's own KRaft metadata files) and
-    `bootstrap` (a Kafka topic, read with Spark's source)."""
-
-    log_dir: Path | None = None
-    bootstrap: str | None = None
-    topic: str = DEFAULT_TOPIC
-    kafka_options: dict[str, str] = field(default_factory=dict)  # Java consumer settings, e.g. security.protocol
-
-    def describe(self) -> str:
-        """Where the log is, for messages."""
-        return str(self.log_dir) if self.log_dir is not None else f"topic {self.topic} on {self.bootstrap}"
 
 
 def load_events(spark: SparkSession, source: LogSource) -> LogEvents:

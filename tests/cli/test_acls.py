@@ -210,7 +210,13 @@ NO_WRITE_CASES: list[tuple[list[str], str]] = [
         ["--add", "--allow-principal", "User:a", "--group", "g", "--operation", "Write"],
         "ResourceType GROUP only supports operations",
     ),
-    (["--add", "--allow-principal", "alice", "--topic", "t"], "principalType:principalName but got alice"),
+    (
+        ["--add", "--allow-principal", "alice", "--topic", "t"],
+        "kraft-acl: error: --allow-principal: expected a string in format principalType:principalName but got alice",
+    ),
+    (["--add", "--deny-principal", "bob", "--topic", "t"], "--deny-principal: expected a string in format"),
+    (["--remove", "--allow-principal", "carol", "--topic", "t", "--force"], "--allow-principal: expected a string"),
+    (["--list", "--principal", "dave"], "--principal: expected a string in format principalType:principalName"),
     (["--add", "--allow-principal", "User:a", "--topic", "t", "--operation", "Fly"], "invalid operation 'Fly'"),
     (["--add", "--list"], "Command must include exactly one action: --list, --add, --remove."),
     (["--list", "--resource-pattern-type", "sideways"], "invalid --resource-pattern-type 'sideways'"),
@@ -227,6 +233,31 @@ def test_invalid_option_combinations_give_kafka_acls_message_and_write_nothing(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kraft-acl: error: ") and message in lines[0], err
     assert not log_dir.exists(), "a refused command creates nothing"
+
+
+ONE_TARGET = (
+    "kraft-acl: error: give exactly one of --log-dir DIR (embedded log), --bootstrap-server HOST:PORT (Kafka) and "
+    "--server URL (a running kraft-acl serve)"
+)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        [],
+        ["--log-dir", "LOG", "--server", "http://127.0.0.1:1"],
+        ["--bootstrap-server", "127.0.0.1:1", "--server", "http://127.0.0.1:1"],
+        ["--log-dir", "LOG", "--bootstrap-server", "127.0.0.1:1"],
+    ],
+    ids=["none", "log-dir and server", "bootstrap-server and server", "log-dir and bootstrap-server"],
+)
+@pytest.mark.parametrize("command", ["acls", "export"])
+def test_no_place_or_two_name_all_three_places(tmp_path: Path, command: str, where: list[str]) -> None:
+    args = [str(tmp_path / "log") if a == "LOG" else a for a in where]
+    action = ["--list"] if command == "acls" else []
+    result = CliRunner().invoke(app, [command, *action, *args])
+    assert (result.exit_code, result.stdout, result.stderr.strip()) == (2, "", ONE_TARGET)
+    assert not (tmp_path / "log").exists()
 
 
 def test_a_locked_log_directory_is_a_one_line_failure(tmp_path: Path) -> None:

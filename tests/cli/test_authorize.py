@@ -97,7 +97,10 @@ def test_the_installed_command_answers_one_question(kraft_acl: list[str], acls: 
         (QUESTION[2:], "a question needs --principal"),
         (("--topic", "t"), "a question needs --principal"),
         ((*QUESTION[:5], "Reed", *QUESTION[6:]), "invalid operation 'Reed'"),
-        (("--principal", "alice", *QUESTION[2:]), "principalType:principalName but got alice"),
+        (
+            ("--principal", "alice", *QUESTION[2:]),
+            "--principal: expected a string in format principalType:principalName",
+        ),
         (("--host", "localhost", *QUESTION[:2], *QUESTION[4:]), "--host: 'localhost' is not an IP address"),
         ((*QUESTION, "--requests", "r.jsonl"), "give either --requests FILE or the options of one question"),
     ],

@@ -59,6 +59,10 @@ COMMANDS = [path for path, _ in command_paths()]
         (("authorize", "--acls", "A", "-o", "xml"), ["'xml' is not one of"]),
         (("bench", "-o", "table"), ["bench prints JSON only"]),
         (("nope",), ["No such command 'nope'", "'kraft-acl --help'"]),
+        ((), ["missing command: give one of authorize, ", "(see 'kraft-acl --help')"]),
+        (("log",), ["missing command: give one of dump, check, recover (see 'kraft-acl log --help')"]),
+        (("audit",), ["missing command: give one of fold, permissions, changes, usage", "'kraft-acl audit --help'"]),
+        (("snapshot",), ["missing command: give one of create, list, inspect, verify"]),
         (("replay", "--log-dir", "LOG", "--bogus"), ["No such option: --bogus"]),
         (("diff", "--log-dir", "LOG", "--from-offset", "x", "--to-offset", "1"), ["'--from-offset'", "integer"]),
         (("snapshot", "inspect"), ["Missing argument 'FILE'"]),
@@ -147,8 +151,9 @@ def test_help_describes_every_option_shows_no_python_type_and_gives_an_example(p
     command = dict(command_paths())[path]
     for param in command.params:
         assert param.help, f"{' '.join(path)}: {param.opts} has no description"
-    if not hasattr(command, "commands") or not path:  # a command (and the root) shows an example
+    if not hasattr(command, "commands") or not path:  # a command (and the root) ends with an example
         assert re.search(r"Example:\n +kraft-acl ", out), out
+        assert out.rstrip().rsplit("\n\n", 1)[-1].lstrip().startswith("Example:"), out  # after the options
 
 
 def test_acls_help_uses_kafka_acls_words() -> None:

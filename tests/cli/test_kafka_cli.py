@@ -36,6 +36,9 @@ ACLS: list[dict[str, str | int]] = [
 def test_golden_snapshot_verify_inspect_dump_replay(tmp_path: Path) -> None:
     code, out, _ = cli("snapshot", "verify", GOLDEN)
     assert code == 0 and out.startswith("OK: 2 records (end offset 4, epoch 1; Apache Kafka KRaft snapshot")
+    verified = json.loads(cli("snapshot", "verify", GOLDEN, "-o", "json")[1])
+    assert verified["ok"] and verified["format"] == "Apache Kafka KRaft snapshot"
+    assert (verified["records"], verified["end_offset"], verified["epoch"]) == (2, 4, 1)
     inspected = json.loads(cli("snapshot", "inspect", GOLDEN, "-o", "json")[1])
     assert inspected["format"] == "Apache Kafka KRaft snapshot" and inspected["timestamp_ms"] == 1_700_000_000_000
     assert [(a["resource_name"], a["operation"]) for a in inspected["acls"]] == [("foo", "READ"), ("grp-", "DESCRIBE")]

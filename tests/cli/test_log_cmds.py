@@ -372,6 +372,19 @@ def test_snapshot_create_list_inspect_verify_subprocess(kraft_acl: list[str], lo
 
     verified = run(kraft_acl, "snapshot", "verify", path)
     assert (verified.returncode, verified.stdout) == (0, "OK: 3 records (end offset 5, epoch 1)\n")
+    assert run(kraft_acl, "snapshot", "verify", path, "-o", "table").stdout == verified.stdout
+    as_json = run(kraft_acl, "snapshot", "verify", path, "--log-dir", log_copy, "-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {
+        "ok": True,
+        "file": str(path),
+        "format": "kraft-acl snapshot",
+        "records": 3,
+        "end_offset": 5,
+        "epoch": 1,
+        "timestamp_ms": inspected["timestamp_ms"],
+        "log_dir": str(log_copy),
+    }
 
 
 def test_replay_uses_a_snapshot_at_or_below_the_offset(log_copy: Path) -> None:
