@@ -210,12 +210,12 @@ def authorize_command(
     assert acls is not None
     try:
         loaded = parse_acls(*_read(acls))
-        warn_refused(loaded, str(acls))
         authorizer = build_authorizer(loaded, cfg)
     except InputError as exc:
         fail(str(exc))
     except ImageError as exc:
         fail(f"{acls}: {exc}")
+    warn_refused(loaded, str(acls))  # only about a file that is used: bad input stays one error line
     _answer(_local(authorizer), parsed, source, explain, output)
 
 
