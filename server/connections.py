@@ -14,6 +14,8 @@ from typing import Protocol
 
 from kraftacl.server.config import Listener, NetworkLimits
 
+MAX_LINGERING = 256  # refused connections kept open for a moment to deliver their answer (beyond: closed at once)
+
 
 class Connection(Protocol):
     """What the registry needs of a connection (server.http.HttpProtocol)."""
@@ -76,6 +78,9 @@ class Connections:
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> connections refused
         # connections in the kept places that have not shown a broker principal yet, oldest first
         self.probation: dict[Connection, str] = {}
+        # refused connections delivering their answer before they close: no longer counted against any limit (a
+        # caller reconnecting fast must not fill the places with its refusals), bounded here, swept like the others
+        self.lingering: set[Connection] = set()
         self.memory = RequestMemory(limits.queued_max_request_bytes, limits.others_request_bytes)
         self.closing = False
         self.tick = tick
@@ -134,20 +139,30 @@ class Connections:
     def remove(self, conn: Connection, listener: str) -> None:
         """A connection closed."""
         self.probation.pop(conn, None)
+        self.lingering.discard(conn)
         if conn in self.open:
             self.open.discard(conn)
             self.per_listener[listener] -= 1
 
+    def linger(self, conn: Connection, listener: str) -> bool:
+        """`conn` was refused and only delivers its answer now: it gives its place up. False when MAX_LINGERING
+        refused connections linger already (the caller closes it at once instead)."""
+        self.remove(conn, listener)
+        if len(self.lingering) >= MAX_LINGERING:
+            return False
+        self.lingering.add(conn)
+        return True
+
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         now = loop.time()
-        for conn in [c for c in self.open if c.deadline <= now]:
+        for conn in [c for c in (*self.open, *self.lingering) if c.deadline <= now]:
             conn.timed_out()
         self._sweeper = loop.call_later(self.tick, self._sweep, loop)
 
     def close_idle(self) -> None:
         """Stop accepting new requests: idle connections close now, busy ones after their response."""
         self.closing = True
-        for conn in list(self.open):
+        for conn in [*self.open, *self.lingering]:
             conn.close_when_idle()
         if self._sweeper is not None:
             self._sweeper.cancel()

@@ -21,7 +21,7 @@ enforces limits and deadlines, and applies back-pressure:
 * `Connection: close`: every request before it is answered in order, nothing after it is executed.
 * an upgrade: a request that the API answers 101 (`GET /v1/frames`) hands the connection, from the byte after its
   head, to the protocol the answer names (`server.frames`); upgrades are honoured only with nothing else of the
-  connection in progress, any other is a 400.
+  connection in progress; an `Upgrade` serve did not agree to (h2c) is ignored, and the connection stays HTTP/1.1.
 
 Everything here runs on the event loop thread.
 """
@@ -97,6 +97,7 @@ class HttpProtocol(asyncio.Protocol):
         self.headers: dict[bytes, bytes] = {}
         self.repeated_auth = False
         self.head_bytes = 0
+        self.head_fed = 0  # bytes fed since the request began, while its head is incomplete
         self.current: Request | None = None  # admitted at its head, its body being read
         self.reading = False  # a request has begun (its first byte came) and is not whole yet
         self.body: list[bytes] = []
@@ -120,6 +121,8 @@ class HttpProtocol(asyncio.Protocol):
         self.closing = False
         self.deadline = math.inf  # loop time at which `timed_out` applies (the registry's sweep)
         self._switch_to: FrameConnection | None = None  # the protocol a 101 just sent hands the connection to
+        self.continue_due = False  # the request being read waits for earlier answers before its 100 Continue
+        self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
 
     # ---- connection lifecycle ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -264,6 +267,7 @@ class HttpProtocol(asyncio.Protocol):
         try:
             if len(data) <= FEED_SLICE:
                 self.parser.feed_data(data)
+                self._count_head(len(data))
                 return
             for start in range(0, len(data), FEED_SLICE):
                 if self._blocked() or not self.accepting:
@@ -272,11 +276,26 @@ class HttpProtocol(asyncio.Protocol):
                         self._pause_reading()
                     return
                 self.parser.feed_data(data[start : start + FEED_SLICE])
+                self._count_head(FEED_SLICE)
         except httptools.HttpParserUpgrade as upgrade:
             self._switch(data[start + int(upgrade.args[0]) :])
         except httptools.HttpParserError as exc:
             if not self.discarding and self.accepting:
                 self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", f"malformed HTTP request: {exc}")
+
+    def _count_head(self, fed: int) -> None:
+        """Bytes fed while a head is incomplete count against MAX_HEAD_BYTES as they come: llhttp hands a header
+        line to the callbacks only once it ends, and httptools grows an unfinished one by concatenation (quadratic),
+        so a head that never ends is refused after its first 64 KiB (plus one slice), not after 16 MiB of CPU."""
+        if not (self.reading and self.current is None and self.accepting and not self.discarding):
+            return
+        self.head_fed += fed
+        if self.head_fed > MAX_HEAD_BYTES + FEED_SLICE:
+            self._fail(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "INVALID_REQUEST",
+                f"the URL and headers exceed {MAX_HEAD_BYTES} bytes",
+            )
 
     def _switch(self, rest: bytes) -> None:
         """A request asked to upgrade the connection: if serve answered it 101 (`server.frames`), the frame
@@ -284,8 +303,12 @@ class HttpProtocol(asyncio.Protocol):
         protocol, self._switch_to = self._switch_to, None
         transport = self.transport
         if protocol is None or transport is None:
-            if self.accepting:  # answered already otherwise (a refusal at its head)
-                self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", "no upgrade to this protocol on this path")
+            if self.accepting and transport is not None:
+                # an upgrade serve did not agree to (curl --http2 asks for h2c): ignored, as RFC 9110 lets a server
+                # do; the request was answered over HTTP/1.1, and the connection goes on with a new parser
+                self.parser = httptools.HttpRequestParser(self)
+                if rest:
+                    self._feed(rest)
             return
         self.connections.remove(self, self.listener.name)
         self.accepting, self.deadline, self.transport = False, math.inf, None
@@ -316,7 +339,8 @@ class HttpProtocol(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         transport.write(encode_response(response, keep_alive=False))
-        if transport.can_write_eof():
+        # the place is given up now: a refused caller that reconnects fast fills no place kept for brokers
+        if transport.can_write_eof() and self.connections.linger(self, self.listener.name):
             transport.write_eof()
             self._arm(LINGER_S)
         else:
@@ -329,6 +353,8 @@ class HttpProtocol(asyncio.Protocol):
         self.headers = {}
         self.repeated_auth = False
         self.head_bytes = 0
+        self.head_fed = 0
+        self.continue_due = False
         self.body = []
         self.gathered = None
         self.body_bytes = 0
@@ -373,6 +399,7 @@ class HttpProtocol(asyncio.Protocol):
             self._refuse(outcome)
             raise httptools.HttpParserError("refused at the head")
         self.current, (self.body_limit, self.limit_key) = request, outcome
+        self.authenticated = self.authenticated or request.caller is not None
         length = self.headers.get(b"content-length")
         wanted = int(length) if length is not None else 0  # llhttp checked the digits
         if wanted > self.body_limit:
@@ -398,8 +425,14 @@ class HttpProtocol(asyncio.Protocol):
         return Request(method, path, query, self.headers, self.peer_host, self.listener.name, self.tls_principal)
 
     def _continue(self) -> None:
-        if self.headers.get(b"expect", b"").lower() == b"100-continue" and self.transport is not None:
-            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        """`100 Continue` for a request that expects it, once every earlier request of the connection is answered
+        (it belongs to this request's answer: it must not overtake theirs)."""
+        if self.headers.get(b"expect", b"").lower() != b"100-continue" or self.transport is None:
+            return
+        if self.running or self.pending:
+            self.continue_due = True  # sent by `_pump` when the earlier answers are out
+            return
+        self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def _reserve(self, n: int) -> bool:
         trusted = (
@@ -550,7 +583,8 @@ class HttpProtocol(asyncio.Protocol):
         if self.closing and not self.pending:
             self.transport.close()
         elif not self.reading and not self.pending and not self.write_paused:
-            self._arm(self.limits.idle_timeout_s)
+            # a connection that never showed credentials (public endpoints only) keeps no place for long
+            self._arm(self.limits.idle_timeout_s if self.authenticated else self.limits.request_timeout_s)
         elif self.reading:
             self._arm(self.limits.request_timeout_s)
 
@@ -562,6 +596,10 @@ class HttpProtocol(asyncio.Protocol):
                 self._refusal(request)
                 return
             self._handle(request, reserved)
+        if self.continue_due and not self.running and not self.pending and self.transport is not None:
+            self.continue_due = False
+            if self.current is not None and self.accepting:
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         if self.transport is None or self.discarding or not self.accepting or self._blocked():
             return
         if self.unparsed:

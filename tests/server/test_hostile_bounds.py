@@ -191,3 +191,49 @@ def test_memory_goes_back_down_after_an_unauthenticated_flood(tmp_path: Path) ->
     assert set(statuses) <= {b"HTTP/1.1 401", b"reset"} and b"HTTP/1.1 401" in statuses
     assert during - before < 40_000, f"{before} -> {during} kB"
     assert after - before < 20_000, f"{before} -> {after} kB"
+
+
+def test_refused_connections_give_their_places_up_at_once(tmp_path: Path) -> None:
+    """A refused connection stays open a moment to deliver its answer, but holds no place meanwhile: callers that
+    connect without credentials over and over (each refused, then lingering) cannot fill the places kept for
+    brokers. Before, each refusal held its place for 2 s, and 360 refusals a second locked brokers out."""
+    props = base_properties(
+        tmp_path, max_connections="12", max_connections_reserved_brokers="4", request_timeout_ms="60000"
+    )
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        held = [Raw(url) for _ in range(8)]  # the places anyone may take, held silently
+        refused: list[Raw] = []
+        try:
+            time.sleep(0.2)
+            for _ in range(40):  # refused at their heads (no credentials), never closed by the client
+                raw = Raw(url)
+                raw.send(head("GET", "/v1/acls/count"))
+                assert raw.answer().status in (401, 503)
+                refused.append(raw)
+            broker = Raw(url)
+            broker.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert broker.answer().status == 200, "a broker found no place"
+            broker.close()
+        finally:
+            for raw in [*held, *refused]:
+                raw.close()
+
+
+def test_a_connection_that_never_shows_credentials_keeps_no_place_for_long(tmp_path: Path) -> None:
+    """A caller of the public endpoints only (no credentials) gets the short idle limit (request.timeout.ms)
+    after its answer, not connections.max.idle.ms (10 minutes): it cannot hold places idle. A broker's
+    connection keeps the long one."""
+    props = base_properties(tmp_path, request_timeout_ms="800")
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        with Raw(url) as anonymous, Raw(url) as broker:
+            anonymous.send(head("GET", "/v1/status"))
+            broker.send(head("GET", "/v1/status", BROKER_TOKEN))
+            assert anonymous.answer().status == 200 and broker.answer().status == 200
+            started = time.monotonic()
+            assert anonymous.until_closed() == []
+            assert time.monotonic() - started < 5, "the anonymous connection idled past request.timeout.ms"
+            time.sleep(1.0)
+            broker.send(head("GET", "/v1/status", BROKER_TOKEN))
+            assert broker.answer().status == 200, "the broker's connection was closed as idle"

@@ -148,3 +148,68 @@ def test_pipelined_requests_are_answered_in_order_with_a_small_in_flight_bound(t
         )
         answers = raw.answers(400)
     assert [("results" in a.json(), "count" in a.json()) for a in answers] == [(True, False), (False, True)] * 200
+
+
+def test_a_head_line_that_never_ends_is_refused_after_its_first_64_kib(
+    guarded: tuple[ServeProcess, ssl.SSLContext],
+) -> None:
+    """An unauthenticated header value (or name) that never ends is refused with 431 once the head passes 64 KiB
+    (and a slice), not parsed for megabytes: the parser grows an unfinished header line by concatenation, which
+    froze the event loop answering brokers for 16.7 s at 16 MiB. A broker is answered in time meanwhile."""
+    serve, _ = guarded
+    for start in (b"X-Big: ", b"X-"):
+        with Raw(serve.url("CLIENT")) as raw:
+            raw.send(b"GET /v1/status HTTP/1.1\r\nHost: serve\r\n" + start)
+            sent, answers = 0, []
+            while sent < 4 * 1024 * 1024 and not raw.closed:
+                try:
+                    raw.send(b"a" * 65536)
+                except OSError:
+                    break
+                sent += 65536
+            answers = raw.until_closed()
+        assert [a.status for a in answers] == [431], answers
+        assert sent <= 1024 * 1024, f"serve read {sent} bytes of one head line before refusing it"
+        with Raw(serve.url("CLIENT")) as broker:
+            broker.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert broker.answer().status == 200
+
+
+def test_100_continue_follows_the_answers_of_the_requests_before_it(
+    guarded: tuple[ServeProcess, ssl.SSLContext],
+) -> None:
+    """A `100 Continue` belongs to its request's answer: pipelined behind a request answered asynchronously, it
+    comes after that request's answer, not before it."""
+    serve, _ = guarded
+    filter_ = {"filter": {"resource_name": "continue-order"}}
+    body = b'{"acls": [], "dry_run": true}'
+    with Raw(serve.url("CLIENT")) as raw:
+        raw.send(
+            post("/v1/acls/describe", filter_, ADMIN_TOKEN)  # answered on a worker: still running at the next head
+            + head("POST", "/v1/acls/import", ADMIN_TOKEN, len(body), "Expect: 100-continue")
+        )
+        raw.sock.settimeout(10)
+        received = b""
+        while b"HTTP/1.1 100 Continue" not in received:
+            chunk = raw.sock.recv(65536)
+            assert chunk, received
+            received += chunk
+        assert received.index(b"HTTP/1.1 200 ") < received.index(b"HTTP/1.1 100 Continue"), received
+        raw.send(body)
+        rest = received.split(b"HTTP/1.1 100 Continue\r\n\r\n", 1)
+        raw.parsed.parser.feed_data(rest[0])
+        raw.parsed.parser.feed_data(rest[1])
+        statuses = [a.status for a in raw.answers(2)]
+    assert statuses == [200, 200]
+
+
+def test_an_upgrade_serve_did_not_agree_to_is_ignored(guarded: tuple[ServeProcess, ssl.SSLContext]) -> None:
+    """`curl --http2` asks for h2c: serve answers over HTTP/1.1 and the connection goes on (no stray 400)."""
+    serve, _ = guarded
+    upgrade = "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA"
+    with Raw(serve.url("CLIENT")) as raw:
+        raw.send(head("GET", "/v1/status", ADMIN_TOKEN, None, upgrade) + head("GET", "/v1/acls/count", ADMIN_TOKEN))
+        answers = raw.answers(2)
+        assert [a.status for a in answers] == [200, 200], answers
+        raw.send(head("GET", "/v1/status", ADMIN_TOKEN, None, "Connection: close"))
+        assert [a.status for a in raw.until_closed()] == [200]
