@@ -18,7 +18,9 @@ enforces limits and deadlines, and applies back-pressure:
 * time: a new connection's first whole request within request.timeout.ms, each later request whole within it
   from its first byte, an idle connection closed after connections.max.idle.ms, a client that stops reading
   its answers closed after request.timeout.ms; a request being answered has no deadline (a long poll waits);
-* `Connection: close`: every request before it is answered in order, nothing after it is executed.
+* `Connection: close`: every request before it is answered in order, nothing after it is executed;
+* fairness: a connection gets one answer per turn of the event loop, so pipelined requests take turns with every
+  other connection's (16 pipelined `/metrics` do not run back to back while a broker's decision waits).
 * an upgrade: a request that the API answers 101 (`GET /v1/frames`) hands the connection, from the byte after its
   head, to the protocol the answer names (`server.frames`); upgrades are honoured only with nothing else of the
   connection in progress; an `Upgrade` serve did not agree to (h2c) is ignored, and the connection stays HTTP/1.1.
@@ -122,6 +124,7 @@ class HttpProtocol(asyncio.Protocol):
         self.deadline = math.inf  # loop time at which `timed_out` applies (the registry's sweep)
         self._switch_to: FrameConnection | None = None  # the protocol a 101 just sent hands the connection to
         self.continue_due = False  # the request being read waits for earlier answers before its 100 Continue
+        self.answered_this_turn = False  # a request was answered in this turn of the loop (the next waits a turn)
         self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -494,7 +497,7 @@ class HttpProtocol(asyncio.Protocol):
         if not request.keep_alive:
             self.accepting = False  # answered last; nothing after it is executed
         reserved, self.reserved = self.reserved, 0
-        if self.running or self.pending or self.write_paused:
+        if self.running or self.pending or self.write_paused or self.answered_this_turn:
             self.pending.append((request, reserved))
             return
         self._handle(request, reserved)
@@ -511,6 +514,10 @@ class HttpProtocol(asyncio.Protocol):
             if outcome.upgrade is not None:
                 self._upgrade(outcome)
                 return
+            # one answer per connection per turn of the loop: pipelined requests (16 /metrics in one read) wait for
+            # the next turn, after every other connection's ready requests (a broker's decision among them)
+            self.answered_this_turn = True
+            self.loop.call_soon(self._next_turn_of_answers)
             self._write(outcome, request.keep_alive)
             return
         self.running = True
@@ -588,9 +595,20 @@ class HttpProtocol(asyncio.Protocol):
         elif self.reading:
             self._arm(self.limits.request_timeout_s)
 
+    def _next_turn_of_answers(self) -> None:
+        self.answered_this_turn = False
+        if self.pending:
+            self._pump()
+
     def _pump(self) -> None:
         """Go on after whatever blocked: answer waiting requests, parse held bytes, read again."""
-        while self.pending and not self.running and not self.write_paused and self.transport is not None:
+        while (
+            self.pending
+            and not self.running
+            and not self.write_paused
+            and not self.answered_this_turn
+            and self.transport is not None
+        ):
             request, reserved = self.pending.pop(0)
             if isinstance(request, Response):
                 self._refusal(request)

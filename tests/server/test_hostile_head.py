@@ -5,6 +5,7 @@ headers are a 400; over plain TCP and TLS. Also class 9 (pipelining is exact aro
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import time
 from collections.abc import Iterator
@@ -160,16 +161,11 @@ def test_a_head_line_that_never_ends_is_refused_after_its_first_64_kib(
     for start in (b"X-Big: ", b"X-"):
         with Raw(serve.url("CLIENT")) as raw:
             raw.send(b"GET /v1/status HTTP/1.1\r\nHost: serve\r\n" + start)
-            sent, answers = 0, []
-            while sent < 4 * 1024 * 1024 and not raw.closed:
-                try:
-                    raw.send(b"a" * 65536)
-                except OSError:
-                    break
-                sent += 65536
-            answers = raw.until_closed()
+            with contextlib.suppress(OSError):  # serve may close before all of it is sent
+                for _ in range(4):
+                    raw.send(b"a" * 65536)  # 256 KiB of one line that never ends, then nothing more
+            answers = raw.until_closed()  # answered now: before, it waited for the line's end
         assert [a.status for a in answers] == [431], answers
-        assert sent <= 1024 * 1024, f"serve read {sent} bytes of one head line before refusing it"
         with Raw(serve.url("CLIENT")) as broker:
             broker.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
             assert broker.answer().status == 200
