@@ -8,6 +8,26 @@ its endpoint's limit (reserved from the process-wide request memory before it is
 max.in.flight.requests.per.connection frames read and not answered, write back-pressure, a frame begun whole
 within request.timeout.ms, an idle connection closed after connections.max.idle.ms.
 
+Deadlines. At every moment exactly one deadline is armed, the one the connection's state calls for (`_rearm`, after
+every change of state: bytes read, a frame answered, writing paused or resumed, request memory granted), checked
+in this order:
+
+* the client does not read its answers (writing paused): aborted request.timeout.ms after writing paused, whatever
+  frames are in flight (their answers could not reach it anyway; a close would wait for it forever);
+* part of a frame has arrived and serve is reading it (not stopped at max.in.flight.requests.per.connection nor
+  waiting for request memory): the frame must be whole within request.timeout.ms of its first byte, or of the
+  moment serve resumed reading it if serve had stopped, whatever other frames are in flight; else the connection
+  closes, releasing the request memory reserved for that frame at once (the frames in flight are not answered);
+* frames in flight, or serve not reading (max.in.flight.requests.per.connection reached, or waiting for request
+  memory): no deadline; a frame being answered waits as long as its endpoint makes it (min_offset's wait is
+  bounded by min.offset.wait.max.ms), and the client cannot be blamed for what serve does not read;
+* nothing received and not answered: idle, closed connections.max.idle.ms after it became idle;
+* a frame that could not be read (answered 400 or 413, then the connection is half-closed): closed after a
+  short linger.
+
+A deadline that passes closes the connection (aborts it while answers are unsent: a close would wait for a client
+that does not read them).
+
 Everything here runs on the event loop thread.
 """
 
@@ -52,7 +72,7 @@ class FrameConnection(asyncio.Protocol):
         self.tasks: dict[asyncio.Task[None], int] = {}  # frames answered later -> their reserved bytes
         self.write_paused = self.reading_paused = self.closing = self.discarding = False
         self.held: list[bytes] | None = None  # answers of the frames of one read, written together
-        self.partial = False  # part of a frame has arrived (its deadline is armed)
+        self.armed_for = ""  # the state whose deadline is armed: "unread", "frame", "busy", "idle" ("" re-arms)
         self.deadline = math.inf
 
     def take_over(
@@ -67,12 +87,35 @@ class FrameConnection(asyncio.Protocol):
         the upgrade's head)."""
         self.transport, self.limits, self.connections, self.listener = transport, limits, connections, listener.name
         connections.add(self, listener.name, self.loop)
-        self._arm(limits.idle_timeout_s)
+        self._rearm()
         if rest:
             self.data_received(rest)
 
     def _arm(self, seconds: float) -> None:
         self.deadline = self.loop.time() + seconds
+
+    def _rearm(self) -> None:
+        """Arm the deadline this connection's state calls for (the module docstring); a deadline already armed for
+        the same state stays (it runs from the moment the state began: a frame's first byte, not its latest)."""
+        if self.transport is None or self.limits is None or self.discarding:
+            return  # closed, or lingering after a frame that could not be read (its deadline stays)
+        if self.write_paused:
+            state = "unread"
+        elif self.buffer and not self.closing and not self._blocked():
+            state = "frame"
+        elif self.tasks or self.buffer or self.waiting or self.closing:
+            state = "busy"
+        else:
+            state = "idle"
+        if state == self.armed_for:
+            return
+        self.armed_for = state
+        if state == "idle":
+            self._arm(self.limits.idle_timeout_s)
+        elif state == "busy":
+            self.deadline = math.inf
+        else:
+            self._arm(self.limits.request_timeout_s)
 
     # ---- what the connection registry asks ----------------------------------------------------------
     def busy(self) -> bool:
@@ -80,14 +123,21 @@ class FrameConnection(asyncio.Protocol):
         return bool(self.buffer) or bool(self.tasks)
 
     def timed_out(self) -> None:
-        """A frame not whole in time, a client that does not read its answers, or an idle connection: closed."""
+        """A frame not whole in time, a client that does not read its answers, an idle connection, or the linger
+        after a frame that could not be read: closed, whatever frames are in flight (`connection_lost` cancels
+        them); the memory reserved for a partial frame is released now, not when the close completes."""
         self.deadline = math.inf
-        if self.transport is None or (self.tasks and not self.discarding):
+        transport = self.transport
+        if transport is None:
             return
-        if self.write_paused:
-            self.transport.abort()
+        self.closing = self.discarding = True  # nothing more is read, started or re-armed
+        self.buffer.clear()
+        self._release(self.reserved)
+        self.reserved = 0
+        if self.write_paused or transport.get_write_buffer_size():
+            transport.abort()  # a close would wait for a client that does not read its answers
         else:
-            self.transport.close()
+            transport.close()
 
     def abort(self) -> None:
         """Close now (shutdown's deadline passed)."""
@@ -103,6 +153,7 @@ class FrameConnection(asyncio.Protocol):
         self.closing = True
         if not self.tasks and self.transport is not None:
             self.transport.close()
+        self._rearm()  # the answers in progress have no deadline; shutdown's own bounds them
 
     # ---- asyncio ------------------------------------------------------------------------------------
     def connection_lost(self, exc: Exception | None) -> None:
@@ -117,8 +168,7 @@ class FrameConnection(asyncio.Protocol):
     def pause_writing(self) -> None:
         self.write_paused = True
         self._pause_reading()
-        if not self.tasks and self.limits is not None:
-            self._arm(self.limits.request_timeout_s)
+        self._rearm()  # the client must read its answers within request.timeout.ms, whatever is in flight
 
     def resume_writing(self) -> None:
         self.write_paused = False
@@ -147,6 +197,7 @@ class FrameConnection(asyncio.Protocol):
             self._frames()
         finally:
             self._flush()
+            self._rearm()
 
     def _frames(self) -> None:
         buffer = self.buffer
@@ -165,18 +216,11 @@ class FrameConnection(asyncio.Protocol):
                 break
             body = bytes(buffer[REQUEST.size : 4 + length])
             del buffer[: 4 + length]
-            self.partial = False
+            self.armed_for = ""  # a frame read whole: the next one's deadline (or idleness) runs from now
             reserved, self.reserved = self.reserved, 0
             self._run(frame_id, kind, route, body, reserved)
         if self.transport is None or self.closing:
             return
-        assert self.limits is not None
-        if not buffer:
-            self.partial = False
-            self._arm(self.limits.idle_timeout_s)
-        elif not self.partial:  # a frame has begun: it must be whole within request.timeout.ms of its first byte
-            self.partial = True
-            self._arm(self.limits.request_timeout_s)
         if self.reading_paused and not self._blocked():
             self.reading_paused = False
             self.transport.resume_reading()
