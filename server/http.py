@@ -16,8 +16,9 @@ enforces limits and deadlines, and applies back-pressure:
   client does not read its answers (unsent bytes above connections.max.unsent.bytes: asyncio's pause_writing),
   the connection stops reading (bytes already received wait unparsed);
 * time: a new connection's first whole request within request.timeout.ms, each later request whole within it
-  from its first byte, an idle connection closed after connections.max.idle.ms, a client that stops reading
-  its answers closed after request.timeout.ms; a request being answered has no deadline (a long poll waits);
+  from its first byte (an earlier request being answered or not), an idle connection closed after
+  connections.max.idle.ms, a client that stops reading its answers closed after request.timeout.ms (an answer in
+  progress or not); a request being answered has no deadline of its own (a long poll waits);
 * `Connection: close`: every request before it is answered in order, nothing after it is executed;
 * fairness: a connection gets one answer per turn of the event loop, so pipelined requests take turns with every
   other connection's (16 pipelined `/metrics` do not run back to back while a broker's decision waits).
@@ -181,8 +182,10 @@ class HttpProtocol(asyncio.Protocol):
         """The deadline passed: a request not read whole in time gets 408; an idle connection, a client that does
         not read its answers, or a lingering refused one is closed."""
         self.deadline = math.inf
-        if self.transport is None or self.running:
+        if self.transport is None:
             return
+        if self.running and not self.write_paused and not (self.reading and not self.discarding):
+            return  # the answer in progress has no deadline (a long poll waits)
         if self.write_paused:
             self.transport.abort()  # it does not read its answers: a close would wait for it forever
         elif self.reading and not self.discarding:
@@ -213,8 +216,7 @@ class HttpProtocol(asyncio.Protocol):
     def pause_writing(self) -> None:
         self.write_paused = True
         self._pause_reading()
-        if not self.running:
-            self._arm(self.limits.request_timeout_s)  # the client must read its answers in time
+        self._arm(self.limits.request_timeout_s)  # the client must read its answers in time, answer in progress or not
 
     def resume_writing(self) -> None:
         self.write_paused = False
@@ -362,8 +364,10 @@ class HttpProtocol(asyncio.Protocol):
         self.gathered = None
         self.body_bytes = 0
         self.current = None
-        if self.requests_seen and not self.running and not self.pending:
-            self._arm(self.limits.request_timeout_s)  # a later request must arrive whole in time too
+        if self.requests_seen and not self.write_paused:
+            # a later request must arrive whole in time too, even while an earlier one is being answered: a
+            # request begun behind a long answer must not hold its reserved body memory for that long
+            self._arm(self.limits.request_timeout_s)
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -497,6 +501,8 @@ class HttpProtocol(asyncio.Protocol):
         if not request.keep_alive:
             self.accepting = False  # answered last; nothing after it is executed
         reserved, self.reserved = self.reserved, 0
+        if (self.running or self.pending) and not self.write_paused:
+            self.deadline = math.inf  # whole: the answers in progress have no deadline; the next is armed after
         if self.running or self.pending or self.write_paused or self.answered_this_turn:
             self.pending.append((request, reserved))
             return

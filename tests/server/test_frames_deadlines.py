@@ -190,3 +190,30 @@ def test_a_frame_being_answered_keeps_the_connection_the_idle_clock_starts_after
             answered = time.monotonic()
             assert _closed(sock, BOUND_S)
             assert 1.0 < time.monotonic() - answered < BOUND_S
+
+
+def test_an_http_request_begun_while_another_is_answered_must_still_be_whole_in_time(
+    slow: tuple[ServeProcess, int],
+) -> None:
+    """The same rule over HTTP/1.1: a request pipelined behind one being answered (the head of a 12 MiB body,
+    reserved, the body never sent) must be whole within request.timeout.ms of its first byte; before, its clock
+    started only once the answer before it was sent, so a long answer let it hold the memory that long."""
+    serve, reader = slow
+    assert _until(lambda: _gauge(serve, "kraft_acl_connections", "CLIENT") == 0, 5)
+    host, port = address(serve.url("CLIENT"))
+    with _reader_stopped(reader), socket.create_connection((host, port), timeout=30) as sock:
+        slow_request = (
+            f"POST /v1/authorize HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer {BROKER_TOKEN}\r\n"
+            f"Content-Length: {len(SLOW)}\r\n\r\n"
+        ).encode() + SLOW
+        partial = (
+            f"POST /v1/authorize HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer {BROKER_TOKEN}\r\n"
+            f"Content-Length: {12 * 2**20}\r\n\r\n"
+        ).encode() + b'{"principal":'
+        sock.sendall(slow_request + partial)
+        started = time.monotonic()
+        assert _until(lambda: _gauge(serve, "kraft_acl_request_bytes") >= 12 * 2**20, BOUND_S)
+        assert _closed(sock, BOUND_S), "the request's deadline waited for the answer before it"
+        assert time.monotonic() - started < BOUND_S
+        assert _until(lambda: _gauge(serve, "kraft_acl_request_bytes") == 0, 5)
+        assert _until(lambda: _gauge(serve, "kraft_acl_connections", "CLIENT") == 0, 5)
