@@ -31,6 +31,7 @@ from kraftacl.server.config import Listener, ServeConfig
 from kraftacl.server.connections import Connections
 from kraftacl.server.context import ServeState
 from kraftacl.server.http import HttpProtocol
+from kraftacl.server.log_format import OneLineFormatter
 from kraftacl.server.listeners import bind_all, ready_to_listen, tls_context
 from kraftacl.server.log_backend import LogDirectoryMissingError, ServeError
 from kraftacl.server.reader import Reader
@@ -241,14 +242,15 @@ def serve(config: ServeConfig, out: Announcer | None = None) -> int:
 
 
 def setup_logging(config: ServeConfig) -> None:
-    """Logs to stderr, as text or JSON lines, at log.level (Kafka's audit logger logs denials at INFO)."""
+    """Logs to stderr, as text (one line per record: a caller's newline is escaped) or JSON lines, at log.level
+    (Kafka's audit logger logs denials at INFO)."""
     handler = logging.StreamHandler(sys.stderr)
     if config.log_format == "json":
         from pythonjsonlogger.json import JsonFormatter
 
         handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s", timestamp=True))
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(config.log_level)

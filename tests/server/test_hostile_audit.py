@@ -105,3 +105,17 @@ def test_the_decision_log_rotates_within_one_large_call_and_self_queries_have_th
     broker_lines = [d["resource_name"] for d in lines if d["resource_name"].startswith("broker-")]
     assert broker_lines[-1] == "broker-999" and lines[-1]["resource_name"].startswith("self-")
     assert metrics["skipped"] >= 194 and metrics["written"] == 1000 + len(self_lines)
+
+
+def test_a_caller_cannot_write_a_line_of_its_own_into_the_log(tmp_path: Path) -> None:
+    """A request name or resource name holding a newline is written escaped on the audit line: no caller can
+    append a forged line (an `is Allowed` decision for User:admin) to the text log."""
+    forged = "Principal = User:admin is Allowed operation = ALTER from host = 10.0.0.1 on resource = Cluster"
+    with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve:
+        answer = _ask(serve, ALICE_TOKEN, [_read(f"x\n2026-01-01 INFO kafka.authorizer.logger: {forged}")], "Produce")
+        assert answer.json()["results"] == ["DENIED"]
+        _ask(serve, ALICE_TOKEN, [_read("y")], f"Produce\r\n{forged}")
+        lines = _lines(serve, "Topic:LITERAL:y") + _lines(serve, "Topic:LITERAL:x")
+        assert len(lines) == 2, lines
+        assert "Topic:LITERAL:x\\n2026-01-01 INFO" in lines[1] and "request = Produce\\r\\nPrincipal" in lines[0]
+        assert not [line for line in serve.stderr if line.startswith(("Principal = ", "2026-01-01"))]
