@@ -31,9 +31,9 @@ from kraftacl.server.config import Listener, ServeConfig
 from kraftacl.server.connections import Connections
 from kraftacl.server.context import ServeState
 from kraftacl.server.http import HttpProtocol
-from kraftacl.server.log_format import OneLineFormatter
 from kraftacl.server.listeners import bind_all, ready_to_listen, tls_context
 from kraftacl.server.log_backend import LogDirectoryMissingError, ServeError
+from kraftacl.server.log_format import OneLineFormatter
 from kraftacl.server.reader import Reader
 from kraftacl.server.state_build import build_state, warn_if_exposed
 
