@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,9 +138,14 @@ def _check_addresses(r: PropertyReader, raw: str, listeners: list[Listener]) -> 
 
 
 def overlap(a: str, b: str) -> bool:
-    """True when binding both hosts on one port would conflict: the same address, or a wildcard that covers the
-    other (`0.0.0.0` or the empty host covers IPv4, the dual-stack `::` covers everything)."""
-    ka, kb = _address_key(a), _address_key(b)
+    """True when binding both hosts on one port would conflict: an address both stand for (a host name stands for
+    every address it resolves to, as serve binds them all; an IPv4-mapped IPv6 address for its IPv4 address), or a
+    wildcard that covers the other (`0.0.0.0` or the empty host covers IPv4, the dual-stack `::` covers
+    everything)."""
+    return any(_overlap(ka, kb) for ka in _address_keys(a) for kb in _address_keys(b))
+
+
+def _overlap(ka: str, kb: str) -> bool:
     if ka == kb or "::" in (ka, kb):
         return True
     if "0.0.0.0" in (ka, kb):
@@ -148,11 +154,23 @@ def overlap(a: str, b: str) -> bool:
     return False
 
 
-def _address_key(host: str) -> str:
-    """The canonical text of an IP address (`::0` is `::`); the empty host is IPv4's wildcard; names as given."""
+def _address_keys(host: str) -> set[str]:
+    """The canonical texts of the addresses a listener's host binds: `::0` is `::`, `::ffff:10.0.0.1` is
+    `10.0.0.1`, the empty host is IPv4's wildcard, a name is what it resolves to (itself if it does not)."""
     if host == "":
-        return "0.0.0.0"
+        return {"0.0.0.0"}
     try:
-        return str(ipaddress.ip_address(host))
+        return {_canonical(ipaddress.ip_address(host))}
     except ValueError:
-        return host.lower()
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return {host.lower()}
+    return {_canonical(ipaddress.ip_address(str(info[4][0]).partition("%")[0])) for info in found} or {host.lower()}
+
+
+def _canonical(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)

@@ -77,6 +77,8 @@ def test_a_non_early_port_is_held_exclusively_during_the_load(large_log: Path, t
         "A://0.0.0.0:{p},B://127.0.0.1:{p}",
         "A://[::]:{p},B://127.0.0.1:{p}",
         "A://:{p},B://127.0.0.1:{p}",
+        "A://localhost:{p},B://127.0.0.1:{p}",
+        "A://[::ffff:127.0.0.1]:{p},B://127.0.0.1:{p}",
     ],
 )
 def test_two_listeners_on_one_address_are_a_config_error_before_anything_opens(tmp_path: Path, listeners: str) -> None:
