@@ -32,6 +32,7 @@ Everything here runs on the event loop thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import ssl
@@ -84,8 +85,12 @@ class HttpProtocol(asyncio.Protocol):
         connections: Connections,
         principal_of_cert: Callable[[Mapping[str, object]], str | None],
         trusted: frozenset[str],
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.admit, self.dispatch = admit, dispatch
+        self.tls = tls  # the listener's: the handshake runs on a connection already counted and under its deadline
+        self.handshaking = False
+        self._handshake_task: asyncio.Task[None] | None = None
         self.listener, self.limits, self.connections = listener, limits, connections
         self.principal_of_cert, self.trusted = principal_of_cert, trusted
         self.loop = asyncio.get_event_loop()
@@ -140,17 +145,54 @@ class HttpProtocol(asyncio.Protocol):
         if refused is not None:
             self.connections.refuse(self.listener.name, "limit" if "max.connections" in refused else "closing")
             self.accepting = False
+            if self.tls is not None:  # no handshake for a connection refused: closed (the client sees a reset)
+                self.connections.remove(self, self.listener.name)
+                self.transport.abort()
+                return
             self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", f"{refused}; retry later"))
             return
+        self._arm(self.limits.request_timeout_s)  # the handshake and the first whole request: within request.timeout.ms
+        if self.tls is not None:
+            self.handshaking = True
+            self._handshake_task = self.loop.create_task(self._handshake(self.transport, self.tls))
+            return
+        self._ready(self.transport)
+
+    async def _handshake(self, raw: asyncio.Transport, context: ssl.SSLContext) -> None:
+        """TLS on a connection that already holds its place: a silent or slow handshake is counted against the
+        connection limits and closed at the request deadline like any other (uncounted, 1,100 of them held every
+        file descriptor of serve)."""
+        try:
+            secured = await self.loop.start_tls(
+                raw, self, context, server_side=True, ssl_handshake_timeout=self.limits.request_timeout_s
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError):
+            self._gone()  # an event loop may not call connection_lost for a connection whose handshake failed
+            with contextlib.suppress(Exception):
+                raw.abort()
+            return
+        if secured is None or self.transport is None:
+            if secured is not None:
+                secured.abort()
+            return
+        self.handshaking = False
+        self.transport = secured
+        self._ready(self.transport)
+
+    def _ready(self, transport: asyncio.Transport) -> None:
+        """The connection is ready for requests: its client certificate's principal, its write bound."""
         ssl_object = transport.get_extra_info("ssl_object")
         if isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
             cert = ssl_object.getpeercert()
             if cert:
                 self.tls_principal = self.principal_of_cert(cert)
-        self.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
-        self._arm(self.limits.request_timeout_s)  # the first whole request is due within request.timeout.ms
+        transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._gone()
+
+    def _gone(self) -> None:
+        """The connection closed (idempotent: a failed handshake may end here twice)."""
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))
@@ -200,8 +242,11 @@ class HttpProtocol(asyncio.Protocol):
 
     def evict(self) -> None:
         """Make room for a new connection: this one, in a kept place without having shown who it is, is answered
-        503 and closed (and no longer counted from now on)."""
+        503 and closed (and no longer counted from now on); one still in its TLS handshake is closed."""
         self.connections.remove(self, self.listener.name)
+        if self.handshaking:
+            self.abort()
+            return
         self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", _EVICTED))
         self.abort()  # no lingering: it is no longer counted, so no deadline would close it
 
