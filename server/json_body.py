@@ -3,10 +3,19 @@ UTF-8 included (msgspec raises a bare UnicodeDecodeError for it), and large bodi
 
 A body of tens of megabytes (100k actions, an import of 200k ACLs) would hold the event loop for one long msgspec
 call (40-160 ms on this machine). `decode_sliced` instead walks the top-level object itself and decodes its one
-large array piece by piece (about 32 KiB each, cut at an object's closing brace), pausing between pieces. A cut
-can land inside a string that holds `},`: that piece then fails as truncated JSON and is retried with the
-next candidate cut; a piece that decodes is exactly a run of whole elements (its bytes parse exactly as they do
-inside the whole body). Everything else of the body is decoded by msgspec once the array is cut out.
+large array piece by piece (about 32 KiB each, cut at an object's closing brace), pausing between pieces.
+
+Every input costs time linear in its size, in steps of about a slice, apart from msgspec's calls on one whole
+element and on the rest of the body (and, for invalid UTF-8, `json_path_at` over the text before the bad byte:
+one regex pass, one Python step per string or bracket). A piece is first cut at the first `},` about PIECE bytes
+on, found by a regex that knows nothing of strings: when that piece decodes it is exactly a run of whole elements
+(a valid prefix keeps the lexer in step with the body), the common case. When it does not (the cut fell inside a
+string or a nested object, the array ended before it, or an element is malformed), `_element_end` walks from the
+piece's start with a scanner that skips whole strings, to the first element end PIECE bytes on (or the array's
+end), SCAN bytes a step with pauses; that piece is decoded once, and its error, if any, is the body's. The failed
+attempt ended at or before the end of the piece then taken (every element end is a `},`), except once at the
+array's end, so no part of the body is decoded again and again. Everything else of the body is decoded by msgspec
+once the array is cut out.
 
 Pure functions apart from the slicer they pause with; the decoders are shared, immutable.
 """
@@ -27,10 +36,16 @@ Body = bytes | bytearray  # a request body: a bytearray when gathered as it arri
 SLICED_ABOVE = 64 * 1024  # bodies larger than this are decoded in slices (a smaller one costs < 0.5 ms)
 PIECE = 32 * 1024
 _WS = re.compile(rb"[ \t\r\n]*")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _SCALAR = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null")
 _CUT = re.compile(rb"\}[ \t\r\n]*([,\]])")
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],:]', re.DOTALL)
+_LAST = re.compile(rb"\}[ \t\r\n]*(\])")  # the first `}]` on: where the array likely ends
+# Strings as the unrolled, possessive `"[^"\\]*(\\.[^"\\]*)*"`: matched or refused in one pass, never rescanned from a
+# later quote (a run of `\"` cost O(n²) with `"(?:[^"\\]|\\.)*"`, tried again from each quote up to the end).
+_SKIP = re.compile(rb'(?:[^"{}\[\]]++|"[^"\\]*+(?:\\.[^"\\]*+)*+")*+', re.DOTALL)  # to a bracket or an open string
+_IN_STRING = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.DOTALL)  # a string's contents, up to its closing quote
+# A whole string (group 1 is its closing quote) or one still open where the search ends; or a bracket.
+_TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:(")|\\?\Z)|[{}\[\]]', re.DOTALL)
+SCAN = 64 * 1024  # the scanners read at most this many bytes per regex call (about 0.2 ms)
 _AT = re.compile(r" - at `\$((?:\[[0-9]+\])?)(.*)`$")
 
 
@@ -56,11 +71,11 @@ async def decode_sliced(
     spans: list[tuple[int, int]] = []
     found: list[Any] | None = None
     while body[pos : pos + 1] != b"}":
-        name_token = _STRING.match(body, pos)
-        if name_token is None:
+        name_end = await _string_end(body, pos, slicer) if body[pos : pos + 1] == b'"' else None
+        if name_end is None:
             raise _malformed(pos)
-        name = _key(name_token.group(), pos)
-        pos = _ws(body, name_token.end())
+        name = _key(body[pos:name_end], pos)
+        pos = _ws(body, name_end)
         if body[pos : pos + 1] != b":":
             raise _malformed(pos)
         pos = _ws(body, pos + 1)
@@ -70,10 +85,10 @@ async def decode_sliced(
             spans.append((pos, end))
             pos = end
         elif first == b'"':
-            token = _STRING.match(body, pos)
-            if token is None:
+            after = await _string_end(body, pos, slicer)
+            if after is None:
                 raise _malformed(pos)
-            pos = token.end()
+            pos = after
         elif first in (b"{", b"["):
             raise BadRequest(f"unexpected {'an object' if first == b'{' else 'an array'}", f"$.{name}")
         else:
@@ -112,55 +127,97 @@ async def _array(
     out: list[Any] = []
     while True:
         await slicer.pause()
-        decoded, cut = await _piece(body, i, items, slicer, where, len(out))
+        decoded, i, closed = await _piece(body, i, items, slicer, where, len(out))
         out += decoded
-        i = cut.end()
-        if cut.group(1) == b"]":
+        if closed:
             return out, i
         i = _ws(body, i)
 
 
 async def _piece(
     body: Body, i: int, items: msgspec.json.Decoder[list[Any]], slicer: Slicer, where: str, base: int
-) -> tuple[list[Any], re.Match[bytes]]:
-    """The whole elements from `i` up to a cut about PIECE bytes on, and that cut. A cut inside a string (the
-    piece fails as truncated) moves on; a piece that fails otherwise may have gone past the array's end (a
-    later string holding `},`): then the cuts from `i` are tried in order, and the first that decodes wins."""
-    cut = _CUT.search(body, i + PIECE) or _last_cut(body, i)
-    first_error: msgspec.DecodeError | None = None
-    while cut is not None:
+) -> tuple[list[Any], int, bool]:
+    """The whole elements from `i` up to an element end about PIECE bytes on (or the array's end), the position
+    after the `,` or `]` that follows them, and whether that was the `]`."""
+    cut = _CUT.search(body, i + PIECE) or _LAST.search(body, i)
+    if cut is not None:
         try:
-            return _decode_piece(body, i, cut, items, where, base), cut
-        except msgspec.DecodeError as exc:
-            if not _truncated(exc, cut.start() + 3 - i):
-                first_error = exc
-                break
-        cut = _CUT.search(body, cut.start() + 1 + PIECE) or _CUT.search(body, cut.start() + 1)
-    for count, earlier in enumerate(_CUT.finditer(body, i)):
-        if count % 16 == 15:
-            await slicer.pause()
+            return _decode_piece(body, i, cut.start() + 1, items, where, base), cut.end(), cut.group(1) == b"]"
+        except msgspec.DecodeError:
+            pass  # not an element end after all (or a malformed element): find the real one
+    found = await _element_end(body, i, slicer)
+    if found is None:  # no element end before the body does (or a stray `}`): msgspec names the first error
+        rest = b"[" + body[i:]
         try:
-            return _decode_piece(body, i, earlier, items, where, base), earlier
-        except msgspec.DecodeError as exc:
-            first_error = first_error or exc
-    if first_error is None:  # no element ends with `}`: msgspec names the first element that is no object
-        try:
-            items.decode(b"[" + body[i:])
+            items.decode(rest)
         except msgspec.ValidationError as exc:
             raise _shifted(exc, where, base) from None
         except UnicodeDecodeError:
-            raise _utf8_failure(b"[" + body[i:], where, base) from None
+            raise _utf8_failure(rest, where, base) from None
         except msgspec.DecodeError as exc:
-            first_error = exc
-        else:
-            raise _malformed(len(body))
-    raise _malformed_piece(first_error, i) from None
+            raise _malformed_piece(exc, i) from None
+        raise _malformed(len(body))
+    end, after, closed = found
+    try:
+        return _decode_piece(body, i, end, items, where, base), after, closed
+    except msgspec.DecodeError as exc:
+        raise _malformed_piece(exc, i) from None
+
+
+async def _element_end(body: Body, i: int, slicer: Slicer) -> tuple[int, int, bool] | None:
+    """From element `i` of an array, with strings skipped whole: the end of the first element that ends (with
+    `}`) at least PIECE bytes on, or the array's end if that comes first; as the position after the last element,
+    the position after the `,` or `]` that follows it, and whether that was the `]`. None when the body ends
+    first (or a `}` closes nothing). Reads at most SCAN bytes per regex call, pausing between calls."""
+    depth, pos = 0, i
+    while True:
+        await slicer.pause()
+        pos = _end(_SKIP, body, pos)
+        char = body[pos : pos + 1]
+        if char == b'"':  # a string that does not close within this call
+            end = await _string_end(body, pos, slicer)
+            if end is None:
+                return None
+            pos = end
+        elif char in (b"{", b"["):
+            depth += 1
+            pos += 1
+        elif char in (b"}", b"]"):
+            depth -= 1
+            pos += 1
+            if depth < 0:
+                return (pos - 1, pos, True) if char == b"]" else None
+            if depth == 0 and char == b"}" and pos - i > PIECE:  # as `_CUT.search(body, i + PIECE)` would
+                after = _ws(body, pos)
+                if body[after : after + 1] in (b",", b"]"):
+                    return pos, after + 1, body[after : after + 1] == b"]"
+        elif pos >= len(body):
+            return None
+
+
+async def _string_end(body: Body, pos: int, slicer: Slicer) -> int | None:
+    """The position after the string that opens at `pos`, read SCAN bytes a step; None if it never closes."""
+    pos += 1
+    while True:
+        stop = _end(_IN_STRING, body, pos)
+        if body[stop : stop + 1] == b'"':
+            return stop + 1
+        if stop == pos:  # the body ends inside the string (or with a lone `\`)
+            return None
+        pos = stop
+        await slicer.pause()
+
+
+def _end(pattern: re.Pattern[bytes], body: Body, pos: int) -> int:
+    """Where `pattern` (which matches the empty string too) stops from `pos`, reading at most SCAN bytes."""
+    match = pattern.match(body, pos, pos + SCAN)
+    return match.end() if match else pos
 
 
 def _decode_piece(
-    body: Body, i: int, cut: re.Match[bytes], items: msgspec.json.Decoder[list[Any]], where: str, base: int
+    body: Body, i: int, end: int, items: msgspec.json.Decoder[list[Any]], where: str, base: int
 ) -> list[Any]:
-    piece = b"[" + body[i : cut.start() + 1] + b"]"
+    piece = b"[" + body[i:end] + b"]"
     try:
         decoded: list[Any] = items.decode(piece)
         return decoded
@@ -170,26 +227,12 @@ def _decode_piece(
         raise _utf8_failure(piece, where, base) from None
 
 
-def _last_cut(body: Body, start: int) -> re.Match[bytes] | None:
-    last = None
-    for last in _CUT.finditer(body, start):  # noqa: B007 - the last one is wanted
-        pass
-    return last
-
-
-def _truncated(exc: msgspec.DecodeError, length: int) -> bool:
-    """A piece cut inside a string fails at (or next to) its end."""
-    text = str(exc)
-    at = re.search(r"\(byte ([0-9]+)\)", text)
-    return "truncated" in text or (at is not None and int(at.group(1)) >= length - 3)
-
-
 def _ws(body: Body, pos: int) -> int:
     match = _WS.match(body, pos)
     return match.end() if match else pos
 
 
-def _key(token: bytes, pos: int) -> str:
+def _key(token: Body, pos: int) -> str:
     try:
         name: str = msgspec.json.decode(token)
     except UnicodeDecodeError:
@@ -235,27 +278,29 @@ def _utf8_failure(body: Body, where: str, base: int = 0) -> BadRequest:
 
 
 def json_path_at(body: Body, offset: int) -> str:
-    """The JSON path (`$.actions[3].resource_name`) of the value that byte `offset` of `body` belongs to."""
+    """The JSON path (`$.actions[3].resource_name`) of the value that byte `offset` of `body` belongs to.
+
+    One pass of `_TOKEN` (whole strings, each matched once, and brackets); the commas and colons between two
+    tokens are counted by `bytes.count`/`rfind`, so a run of scalars costs no Python step each."""
     stack: list[list[Any]] = []  # ["o", key, expecting a key] or ["a", index]
+    last = 0
     for token in _TOKEN.finditer(body, 0, offset):
-        t = token.group()
-        if t == b"{":
+        start = token.start()
+        if stack and start > last:
+            _between(stack[-1], body, last, start)
+        last = token.end()
+        first = body[start]
+        if first == 0x7B:  # {
             stack.append(["o", None, True])
-        elif t == b"[":
+        elif first == 0x5B:  # [
             stack.append(["a", 0])
-        elif t in (b"}", b"]"):
+        elif first in (0x7D, 0x5D):  # } ]
             if stack:
                 stack.pop()
-        elif t == b",":
-            if stack and stack[-1][0] == "a":
-                stack[-1][1] += 1
-            elif stack:
-                stack[-1][2] = True
-        elif t == b":":
-            if stack:
-                stack[-1][2] = False
-        elif stack and stack[-1][0] == "o" and stack[-1][2]:
-            stack[-1][1] = json.loads(t.decode("utf-8", "replace"))
+        elif stack and stack[-1][0] == "o" and stack[-1][2] and token.group(1) is not None:  # a whole key
+            stack[-1][1] = _key_text(token.group())
+    if stack and offset > last:
+        _between(stack[-1], body, last, offset)
     parts = ["$"]
     for entry in stack:
         if entry[0] == "a":
@@ -263,3 +308,23 @@ def json_path_at(body: Body, offset: int) -> str:
         elif entry[1] is not None:
             parts.append(f".{entry[1]}")
     return "".join(parts)
+
+
+def _between(entry: list[Any], body: Body, start: int, end: int) -> None:
+    """The commas and colons of `body[start:end]` (no string, no bracket) applied to the innermost container."""
+    if entry[0] == "a":
+        entry[1] += body.count(b",", start, end)
+    else:
+        comma, colon = body.rfind(b",", start, end), body.rfind(b":", start, end)
+        if comma != colon:  # either is there: the later one says whether a key comes next
+            entry[2] = comma > colon
+
+
+def _key_text(token: Body) -> str:
+    """A key's text (as the JSON string says it, or as written when its escapes are invalid)."""
+    text = bytes(token).decode("utf-8", "replace")
+    try:
+        key: str = json.loads(text)
+    except ValueError:
+        key = text[1:-1]
+    return key
