@@ -27,6 +27,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.errors import ApiFailure, BadRequest, Forbidden, Unauthenticated
 from kraftacl.server.frames import FrameConnection, FrameRoute
 from kraftacl.server.http_wire import Outcome, Request, Response, StreamedResponse
+from kraftacl.server.json_body import Utf8Pending, utf8_failure_sliced
 from kraftacl.server.metrics import CONTENT_TYPE
 
 _ENCODE = msgspec.json.Encoder()
@@ -214,6 +215,8 @@ class Api:
             return self._count(route.endpoint, failure(exc))
         except msgspec.DecodeError as exc:
             return self._count(route.endpoint, validation_failure(exc))
+        except Utf8Pending as exc:  # a large body's bad byte, located in slices: brokers' decisions go on meanwhile
+            return self._finish(route.endpoint, self._utf8_sliced(exc))
         if isinstance(outcome, Response):
             return self._count(route.endpoint, outcome)
         if isinstance(outcome, StreamedResponse):
@@ -230,8 +233,17 @@ class Api:
             response = failure(exc)
         except msgspec.DecodeError as exc:
             response = validation_failure(exc)
+        except Utf8Pending as exc:
+            response = failure(await self._located(exc))
         self.state.metrics.figures.count_request(endpoint, response.status)
         return response
+
+    async def _utf8_sliced(self, pending: Utf8Pending) -> Response:
+        raise await self._located(pending)
+
+    async def _located(self, pending: Utf8Pending) -> BadRequest:
+        async with self.state.lane.slicer() as slicer:
+            return await utf8_failure_sliced(pending.body, slicer)
 
     def upgrade(self, state: ServeState, request: Request, caller: Caller) -> Response:
         """GET /v1/frames: 101, and this connection carries decision frames from now on (`server.frames`)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Generator
 from typing import Any, TypeVar
 
 import msgspec
@@ -49,13 +50,40 @@ SCAN = 64 * 1024  # the scanners read at most this many bytes per regex call (ab
 _AT = re.compile(r" - at `\$((?:\[[0-9]+\])?)(.*)`$")
 
 
+UTF8_AT_ONCE = 16 * 1024  # invalid UTF-8 in a larger body is located in slices (`Utf8Pending`), not at once
+
+
+class Utf8Pending(Exception):
+    """Invalid UTF-8 in a body too large to locate at once (1 MiB of `"principal":"a",` then a bad byte: 60,000
+    keys, 70-150 ms of `json_path_at`): the dispatcher names the field in slices (`utf8_failure_sliced`)."""
+
+    def __init__(self, body: Body) -> None:
+        super().__init__("invalid UTF-8 in a large body")
+        self.body = body
+
+
 def decode(decoder: msgspec.json.Decoder[T], body: Body) -> T:
-    """One msgspec call; invalid UTF-8 becomes a BadRequest naming the field (msgspec's own errors pass through
-    to `api.validation_failure`)."""
+    """One msgspec call; invalid UTF-8 becomes a BadRequest naming the field (Utf8Pending for a body above
+    UTF8_AT_ONCE, whose field the dispatcher finds in slices); msgspec's own errors pass through to
+    `api.validation_failure`."""
     try:
         return decoder.decode(body)
     except UnicodeDecodeError:
+        if len(body) > UTF8_AT_ONCE:
+            raise Utf8Pending(body) from None
         raise _utf8_failure(body, "$") from None
+
+
+async def utf8_failure_sliced(body: Body, slicer: Slicer) -> BadRequest:
+    """`_utf8_failure` of a whole body, its path found with a pause every PATH_STEP tokens."""
+    offset = _first_bad_byte(body)
+    walk = _path_walk(body, offset)
+    while True:
+        try:
+            next(walk)
+        except StopIteration as done:
+            return BadRequest(_UTF8_MESSAGE, done.value)
+        await slicer.pause()
 
 
 async def decode_sliced(
@@ -263,18 +291,25 @@ def _shifted(exc: msgspec.ValidationError, where: str, base: int) -> BadRequest:
     return BadRequest(text[: match.start()], f"{where}{element}{rest}")
 
 
-def _utf8_failure(body: Body, where: str, base: int = 0) -> BadRequest:
-    """Invalid UTF-8: the field whose string holds the first bad byte."""
+_UTF8_MESSAGE = "invalid UTF-8 in the value of this field (JSON text must be UTF-8)"
+PATH_STEP = 256  # tokens `json_path_at` reads between two pauses when sliced
+
+
+def _first_bad_byte(body: Body) -> int:
     try:
         body.decode("utf-8")
-        offset = len(body)
     except UnicodeDecodeError as exc:
-        offset = exc.start
-    path = json_path_at(body, offset)
+        return int(exc.start)
+    return len(body)
+
+
+def _utf8_failure(body: Body, where: str, base: int = 0) -> BadRequest:
+    """Invalid UTF-8: the field whose string holds the first bad byte."""
+    path = json_path_at(body, _first_bad_byte(body))
     if where != "$":  # `body` is a piece `[...]` of the array at `where`
         match = re.match(r"\$\[([0-9]+)\](.*)", path)
         path = f"{where}[{base + int(match.group(1))}]{match.group(2)}" if match else where
-    return BadRequest("invalid UTF-8 in the value of this field (JSON text must be UTF-8)", path)
+    return BadRequest(_UTF8_MESSAGE, path)
 
 
 def json_path_at(body: Body, offset: int) -> str:
@@ -282,9 +317,22 @@ def json_path_at(body: Body, offset: int) -> str:
 
     One pass of `_TOKEN` (whole strings, each matched once, and brackets); the commas and colons between two
     tokens are counted by `bytes.count`/`rfind`, so a run of scalars costs no Python step each."""
+    walk = _path_walk(body, offset)
+    while True:
+        try:
+            next(walk)
+        except StopIteration as done:
+            path: str = done.value
+            return path
+
+
+def _path_walk(body: Body, offset: int) -> Generator[None, None, str]:
+    """`json_path_at` as a generator that yields every PATH_STEP tokens and returns the path."""
     stack: list[list[Any]] = []  # ["o", key, expecting a key] or ["a", index]
     last = 0
-    for token in _TOKEN.finditer(body, 0, offset):
+    for count, token in enumerate(_TOKEN.finditer(body, 0, offset), 1):
+        if count % PATH_STEP == 0:
+            yield
         start = token.start()
         if stack and start > last:
             _between(stack[-1], body, last, start)
