@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from kraftacl.authorizer.decision.standard import RULE_KIND_OF
+from kraftacl.server.log_queue import dropped_records
 
 if TYPE_CHECKING:
     from kraftacl.server.connections import Connections
@@ -179,6 +180,11 @@ class _NetworkReadings:
         yield refused
         yield GaugeMetricFamily(
             "kraft_acl_request_bytes", "Request-body bytes held (queued.max.request.bytes)", value=conns.memory.held
+        )
+        yield CounterMetricFamily(
+            "kraft_acl_log_records_dropped",
+            "Log records dropped because stderr was not read fast enough (server.log_queue)",
+            value=dropped_records(),
         )
         log = self.decision_log()
         if log is not None:

@@ -34,6 +34,7 @@ from kraftacl.server.http import HttpProtocol
 from kraftacl.server.listeners import bind_all, ready_to_listen, tls_context
 from kraftacl.server.log_backend import LogDirectoryMissingError, ServeError
 from kraftacl.server.log_format import OneLineFormatter
+from kraftacl.server.log_queue import LogQueue
 from kraftacl.server.reader import Reader
 from kraftacl.server.state_build import build_state, warn_if_exposed
 
@@ -237,9 +238,10 @@ def serve(config: ServeConfig, out: Announcer | None = None) -> int:
     return 0
 
 
-def setup_logging(config: ServeConfig) -> None:
+def setup_logging(config: ServeConfig) -> LogQueue:
     """Logs to stderr, as text (one line per record: a caller's newline is escaped) or JSON lines, at log.level
-    (Kafka's audit logger logs denials at INFO)."""
+    (Kafka's audit logger logs denials at INFO), through a bounded queue and a writer thread (`server.log_queue`:
+    a stderr that is not read never blocks the event loop); the caller flushes it at exit."""
     handler = logging.StreamHandler(sys.stderr)
     if config.log_format == "json":
         from pythonjsonlogger.json import JsonFormatter
@@ -247,6 +249,8 @@ def setup_logging(config: ServeConfig) -> None:
         handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s", timestamp=True))
     else:
         handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    records = LogQueue(handler)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [records.handler]
     root.setLevel(config.log_level)
+    return records

@@ -67,10 +67,13 @@ def _run(argv: list[str]) -> int:
     threading.Thread(target=_stop_when_parent_goes, args=(out,), name="kraft-acl-reader-parent", daemon=True).start()
     try:
         config = load(Path(argv[1]))
-        setup_logging(config)
+        records = setup_logging(config)
         for handler in logging.getLogger().handlers:
             handler.addFilter(_Mark())
-        return serve(config, out)
+        try:
+            return serve(config, out)
+        finally:
+            records.flush()
     except (ConfigError, ServeError) as exc:
         print(f"kraft-acl serve [reader]: {exc}", file=sys.stderr)
         return 1

@@ -71,15 +71,18 @@ def serve_command(
         errors = [unknown_key_message(config, key, ignored=False) for key in settings.unknown_keys]
         _print_check(settings, errors, output)
         raise typer.Exit(EXIT_INPUT if errors else 0)
-    setup_logging(settings)
+    records = setup_logging(settings)
     for warning in settings.warnings:
         logging.getLogger("kraft_acl.serve").warning(warning)
     try:
         serve(settings, Announcer(json_lines=output.is_json))
     except ConfigError as exc:
+        records.flush()
         fail(str(exc))
     except ServeError as exc:
+        records.flush()
         fail(str(exc), EXIT_FAILED)
+    records.exit(0)  # a stderr nobody reads does not hold the exit
 
 
 def _print_check(settings: ServeConfig, errors: list[str], output: Output) -> None:

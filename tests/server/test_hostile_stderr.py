@@ -1,0 +1,67 @@
+"""A serve whose stderr nobody reads (a pipe never drained, a stalled log shipper): its log records wait in a
+bounded queue for one writer thread, so the event loop answering brokers never blocks on a write. Before, one
+caller's denied self-queries (each an INFO audit line) filled the pipe and every broker's decision, and SIGTERM,
+waited for good."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from kraftacl.harness.serve_process import kraft_acl_command
+from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, base_properties
+
+DENIED = {"principal": "User:alice", "client_address": "10.0.0.7", "request": "Produce"}
+
+
+def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path) -> None:
+    props = base_properties(tmp_path)
+    config = tmp_path / "server.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    client = "http://" + re.findall(r"CLIENT://([^,]+)", props["listeners"])[0]
+    proc = subprocess.Popen(
+        [*kraft_acl_command(), "serve", "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,  # never read: about 64 KiB fit, then every write to it blocks
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(client + "/v1/status", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
+        actions = [{"operation": "WRITE", "resource_type": "TOPIC", "resource_name": f"t-{n}"} for n in range(1000)]
+        with httpx.Client(timeout=10) as http:
+            for _ in range(20):  # 20,000 denials, each an INFO audit line of about 250 bytes: 5 MB
+                answer = http.post(
+                    client + "/v1/authorize",
+                    json={**DENIED, "actions": actions},
+                    headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
+                )
+                assert answer.status_code == 200
+            broker = http.post(
+                client + "/v1/authorize",
+                json={**DENIED, "actions": actions[:1]},
+                headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
+            )
+            assert broker.json()["results"] == ["DENIED"], "a broker's decision waited for stderr"
+            metrics = http.get(client + "/metrics").text
+        dropped = re.findall(r"^kraft_acl_log_records_dropped_total (\S+)$", metrics, re.M)
+        assert dropped and float(dropped[0]) > 0, "the records that did not fit are counted"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0, "SIGTERM waited for stderr"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
