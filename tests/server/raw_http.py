@@ -14,6 +14,8 @@ from typing import Any
 
 import httptools
 
+from kraftacl.api.frames import upgrade_head
+
 
 @dataclass
 class Answer:
@@ -129,3 +131,20 @@ def read_all(sock: socket.socket) -> bytes:
     while chunk := sock.recv(65536):
         data += chunk
     return data
+
+
+def upgraded(url: str, token: str, rcvbuf: int | None = None, timeout: float = 30.0) -> socket.socket:
+    """A connection upgraded to decision frames (`GET /v1/frames` answered 101); `rcvbuf` set before connecting
+    (the receive window it offers)."""
+    host, port = address(url)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.settimeout(timeout)
+    sock.connect((host, port))
+    sock.sendall(upgrade_head(host, token))
+    got = b""
+    while not got.endswith(b"\r\n\r\n"):
+        got += sock.recv(1)
+    assert got.startswith(b"HTTP/1.1 101 "), got
+    return sock

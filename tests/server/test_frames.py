@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from kraftacl.api.frames import FrameClient, UpgradeRefused, request_frame, upgrade_head
-from tests.server.raw_http import Raw, address, head, read_all
+from kraftacl.api.frames import FrameClient, UpgradeRefused, request_frame
+from tests.server.raw_http import Raw, address, head, read_all, upgraded
 from tests.server.serve_process import (
     ADMIN_TOKEN,
     ALICE_READ_ORDERS,
@@ -204,14 +204,7 @@ def test_a_frame_trickled_byte_by_byte_is_not_given_more_time(framed: tuple[Serv
 
 
 def _upgraded(serve: ServeProcess) -> socket.socket:
-    host, port = address(serve.url("CLIENT"))
-    sock = socket.create_connection((host, port), timeout=10)
-    sock.sendall(upgrade_head(host, BROKER_TOKEN))
-    got = b""
-    while not got.endswith(b"\r\n\r\n"):
-        got += sock.recv(1)
-    assert got.startswith(b"HTTP/1.1 101 "), got
-    return sock
+    return upgraded(serve.url("CLIENT"), BROKER_TOKEN, timeout=10)
 
 
 def _read_frame(sock: socket.socket) -> bytes:

@@ -25,8 +25,8 @@ import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kraftacl.api.frames import REQUEST, request_frame, upgrade_head
-from tests.server.raw_http import address
+from kraftacl.api.frames import REQUEST, request_frame
+from tests.server.raw_http import address, upgraded
 from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
 
 AUTHORIZE = 1
@@ -98,18 +98,7 @@ def _until(done: Callable[[], bool], seconds: float) -> bool:
 
 
 def _upgraded(serve: ServeProcess, rcvbuf: int | None = None) -> socket.socket:
-    host, port = address(serve.url("CLIENT"))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if rcvbuf is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connecting: the window it offers
-    sock.settimeout(30)
-    sock.connect((host, port))
-    sock.sendall(upgrade_head(host, BROKER_TOKEN))
-    got = b""
-    while not got.endswith(b"\r\n\r\n"):
-        got += sock.recv(1)
-    assert got.startswith(b"HTTP/1.1 101 "), got
-    return sock
+    return upgraded(serve.url("CLIENT"), BROKER_TOKEN, rcvbuf)
 
 
 def _closed(sock: socket.socket, seconds: float) -> bool:
