@@ -167,17 +167,25 @@ class HttpProtocol(asyncio.Protocol):
                 raw, self, context, server_side=True, ssl_handshake_timeout=self.limits.request_timeout_s
             )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError):
-            self._gone()  # an event loop may not call connection_lost for a connection whose handshake failed
-            with contextlib.suppress(Exception):
-                raw.abort()
+            self._drop_handshake(raw)  # an event loop may not call connection_lost for a failed handshake
             return
-        if secured is None or self.transport is None:
+        if secured is None or secured.is_closing() or self.transport is None:
+            # closed during the handshake (by the deadline sweep, shutdown, the client): an event loop may hand
+            # back a dead transport and never call connection_lost, so the place is given back here
+            self._drop_handshake(raw)
             if secured is not None:
                 secured.abort()
             return
         self.handshaking = False
         self.transport = secured
         self._ready(self.transport)
+
+    def _drop_handshake(self, raw: asyncio.Transport) -> None:
+        """Close a connection still in its TLS handshake and give its place back at once (idempotent)."""
+        self.handshaking = False
+        self._gone()
+        with contextlib.suppress(Exception):
+            raw.abort()
 
     def _ready(self, transport: asyncio.Transport) -> None:
         """The connection is ready for requests: its client certificate's principal, its write bound."""
@@ -211,6 +219,14 @@ class HttpProtocol(asyncio.Protocol):
         explain otherwise ran on for seconds, taking the GIL from the decisions of every broker. (A client that
         only half-closes to signal the end of its requests gets no answer to those still running.)"""
         self.accepting, self.reading, self.current = False, False, None
+        # what it sent before it left and is answered at once is answered now, in order (one a turn would be too
+        # late: the connection closes when this returns)
+        while self.pending and not self.running and not self.write_paused and self.transport is not None:
+            waiting = len(self.pending)
+            self.answered_this_turn = False
+            self._pump()
+            if len(self.pending) == waiting:
+                break
         return False
 
     def _arm(self, seconds: float) -> None:
@@ -226,8 +242,14 @@ class HttpProtocol(asyncio.Protocol):
         self.deadline = math.inf
         if self.transport is None:
             return
+        if self.handshaking:  # the TLS handshake and the first request were not done in time
+            self._drop_handshake(self.transport)
+            return
         if self.running and not self.write_paused and not (self.reading and not self.discarding):
             return  # the answer in progress has no deadline (a long poll waits)
+        if self.running:  # a request behind it came too slowly: no 408 inside (or before) the answer in progress
+            self.transport.abort()
+            return
         if self.write_paused:
             self.transport.abort()  # it does not read its answers: a close would wait for it forever
         elif self.reading and not self.discarding:
@@ -244,8 +266,8 @@ class HttpProtocol(asyncio.Protocol):
         """Make room for a new connection: this one, in a kept place without having shown who it is, is answered
         503 and closed (and no longer counted from now on); one still in its TLS handshake is closed."""
         self.connections.remove(self, self.listener.name)
-        if self.handshaking:
-            self.abort()
+        if self.handshaking and self.transport is not None:
+            self._drop_handshake(self.transport)
             return
         self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", _EVICTED))
         self.abort()  # no lingering: it is no longer counted, so no deadline would close it
@@ -254,7 +276,9 @@ class HttpProtocol(asyncio.Protocol):
         """Shutdown: close now if nothing is in progress, else after the answers in progress."""
         self.closing = True
         self.accepting = False
-        if not self.busy() and self.transport is not None:
+        if self.handshaking and self.transport is not None:
+            self._drop_handshake(self.transport)
+        elif not self.busy() and self.transport is not None:
             self.transport.close()
 
     # ---- write back-pressure ----------------------------------------------------------------------
@@ -316,8 +340,9 @@ class HttpProtocol(asyncio.Protocol):
         start = 0
         try:
             if len(data) <= FEED_SLICE:
+                in_head = self._in_head()
                 self.parser.feed_data(data)
-                self._count_head(len(data))
+                self._count_head(len(data), in_head)
                 return
             for start in range(0, len(data), FEED_SLICE):
                 if self._blocked() or not self.accepting:
@@ -325,22 +350,29 @@ class HttpProtocol(asyncio.Protocol):
                         self.unparsed = data[start:]
                         self._pause_reading()
                     return
-                self.parser.feed_data(data[start : start + FEED_SLICE])
-                self._count_head(FEED_SLICE)
+                piece = data[start : start + FEED_SLICE]
+                in_head = self._in_head()
+                self.parser.feed_data(piece)
+                self._count_head(len(piece), in_head)
         except httptools.HttpParserUpgrade as upgrade:
             self._switch(data[start + int(upgrade.args[0]) :])
         except httptools.HttpParserError as exc:
             if not self.discarding and self.accepting:
                 self._fail(HTTPStatus.BAD_REQUEST, "INVALID_REQUEST", f"malformed HTTP request: {exc}")
 
-    def _count_head(self, fed: int) -> None:
+    def _in_head(self) -> bool:
+        """A request's head has begun and is not complete."""
+        return self.reading and self.current is None and self.accepting and not self.discarding
+
+    def _count_head(self, fed: int, in_head_before: bool) -> None:
         """Bytes fed while a head is incomplete count against MAX_HEAD_BYTES as they come: llhttp hands a header
         line to the callbacks only once it ends, and httptools grows an unfinished one by concatenation (quadratic),
-        so a head that never ends is refused after its first 64 KiB (plus one slice), not after 16 MiB of CPU."""
-        if not (self.reading and self.current is None and self.accepting and not self.discarding):
+        so a head that never ends is refused after its first 64 KiB (plus at most the slice it began in), not
+        after 16 MiB of CPU. Only a slice fed whole to a head already under way, and still in it, is counted."""
+        if not (in_head_before and self._in_head()):
             return
         self.head_fed += fed
-        if self.head_fed > MAX_HEAD_BYTES + FEED_SLICE:
+        if self.head_fed > MAX_HEAD_BYTES:
             self._fail(
                 HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "INVALID_REQUEST",
@@ -548,7 +580,9 @@ class HttpProtocol(asyncio.Protocol):
         reserved, self.reserved = self.reserved, 0
         if (self.running or self.pending) and not self.write_paused:
             self.deadline = math.inf  # whole: the answers in progress have no deadline; the next is armed after
-        if self.running or self.pending or self.write_paused or self.answered_this_turn:
+        # an upgrade is not deferred a turn: the parser hands the connection over right after this request
+        deferred = self.answered_this_turn and b"upgrade" not in self.headers
+        if self.running or self.pending or self.write_paused or deferred:
             self.pending.append((request, reserved))
             return
         self._handle(request, reserved)

@@ -90,9 +90,12 @@ class LogQueue:
             time.sleep(0.01)
         return not self.records.unfinished_tasks
 
-    def exit(self, code: int) -> NoReturn:
-        """End the process with `code` once the queued records are written, or at once if stderr does not take
-        them within FLUSH_AT_EXIT_S (an ordinary exit would flush stderr, and wait for it for good)."""
-        if self.flush():
-            sys.exit(code)
-        os._exit(code)
+    def exit(self, code: int, message: str | None = None) -> NoReturn:
+        """End the process with `code` (after `message` on stderr) once the queued records are written, or at once,
+        without the message, if stderr does not take them within FLUSH_AT_EXIT_S (an ordinary exit would flush
+        stderr, and wait for it for good)."""
+        if not self.flush():
+            os._exit(code)
+        if message is not None:
+            print(message, file=sys.stderr, flush=True)
+        sys.exit(code)

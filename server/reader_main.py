@@ -70,10 +70,10 @@ def _run(argv: list[str]) -> int:
         records = setup_logging(config)
         for handler in logging.getLogger().handlers:
             handler.addFilter(_Mark())
-        try:
-            return serve(config, out)
-        finally:
-            records.flush()
+        code = serve(config, out)
+        if not records.flush():
+            os._exit(code)  # stderr does not take the records: an ordinary exit would wait for it for good
+        return code
     except (ConfigError, ServeError) as exc:
         print(f"kraft-acl serve [reader]: {exc}", file=sys.stderr)
         return 1

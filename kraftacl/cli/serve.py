@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, error_line, fail
+from kraftacl.cli.errors import EXIT_FAILED, EXIT_INPUT, error_line, error_text, fail
 from kraftacl.cli.output import Output, output_option
 
 if TYPE_CHECKING:
@@ -77,12 +77,10 @@ def serve_command(
     try:
         serve(settings, Announcer(json_lines=output.is_json))
     except ConfigError as exc:
-        records.flush()
-        fail(str(exc))
+        records.exit(EXIT_INPUT, error_text(str(exc)))  # a stderr nobody reads does not hold any exit
     except ServeError as exc:
-        records.flush()
-        fail(str(exc), EXIT_FAILED)
-    records.exit(0)  # a stderr nobody reads does not hold the exit
+        records.exit(EXIT_FAILED, error_text(str(exc)))
+    records.exit(0)
 
 
 def _print_check(settings: ServeConfig, errors: list[str], output: Output) -> None:

@@ -85,3 +85,12 @@ def test_a_single_record_over_the_limit_is_one_part_for_the_broker_to_refuse() -
     records = records_for(0, 1)
     parts = batch_frames(Codec(), 0, records, 1, 0, 10)
     assert len(parts) == 1 and len(parts[0][1]) > 10
+
+
+def test_a_batch_that_fits_is_one_frame_even_near_the_limit() -> None:
+    """A batch of more records than the sample whose frame fits (at 90% of the limit) is one message, as the
+    docstring says: it is split only when the sample's estimate says it is too large."""
+    records = acl_batch(5_000)
+    whole = len(batch_frames(Codec(), 0, records, 1, 0, 10**9)[0][1])
+    parts = batch_frames(Codec(), 0, records, 1, 0, int(whole / 0.9))
+    assert len(parts) == 1

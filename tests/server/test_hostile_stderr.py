@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from kraftacl.harness.serve_process import kraft_acl_command
 from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, base_properties
@@ -19,8 +20,11 @@ from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, base_propertie
 DENIED = {"principal": "User:alice", "client_address": "10.0.0.7", "request": "Produce"}
 
 
-def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path) -> None:
-    props = base_properties(tmp_path)
+@pytest.mark.parametrize("reader", ["off", "on"])
+def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path, reader: str) -> None:
+    """With the reader process too (it shares serve's stderr): its exit does not wait for stderr either, so
+    SIGTERM is not held by serve waiting for its reader."""
+    props = base_properties(tmp_path, heavy_reads_process=reader)
     config = tmp_path / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     client = "http://" + re.findall(r"CLIENT://([^,]+)", props["listeners"])[0]
@@ -48,6 +52,12 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
                     headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
                 )
                 assert answer.status_code == 200
+            explained = http.post(  # more than 32 actions with explain: the reader's work, and its audit lines
+                client + "/v1/authorize",
+                json={**DENIED, "actions": actions[:100], "explain": True},
+                headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
+            )
+            assert explained.status_code == 200
             broker = http.post(
                 client + "/v1/authorize",
                 json={**DENIED, "actions": actions[:1]},
@@ -58,7 +68,9 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
         dropped = re.findall(r"^kraft_acl_log_records_dropped_total (\S+)$", metrics, re.M)
         assert dropped and float(dropped[0]) > 0, "the records that did not fit are counted"
         proc.send_signal(signal.SIGTERM)
+        stopping = time.monotonic()
         assert proc.wait(timeout=20) == 0, "SIGTERM waited for stderr"
+        assert time.monotonic() - stopping < 8, "serve's exit waited for its reader (killed after 10 s)"
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -43,9 +43,9 @@ def batch_frames(
     split again. A single record over the limit is one part (the broker refuses it, and the error names it)."""
     count = len(records)
     if count > SIZE_SAMPLE:
-        sample = len(codec.encode(records[:SIZE_SAMPLE]))
-        size = max(1, int(limit * PART_FILL * SIZE_SAMPLE / max(sample, 1)))
-        if size < count:
+        sample = max(len(codec.encode(records[:SIZE_SAMPLE])), 1)
+        if sample * count / SIZE_SAMPLE > limit:  # too large for one message, by the sample's estimate
+            size = max(1, int(limit * PART_FILL * SIZE_SAMPLE / sample))
             return _parts(codec, base, records, epoch, ts, limit, size)
     return _parts(codec, base, records, epoch, ts, limit, count)
 

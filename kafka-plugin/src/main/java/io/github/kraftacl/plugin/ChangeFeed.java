@@ -27,6 +27,8 @@ final class ChangeFeed implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ChangeFeed.class);
     static final String PATH = "/v1/changes";
     private static final long NO_FEED_RETRY_MS = 10_000;
+    /** Between two polls when serve's instance keeps changing (a URL that reaches several serves in turn). */
+    static final long FLAPPING_PAUSE_MS = 100;
 
     /** Told of every view the feed publishes (metrics, the benchmark). */
     interface Listener {
@@ -55,6 +57,8 @@ final class ChangeFeed implements AutoCloseable {
     private long known = -1;
     private long applied = -1;
     private int failures;
+    private long lastResetNanos = Long.MIN_VALUE / 2;
+    private boolean flapping;
 
     ChangeFeed(ServeClient client, DecisionCache cache, int heartbeatMs, int graceMs) {
         this.client = client;
@@ -133,7 +137,7 @@ final class ChangeFeed implements AutoCloseable {
         }
         accept(changes, sent);
         failures = 0;
-        return 0;
+        return flapping ? FLAPPING_PAUSE_MS : 0;
     }
 
     private void accept(DecisionJson.Changes c, long sent) {
@@ -145,7 +149,11 @@ final class ChangeFeed implements AutoCloseable {
         boolean reset = instance == null || !c.instance().equals(instance) || c.aclOffset() < known
                 || c.appliedOffset() < applied;
         boolean changed = !reset && c.aclOffset() > known;
+        // a URL that reaches several serves in turn (a round-robin proxy) answers every poll at once with another
+        // instance: nothing is remembered either way, but the feed then polls at most every FLAPPING_PAUSE_MS
+        flapping = reset && instance != null && now - lastResetNanos < heartbeatMs * 1_000_000L;
         if (reset) {
+            lastResetNanos = now;
             generation++;
             LOG.info("kraft-acl: change feed from serve {} (instance {}, ACLs changed last at offset {}): decisions "
                     + "it makes are remembered{}", client.routes().url(server), c.instance(), c.aclOffset(),

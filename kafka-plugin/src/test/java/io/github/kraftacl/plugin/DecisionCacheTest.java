@@ -155,6 +155,22 @@ class DecisionCacheTest extends FakeServeTest {
     }
 
     @Test
+    void aUrlOverSeveralServesInTurnIsNotPolledInATightLoop() throws Exception {
+        // Every poll reaches another serve instance, so each is answered at once and starts the feed anew: the
+        // plugin then pauses between polls instead of asking again at once, and remembers nothing meanwhile.
+        decider.allowed.add("a");
+        connected();
+        serve.rotateInstances("fake-a", "fake-b");
+        int before = serve.on(ChangeFeed.PATH).size();
+        Thread.sleep(1_000);
+        int polls = serve.on(ChangeFeed.PATH).size() - before;
+        assertTrue(polls <= 1_000 / ChangeFeed.FLAPPING_PAUSE_MS + 5, polls + " polls in one second");
+        alice("a");
+        alice("a");
+        assertTrue(decider.asked.get() >= 1);
+    }
+
+    @Test
     void aLateAnswerDoesNotStretchTheStalenessBound() throws Exception {
         // Every feed answer reaches the plugin 300 ms after serve made it: the view is dated from the poll's start
         // plus the time serve held it, so it expires heartbeat + grace (3 s) after the answer was made, 2.7 s after

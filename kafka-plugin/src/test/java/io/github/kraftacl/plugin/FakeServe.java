@@ -37,6 +37,8 @@ final class FakeServe implements AutoCloseable {
     private boolean feedFrozen;
     private boolean feedAbsent;
     private volatile long feedDelayMs;
+    private String[] rotating; // each feed answer from the next of these instances (a URL over several serves)
+    private int turn;
     private boolean closed;
 
     FakeServe() throws IOException {
@@ -84,6 +86,9 @@ final class FakeServe implements AutoCloseable {
         long started = System.nanoTime();
         long deadline = System.currentTimeMillis() + waitMs;
         synchronized (feedLock) {
+            if (rotating != null) { // this poll reached the next serve behind the URL
+                instance = rotating[turn++ % rotating.length];
+            }
             try {
                 while (!closed && !feedAbsent && (feedFrozen || (aclOffset <= after
                         && (known == null || known.equals(instance)) && System.currentTimeMillis() < deadline))) {
@@ -163,6 +168,14 @@ final class FakeServe implements AutoCloseable {
     /** Send every feed answer this long after it is made (a slow network, or a broker JVM that reads it late). */
     void delayFeed(long ms) {
         feedDelayMs = ms;
+    }
+
+    /** Answer each feed poll as the next of these instances, in turn (a round-robin proxy over several serves). */
+    void rotateInstances(String... instances) {
+        synchronized (feedLock) {
+            rotating = instances;
+            feedLock.notifyAll();
+        }
     }
 
     /** Answer the feed with 404 (a serve without it). */
