@@ -32,7 +32,6 @@ Everything here runs on the event loop thread.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import ssl
@@ -85,12 +84,8 @@ class HttpProtocol(asyncio.Protocol):
         connections: Connections,
         principal_of_cert: Callable[[Mapping[str, object]], str | None],
         trusted: frozenset[str],
-        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.admit, self.dispatch = admit, dispatch
-        self.tls = tls  # the listener's: the handshake runs on a connection already counted and under its deadline
-        self.handshaking = False
-        self._handshake_task: asyncio.Task[None] | None = None
         self.listener, self.limits, self.connections = listener, limits, connections
         self.principal_of_cert, self.trusted = principal_of_cert, trusted
         self.loop = asyncio.get_event_loop()
@@ -145,47 +140,10 @@ class HttpProtocol(asyncio.Protocol):
         if refused is not None:
             self.connections.refuse(self.listener.name, "limit" if "max.connections" in refused else "closing")
             self.accepting = False
-            if self.tls is not None:  # no handshake for a connection refused: closed (the client sees a reset)
-                self.connections.remove(self, self.listener.name)
-                self.transport.abort()
-                return
             self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", f"{refused}; retry later"))
             return
-        self._arm(self.limits.request_timeout_s)  # the handshake and the first whole request: within request.timeout.ms
-        if self.tls is not None:
-            self.handshaking = True
-            self._handshake_task = self.loop.create_task(self._handshake(self.transport, self.tls))
-            return
+        self._arm(self.limits.request_timeout_s)  # the first whole request is due within request.timeout.ms
         self._ready(self.transport)
-
-    async def _handshake(self, raw: asyncio.Transport, context: ssl.SSLContext) -> None:
-        """TLS on a connection that already holds its place: a silent or slow handshake is counted against the
-        connection limits and closed at the request deadline like any other (uncounted, 1,100 of them held every
-        file descriptor of serve)."""
-        try:
-            secured = await self.loop.start_tls(
-                raw, self, context, server_side=True, ssl_handshake_timeout=self.limits.request_timeout_s
-            )
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError):
-            self._drop_handshake(raw)  # an event loop may not call connection_lost for a failed handshake
-            return
-        if secured is None or secured.is_closing() or self.transport is None:
-            # closed during the handshake (by the deadline sweep, shutdown, the client): an event loop may hand
-            # back a dead transport and never call connection_lost, so the place is given back here
-            self._drop_handshake(raw)
-            if secured is not None:
-                secured.abort()
-            return
-        self.handshaking = False
-        self.transport = secured
-        self._ready(self.transport)
-
-    def _drop_handshake(self, raw: asyncio.Transport) -> None:
-        """Close a connection still in its TLS handshake and give its place back at once (idempotent)."""
-        self.handshaking = False
-        self._gone()
-        with contextlib.suppress(Exception):
-            raw.abort()
 
     def _ready(self, transport: asyncio.Transport) -> None:
         """The connection is ready for requests: its client certificate's principal, its write bound."""
@@ -200,7 +158,7 @@ class HttpProtocol(asyncio.Protocol):
         self._gone()
 
     def _gone(self) -> None:
-        """The connection closed (idempotent: a failed handshake may end here twice)."""
+        """The connection closed."""
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))
@@ -242,9 +200,6 @@ class HttpProtocol(asyncio.Protocol):
         self.deadline = math.inf
         if self.transport is None:
             return
-        if self.handshaking:  # the TLS handshake and the first request were not done in time
-            self._drop_handshake(self.transport)
-            return
         if self.running and not self.write_paused and not (self.reading and not self.discarding):
             return  # the answer in progress has no deadline (a long poll waits)
         if self.running:  # a request behind it came too slowly: no 408 inside (or before) the answer in progress
@@ -264,11 +219,8 @@ class HttpProtocol(asyncio.Protocol):
 
     def evict(self) -> None:
         """Make room for a new connection: this one, in a kept place without having shown who it is, is answered
-        503 and closed (and no longer counted from now on); one still in its TLS handshake is closed."""
+        503 and closed (and no longer counted from now on)."""
         self.connections.remove(self, self.listener.name)
-        if self.handshaking and self.transport is not None:
-            self._drop_handshake(self.transport)
-            return
         self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", _EVICTED))
         self.abort()  # no lingering: it is no longer counted, so no deadline would close it
 
@@ -276,9 +228,7 @@ class HttpProtocol(asyncio.Protocol):
         """Shutdown: close now if nothing is in progress, else after the answers in progress."""
         self.closing = True
         self.accepting = False
-        if self.handshaking and self.transport is not None:
-            self._drop_handshake(self.transport)
-        elif not self.busy() and self.transport is not None:
+        if not self.busy() and self.transport is not None:
             self.transport.close()
 
     # ---- write back-pressure ----------------------------------------------------------------------

@@ -68,17 +68,21 @@ class Serve:
 
     def _factory(self, listener: Listener) -> Callable[[], HttpProtocol]:
         limits, trusted = self.config.limits, self.state.trusted
-        tls = self.contexts[listener.name]
         return lambda: HttpProtocol(
-            self.api.admit, self.api.dispatch, listener, limits, self.connections, principal_of_cert, trusted, tls
+            self.api.admit, self.api.dispatch, listener, limits, self.connections, principal_of_cert, trusted
         )
 
     async def _open(self, listener: Listener, note: str) -> None:
         sock = self.sockets[listener.name]
         ready_to_listen(sock)
-        # TLS is the connection's own step (HttpProtocol starts it once the connection holds its place and its
-        # deadline), not the server's: a handshake in progress counts against the connection limits
-        server = await asyncio.get_running_loop().create_server(self._factory(listener), sock=sock, backlog=1024)
+        tls = self.contexts[listener.name]
+        server = await asyncio.get_running_loop().create_server(
+            self._factory(listener),
+            sock=sock,
+            ssl=tls,
+            backlog=1024,
+            ssl_handshake_timeout=self.config.limits.request_timeout_s if tls is not None else None,
+        )
         self.servers.append(server)
         url = listener.url(sock.getsockname()[1])
         self.out.say(

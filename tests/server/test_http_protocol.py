@@ -2,19 +2,15 @@
 one answer per connection per turn of the event loop (requests pipelined in one read, 16 `GET /metrics`, take
 turns with every other connection's, instead of running back to back while a broker's decision waits), without
 losing what the turn-taking delays (an upgrade behind an answer, requests before a half-close); the head's size
-counted exactly as it arrives; a TLS handshake closed by serve gives its place back."""
+counted exactly as it arrives."""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import socket
-import ssl
 import time
-from pathlib import Path
 from typing import Any
 
-import trustme
 import uvloop
 
 from kraftacl.server.config import NetworkLimits
@@ -217,64 +213,3 @@ def test_a_head_under_64_kib_in_odd_sized_reads_is_admitted() -> None:
         return bytes(transport.written)
 
     assert asyncio.run(run()).startswith(b"HTTP/1.1 200")
-
-
-def _tls(tmp_path: Path) -> ssl.SSLContext:
-    ca = trustme.CA()
-    pem = tmp_path / "server.pem"
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(pem))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(str(pem))
-    return context
-
-
-def _handshake_closed_by_serve(tmp_path: Path, how: str) -> tuple[int, int]:
-    """(places held during a silent TLS handshake, places held after serve closed it: `timed_out` or shutdown)."""
-    limits = dataclasses.replace(LIMITS, request_timeout_s=1.0)
-    context = _tls(tmp_path)
-
-    async def main() -> tuple[int, int]:
-        held = Connections(limits, tick=3600)  # no sweep of its own: the test plays its part
-        made: list[HttpProtocol] = []
-
-        def factory() -> HttpProtocol:
-            protocol = HttpProtocol(
-                lambda request, probation: (1 << 20, "k"),
-                lambda request: Response(200, b"{}"),
-                Listener("TLS", "127.0.0.1", 0, early_start=False),
-                limits,
-                held,
-                lambda cert: None,
-                frozenset(),
-                context,
-            )
-            made.append(protocol)
-            return protocol
-
-        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)):
-            for _ in range(100):
-                await asyncio.sleep(0.01)
-                if made and made[0].handshaking:
-                    break
-            during = len(held.open)
-            if how == "timed_out":
-                made[0].timed_out()  # the sweep reached the deadline before the handshake's own timer
-            else:
-                held.close_idle()
-            await asyncio.sleep(2.0)  # past the handshake's own timeout too
-        await asyncio.sleep(0.2)
-        server.close()
-        return during, len(held.open)
-
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main())
-
-
-def test_a_handshake_closed_at_its_deadline_gives_its_place_back(tmp_path: Path) -> None:
-    assert _handshake_closed_by_serve(tmp_path, "timed_out") == (1, 0)
-
-
-def test_a_handshake_closed_at_shutdown_gives_its_place_back(tmp_path: Path) -> None:
-    assert _handshake_closed_by_serve(tmp_path, "shutdown") == (1, 0)
