@@ -331,7 +331,8 @@ class HttpProtocol(asyncio.Protocol):
 
     def _switch(self, rest: bytes) -> None:
         """A request asked to upgrade the connection: if serve answered it 101 (`server.frames`), the frame
-        protocol reads the connection from the byte after the request's head; otherwise it is a 400."""
+        protocol reads the connection from the byte after the request's head; otherwise the upgrade is ignored and
+        the connection goes on as HTTP/1.1."""
         protocol, self._switch_to = self._switch_to, None
         transport = self.transport
         if protocol is None or transport is None:
