@@ -43,7 +43,7 @@ import httptools
 
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.config import Listener, NetworkLimits
-from kraftacl.server.connections import Connections
+from kraftacl.server.connections import Connection, Connections
 from kraftacl.server.frames import FrameConnection
 from kraftacl.server.http_wire import (
     LINGER_S,
@@ -84,8 +84,10 @@ class HttpProtocol(asyncio.Protocol):
         connections: Connections,
         principal_of_cert: Callable[[Mapping[str, object]], str | None],
         trusted: frozenset[str],
+        handshake: Connection | None = None,
     ) -> None:
         self.admit, self.dispatch = admit, dispatch
+        self.handshake = handshake  # the place its TLS handshake held since the accept (server.tls_listener)
         self.listener, self.limits, self.connections = listener, limits, connections
         self.principal_of_cert, self.trusted = principal_of_cert, trusted
         self.loop = asyncio.get_event_loop()
@@ -133,6 +135,9 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio classes
         peer = transport.get_extra_info("peername")
         self.peer_host = java_host_address(peer[0]) if isinstance(peer, tuple) else ""
+        if self.handshake is not None:  # the handshake's place is given up for the connection's own
+            self.connections.remove(self.handshake, self.listener.name)
+            self.handshake = None
         refused, self.probation = self.connections.admit(self.listener)
         self.connections.add(self, self.listener.name, self.loop)
         if self.probation:
@@ -143,22 +148,14 @@ class HttpProtocol(asyncio.Protocol):
             self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", f"{refused}; retry later"))
             return
         self._arm(self.limits.request_timeout_s)  # the first whole request is due within request.timeout.ms
-        self._ready(self.transport)
-
-    def _ready(self, transport: asyncio.Transport) -> None:
-        """The connection is ready for requests: its client certificate's principal, its write bound."""
-        ssl_object = transport.get_extra_info("ssl_object")
+        ssl_object = transport.get_extra_info("ssl_object")  # a TLS connection's handshake is done by now
         if isinstance(ssl_object, ssl.SSLObject | ssl.SSLSocket):
             cert = ssl_object.getpeercert()
             if cert:
                 self.tls_principal = self.principal_of_cert(cert)
-        transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
+        self.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._gone()
-
-    def _gone(self) -> None:
-        """The connection closed."""
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))

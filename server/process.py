@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
 
 import uvloop
 
@@ -37,8 +37,10 @@ from kraftacl.server.log_format import OneLineFormatter
 from kraftacl.server.log_queue import LogQueue
 from kraftacl.server.reader import Reader
 from kraftacl.server.state_build import build_state, warn_if_exposed
+from kraftacl.server.tls_listener import TlsListener
 
 SWITCH_INTERVAL_S = 0.0002
+BACKLOG = 1024
 
 log = logging.getLogger("kraft_acl.serve")
 
@@ -62,27 +64,28 @@ class Serve:
         self.connections = conns
         self.contexts = {listener.name: tls_context(listener) for listener in config.listeners}
         self.sockets = sockets
-        self.servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer | TlsListener] = []
         self.stop = asyncio.Event()
         self._stop_flag = threading.Event()  # `stop`, for the load thread
 
-    def _factory(self, listener: Listener) -> Callable[[], HttpProtocol]:
-        limits, trusted = self.config.limits, self.state.trusted
-        return lambda: HttpProtocol(
-            self.api.admit, self.api.dispatch, listener, limits, self.connections, principal_of_cert, trusted
+    def _factory(self, listener: Listener) -> functools.partial[HttpProtocol]:
+        """A new connection's protocol (called with the `Handshake` that held its place, on a TLS listener)."""
+        api, limits, trusted = self.api, self.config.limits, self.state.trusted
+        return functools.partial(
+            HttpProtocol, api.admit, api.dispatch, listener, limits, self.connections, principal_of_cert, trusted
         )
 
     async def _open(self, listener: Listener, note: str) -> None:
         sock = self.sockets[listener.name]
         ready_to_listen(sock)
         tls = self.contexts[listener.name]
-        server = await asyncio.get_running_loop().create_server(
-            self._factory(listener),
-            sock=sock,
-            ssl=tls,
-            backlog=1024,
-            ssl_handshake_timeout=self.config.limits.request_timeout_s if tls is not None else None,
-        )
+        server: asyncio.AbstractServer | TlsListener
+        if tls is None:
+            server = await asyncio.get_running_loop().create_server(self._factory(listener), sock=sock, backlog=BACKLOG)
+        else:  # counted from the accept, its handshake included
+            timeout = self.config.limits.request_timeout_s
+            server = TlsListener(sock, listener, tls, self._factory(listener), self.connections, timeout)
+            server.start(BACKLOG)
         self.servers.append(server)
         url = listener.url(sock.getsockname()[1])
         self.out.say(

@@ -15,7 +15,7 @@ import httpx
 
 from kraftacl.harness.rss import rss_kb
 from tests.server.raw_http import Answer, Raw, address, head, post
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, add_tls_listener, base_properties
 
 ONE_ACTION = {
     "principal": "User:alice",
@@ -237,3 +237,81 @@ def test_a_connection_that_never_shows_credentials_keeps_no_place_for_long(tmp_p
             time.sleep(1.0)
             broker.send(head("GET", "/v1/status", BROKER_TOKEN))
             assert broker.answer().status == 200, "the broker's connection was closed as idle"
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """True while serve has not closed `sock` (nothing to read yet)."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.setblocking(True)
+
+
+def _closed_by_serve(sock: socket.socket, timeout: float = 10.0) -> bool:
+    sock.settimeout(timeout)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_a_tls_handshake_holds_a_place_from_its_accept(tmp_path: Path) -> None:
+    """On a TLS listener a connection is counted from its accept, its handshake included: TCP connections that
+    never send a ClientHello take the listener's places, the next one is closed at once, and they are closed
+    after request.timeout.ms. Before, a handshake in progress was counted nowhere: any number could be held."""
+    props = base_properties(tmp_path, request_timeout_ms="3000")
+    client_tls = add_tls_listener(props, tmp_path)
+    props["listener.name.tls.max.connections"] = "4"
+    with ServeProcess(tmp_path, props).start() as serve:
+        stalled = [socket.create_connection(address(serve.url("TLS")), timeout=10) for _ in range(4)]
+        try:
+            time.sleep(0.3)
+            metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+            assert 'kraft_acl_connections{listener="TLS"} 4.0' in metrics
+            with socket.create_connection(address(serve.url("TLS")), timeout=10) as fifth:
+                assert _closed_by_serve(fifth), "a connection beyond the listener's max.connections stayed open"
+            assert all(_still_open(s) for s in stalled), "the handshakes in progress were closed before their time"
+            assert all(_closed_by_serve(s) for s in stalled), "a stalled handshake outlived request.timeout.ms"
+        finally:
+            for s in stalled:
+                s.close()
+        time.sleep(0.3)
+        with Raw(serve.url("TLS"), tls=client_tls) as client:  # the places are free again
+            client.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert client.answer().status == 200
+        metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+        assert 'kraft_acl_connections_refused_total{listener="TLS",reason="limit"} 1.0' in metrics
+
+
+def test_brokers_get_in_past_a_flood_of_stalled_tls_handshakes(tmp_path: Path) -> None:
+    """Stalled handshakes in the places kept for brokers make room for a newcomer like any connection that has not
+    shown who it is: a caller that is not a broker is then refused at its first request, and a broker gets in."""
+    props = base_properties(
+        tmp_path, max_connections="12", max_connections_reserved_brokers="4", request_timeout_ms="60000"
+    )
+    client_tls = add_tls_listener(props, tmp_path)
+    with ServeProcess(tmp_path, props).start() as serve:
+        stalled = [socket.create_connection(address(serve.url("TLS")), timeout=10) for _ in range(12)]
+        try:
+            time.sleep(0.3)
+            with Raw(serve.url("TLS"), tls=client_tls) as alice:
+                alice.send(head("GET", "/v1/acls/count", ALICE_TOKEN))
+                refused = alice.until_closed()
+            assert [a.status for a in refused] == [503] and refused[0].json()["error"]["code"] == "CONNECTION_LIMIT"
+            with Raw(serve.url("TLS"), tls=client_tls) as broker:
+                broker.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+                assert broker.answer().status == 200
+            assert _closed_by_serve(stalled[8]), "the oldest handshake in a kept place stayed"
+            assert all(_still_open(s) for s in stalled[:8]), "a handshake in a place anyone may take was evicted"
+        finally:
+            for s in stalled:
+                s.close()
+        metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+        assert 'kraft_acl_connections_refused_total{listener="TLS",reason="evicted"}' in metrics
