@@ -29,7 +29,7 @@ from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_out, filter_of
 from kraftacl.server.errors import BadRequest
 from kraftacl.server.http_wire import Request, Response, StreamedResponse
-from kraftacl.server.read_your_writes import reached
+from kraftacl.server.read_your_writes import log_end_reached, reached
 from kraftacl.server.slices import Lane
 
 _DESCRIBE = msgspec.json.Decoder(DescribeIn)
@@ -49,6 +49,8 @@ async def describe(state: ServeState, request: Request, caller: Caller) -> Respo
     body = json_body.decode(_DESCRIBE, request.body) if request.body else DescribeIn()
     acl_filter = filter_of(body.filter)  # UNKNOWN fields are evaluated as Kafka's acls(filter) does (spec §9)
     await reached(state, body.min_offset)  # read-your-writes: a state holding that offset
+    if body.consistent:
+        await log_end_reached(state)  # every write acknowledged before the call, whoever wrote it
     index, offset = state.authorizer.state()
     if state.reader is not None and (handed := await state.reader.answer(request, len(index), offset)) is not None:
         return handed

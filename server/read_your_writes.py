@@ -10,10 +10,15 @@ A broker-role serve that must wait asks its tailer to poll the log at once (once
 share one poll), rather than after metadata.log.poll.interval.ms: the write that answered `min_offset` is already
 committed, so that poll finds it. Runs on the event loop; the wait is woken by the change feed
 (`server.change_feed`) and re-checks every 50 ms.
+
+A describe with `consistent` needs no offset: it waits for the end its log had when it arrived (`log_end_reached`),
+so it sees every write acknowledged before it, whichever serve acknowledged it and whoever asked for it (a broker's
+plugin describes for writes another plugin instance made: a KRaft controller's).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -22,6 +27,7 @@ from kraftacl.server.errors import ApiFailure, BadRequest
 from kraftacl.server.http_wire import Response
 
 RECHECK_S = 0.05  # also notices a batch that changed no ACL (the change feed wakes only on changes)
+END_RECHECK_S = 0.002  # how often a `consistent` call looks for a poll of the log begun after it arrived
 
 
 class OffsetNotReached(ApiFailure):
@@ -51,12 +57,12 @@ async def _later(state: ServeState, min_offset: int | None, answer: Callable[[],
     return answer()
 
 
-async def reached(state: ServeState, min_offset: int | None) -> None:
+async def reached(state: ServeState, min_offset: int | None, arrived: float | None = None) -> None:
     """Return once `min_offset` is applied (at once when `applied`); 400 when it lies beyond the log's end, 503
-    OFFSET_NOT_REACHED after min.offset.wait.max.ms."""
+    OFFSET_NOT_REACHED min.offset.wait.max.ms after the call `arrived` (time.monotonic(); default now)."""
     if min_offset is None or applied(state, min_offset):
         return
-    arrived = time.monotonic()
+    arrived = time.monotonic() if arrived is None else arrived
     deadline = arrived + state.config.min_offset_wait_s
     feed = state.changes
     poked = False
@@ -86,3 +92,30 @@ async def reached(state: ServeState, min_offset: int | None) -> None:
             state.tailer.poke()  # after the deadline's check: min.offset.wait.max.ms=0 never waits for a poll
             poked = True
         await feed.wait(feed.acl_offset, min(left, RECHECK_S))
+
+
+async def log_end_reached(state: ServeState) -> None:
+    """Return once this serve has applied its log up to the end the log had when the call arrived (a describe's
+    `consistent`): the tailer is poked, a poll begun after the call arrived names that end, and the call then
+    waits for it as for a `min_offset`. A tailer in a long poll of the Kafka topic begins its next poll when
+    the poll ends (a commit, or metadata.log.poll.interval.ms); 503 OFFSET_NOT_REACHED after
+    min.offset.wait.max.ms."""
+    tailer = state.tailer
+    if tailer is None or not state.authorizer.ready:
+        return  # still loading: the call is refused AUTHORIZER_NOT_READY as any other
+    arrived = time.monotonic()
+    tailer.poke()
+    while True:
+        tail = tailer.status()
+        if tail.started_monotonic > arrived and tail.last_error is None and tail.high_watermark is not None:
+            break
+        waited = time.monotonic() - arrived
+        if waited >= state.config.min_offset_wait_s:
+            error = f" (its last read failed: {tail.last_error})" if tail.last_error else ""
+            raise OffsetNotReached(
+                f"this serve did not read its metadata log's end within {waited:.1f} s (min.offset.wait.max.ms)"
+                f"{error}; ask again, or another serve",
+                "$.consistent",
+            )
+        await asyncio.sleep(END_RECHECK_S)
+    await reached(state, tail.high_watermark - 1, arrived)

@@ -155,9 +155,13 @@ class ServerClient:
         except msgspec.DecodeError as exc:
             raise ServerError(f"{where}: serve's answer is not a {endpoint.response.__name__}: {exc}", 200) from exc
 
-    def describe(self, acl_filter: AclBindingFilter, min_offset: int | None = None) -> list[tuple[str, StandardAcl]]:
-        """ACLs matching the filter, with their ids (with `min_offset`: once serve has applied it)."""
-        described = self.call(ep.DESCRIBE_ACLS, DescribeIn(filter_in(acl_filter), min_offset=min_offset))
+    def describe(
+        self, acl_filter: AclBindingFilter, min_offset: int | None = None, consistent: bool = True
+    ) -> list[tuple[str, StandardAcl]]:
+        """ACLs matching the filter, with their ids, from a state holding every write acknowledged before the call
+        (`consistent`; with `min_offset`, also once serve has applied that offset)."""
+        wanted = DescribeIn(filter_in(acl_filter), min_offset=min_offset, consistent=consistent)
+        described = self.call(ep.DESCRIBE_ACLS, wanted)
         return [stored_acl(a) for a in described.acls]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:

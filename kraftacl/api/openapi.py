@@ -14,7 +14,7 @@ import msgspec
 from kraftacl.api import frames, wire
 from kraftacl.api.endpoints import ENDPOINTS, METRICS_PATH, Endpoint
 
-VERSION = "1.5.0"
+VERSION = "1.6.0"
 ERRORS = {
     "400": "a field is missing or malformed; `error.field` names it",
     "401": "no or unknown credentials",

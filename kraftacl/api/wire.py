@@ -199,6 +199,13 @@ class DescribeIn(_In, frozen=True):
 
     filter: FilterIn = msgspec.field(default_factory=FilterIn)
     min_offset: MinOffset = None  # since 1.2.0
+    consistent: Annotated[
+        bool,
+        msgspec.Meta(
+            description="answer from a state holding every record the log had committed when the call arrived "
+            "(since 1.6.0): every ACL write acknowledged before it, by any serve, is seen"
+        ),
+    ] = False
 
 
 class DescribeOut(_Out, frozen=True):

@@ -79,6 +79,23 @@ def test_min_offset_on_the_heavier_paths_waits_too(pair: tuple[ServeProcess, Ser
     assert "described" in [a["resource_name"] for a in described["acls"]] and described["offset"] >= offset
 
 
+def test_a_consistent_describe_sees_every_write_acknowledged_before_it(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    """`consistent` needs no offset (the asker may not be the writer: a broker's plugin describes what a KRaft
+    controller's plugin wrote): the lagging serve reads its log's end, applies up to it, then answers."""
+    controller, reader = pair
+    names = []
+    for n in range(3):
+        names.append(f"consistent-{n}")
+        with controller.client(token=ADMIN_TOKEN) as admin:
+            created = admin.post("/v1/acls/create", json={"acls": [dict(ACL, resource_name=names[-1])]}).json()
+        with reader.client(token=ADMIN_TOKEN, timeout=30) as admin:
+            stale = admin.post("/v1/acls/describe", json={}).json()
+            fresh = admin.post("/v1/acls/describe", json={"consistent": True}).json()
+        assert names[-1] not in [a["resource_name"] for a in stale["acls"]], "the reader did not lag (3 s polls)"
+        assert set(names) <= {a["resource_name"] for a in fresh["acls"]}, fresh
+        assert fresh["offset"] >= created["offset"]
+
+
 def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[ServeProcess, ServeProcess]) -> None:
     controller, reader = pair
     with reader.client(token=BROKER_TOKEN, timeout=30) as client:
@@ -128,6 +145,13 @@ def test_the_cli_tries_each_server_and_passes_min_offset(pair: tuple[ServeProces
     added = subprocess.run([*kraft_acl_command(), *add, "--topic", "orders"], capture_output=True, text=True, env=env)
     assert added.returncode == 0, added.stderr  # the first refuses connections, the reader answers 421
     offset = added.stderr.split("written at log offset ")[1].split(";")[0]
+    listed = subprocess.run(  # on the lagging reader at once: --list asks `consistent`
+        [*kraft_acl_command(), "acls", "--server", reader.url("CLIENT"), "--list", "--topic", "orders"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert listed.returncode == 0 and "User:alice" in listed.stdout, listed.stdout + listed.stderr
     ask = ["authorize", "--server", reader.url("CLIENT"), "--min-offset", offset, "--principal", "User:alice"]
     env["KRAFT_ACL_TOKEN"] = BROKER_TOKEN
     answered = subprocess.run(

@@ -9,8 +9,9 @@ import os
 import subprocess
 import uuid
 
-from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS, DELETE_ACLS
+from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
 from kraftacl.harness.cluster.deployment import ADMIN_TOKEN, BROKER_TOKEN, Deployment
+from kraftacl.harness.cluster.kafka_clients import Acl
 from kraftacl.harness.serve_process import kraft_acl_command
 
 
@@ -82,3 +83,20 @@ def test_the_cli_writes_through_any_controller_and_reads_its_write_on_another_se
         [*kraft_acl_command(), *ask, *question], capture_output=True, text=True, timeout=60, env=env
     )
     assert answered.returncode == 0 and '"ALLOWED"' in answered.stdout, answered.stdout + answered.stderr
+
+
+def test_describe_through_any_broker_sees_every_acknowledged_write(sidecar_cluster: Deployment) -> None:
+    """The sidecar topology's own path: an ACL created through a client of one broker (the active controller's
+    plugin writes it to the Kafka topic) is in a DescribeAcls at once through a client of another broker, whose
+    plugin asks its serve, which may be a follower of the topic that has not applied it yet, `consistent` (every
+    write acknowledged before it); and so is its removal."""
+    writer, reader = sidecar_cluster.admin(node=1), sidecar_cluster.admin(node=3)
+    for n in range(10):
+        acl = Acl("User:ryw-broker", "READ", f"ryw-broker-{n}-{uuid.uuid4().hex[:6]}")
+        writer.create_acls([acl])
+        seen = reader.client.describe_acls(acl.filter(), request_timeout=30).result()
+        assert seen == [acl.binding()], f"round {n}: the write was not seen: {seen}"
+        assert writer.delete_acls([acl]) == 1
+        assert reader.client.describe_acls(acl.filter(), request_timeout=30).result() == [], f"round {n}: deleted"
+    status, described = sidecar_cluster.serves[2].call(DESCRIBE_ACLS, ADMIN_TOKEN, {"consistent": True}, "CONTROLLER")
+    assert status == 200, described

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from confluent_kafka.admin import (
 )
 
 from kraftacl.api.endpoints import ACL_COUNT, DESCRIBE_ACLS
+from kraftacl.harness.serve_process import ServeProcess
+from tests.integration.conftest import start_or_fail
 from tests.integration.plugin.broker_metrics import plugin_metrics
 from tests.integration.plugin.clients import (
     ADMIN_TOKEN,
@@ -34,7 +37,7 @@ from tests.integration.plugin.clients import (
     produce,
     unique,
 )
-from tests.integration.plugin.conftest import PluginSetup
+from tests.integration.plugin.conftest import PluginSetup, plugin_jar, plugin_props, serve_props, start_serve
 from tests.kafka_broker import KafkaBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(300)]
@@ -123,3 +126,35 @@ def _what_serves_hold(setup: PluginSetup) -> str:
         f"{serve.url('CONTROLLER')}: {serve.call(DESCRIBE_ACLS, ADMIN_TOKEN, filter_leo)}\n{serve.output()[-1500:]}"
         for serve in setup.serves
     )
+
+
+def test_describe_through_the_broker_reads_the_brokers_own_writes(tmp_path: Path) -> None:
+    """A DescribeAcls right after a CreateAcls or DeleteAcls sees it, even when the serve the broker asks first has
+    not applied the write yet: a broker-role serve that reads its log only when asked (metadata.log.poll.on.request,
+    its polls a minute apart), the controller after it. The write is made by the broker's controller-side plugin
+    instance, the describe by its broker-side one: the describe asks `consistent` (every acknowledged write)."""
+    jar = plugin_jar()
+    log_dir = tmp_path / "log"
+    controller = ServeProcess(tmp_path / "serve-a", serve_props(tmp_path / "serve-a", log_dir))
+    props = serve_props(tmp_path / "serve-b", log_dir, controller=False)
+    props.update({"metadata.log.poll.on.request": "true", "metadata.log.poll.interval.ms": "60000"})
+    lazy = ServeProcess(tmp_path / "serve-b", props)
+    broker: KafkaBroker | None = None
+    try:
+        for serve in (controller, lazy):
+            start_serve(serve)
+        broker_props = plugin_props([lazy.url("CONTROLLER"), controller.url("CONTROLLER")], tmp_path / "plugin.token")
+        broker_props["kraft.acl.cache.enabled"] = "false"
+        broker = KafkaBroker(tmp_path / "broker", authorizer=True, extra_props=broker_props, classpath=str(jar))
+        start_or_fail(broker)
+        for n in range(5):
+            binding = AclBinding(ResourceType.TOPIC, f"ryw-{n}", LITERAL, "User:ryw", "*", AclOperation.READ, ALLOW)
+            assert create(broker, [binding]) == [0]
+            assert describe(broker, by_principal("User:ryw")) == [binding], f"round {n}: the write was not read"
+            assert delete(broker, by_principal("User:ryw")) == [binding]
+            assert describe(broker, by_principal("User:ryw")) == [], f"round {n}: the delete was not read"
+    finally:
+        if broker is not None:
+            broker.stop()
+        for serve in (lazy, controller):
+            serve.stop()

@@ -13,6 +13,7 @@ import java.util.function.Supplier;
 import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.server.authorizer.AclCreateResult;
 import org.apache.kafka.server.authorizer.AclDeleteResult;
@@ -26,12 +27,18 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe. Creates and deletes run on one daemon thread, so the controller's request thread only gets
  * futures (AclApis waits on them in its purgatory); each call is one atomic batch on serve.
+ *
+ * <p>DescribeAcls reads every write acknowledged before it ({@code consistent}): a CreateAcls through any broker,
+ * then a DescribeAcls through any broker, sees the new ACL, though the serve asked may not have applied it yet when
+ * the describe arrives (it waits the milliseconds it lags). Kafka's own brokers answer DescribeAcls from the metadata
+ * they have applied, which may not hold a write the controller has just acknowledged.
  */
 final class AclAdmin implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AclAdmin.class);
 
     private final ServeClient client;
     private final int timeoutMs;
+    private volatile boolean consistent = true; // false once a serve before API 1.6.0 refused the field
     private final ExecutorService writer = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "kraft-acl-admin");
         t.setDaemon(true);
@@ -119,9 +126,25 @@ final class AclAdmin implements AutoCloseable {
         return out;
     }
 
-    /** DescribeAcls: every ACL the filter matches (throws an ApiException the broker turns into the error code). */
+    /**
+     * DescribeAcls: every ACL the filter matches, in a state holding every write acknowledged before the call (throws
+     * an ApiException the broker turns into the error code). A serve before API 1.6.0 refuses {@code consistent}
+     * (400 naming it): the plugin asks again without it, and from then on until the broker restarts.
+     */
     List<AclBinding> describe(AclBindingFilter filter) {
-        ServeClient.Reply reply = call("/v1/acls/describe", WireJson.describe(filter));
+        boolean asked = consistent;
+        ServeClient.Reply reply;
+        try {
+            reply = call("/v1/acls/describe", WireJson.describe(filter, asked));
+        } catch (InvalidRequestException e) {
+            if (!asked || !e.getMessage().contains("consistent")) {
+                throw e;
+            }
+            LOG.info("kraft-acl serve: DescribeAcls from the state serve has applied from now on (a serve before API "
+                    + "1.6.0): {}", e.getMessage());
+            consistent = false;
+            reply = call("/v1/acls/describe", WireJson.describe(filter, false));
+        }
         try {
             return WireJson.describedAcls(reply.body());
         } catch (IOException e) {

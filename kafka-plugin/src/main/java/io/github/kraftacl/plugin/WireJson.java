@@ -150,12 +150,18 @@ final class WireJson {
         });
     }
 
-    /** POST /v1/acls/describe. */
-    static byte[] describe(AclBindingFilter filter) {
+    /**
+     * POST /v1/acls/describe; {@code consistent}: from a state holding every ACL write acknowledged before the call
+     * (API 1.6.0).
+     */
+    static byte[] describe(AclBindingFilter filter, boolean consistent) {
         return write(g -> {
             g.writeStartObject();
             g.writeFieldName("filter");
             filter(g, filter);
+            if (consistent) {
+                g.writeBooleanField("consistent", true);
+            }
             g.writeEndObject();
         });
     }

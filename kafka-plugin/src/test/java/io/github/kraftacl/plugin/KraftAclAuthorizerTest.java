@@ -189,6 +189,33 @@ class KraftAclAuthorizerTest extends FakeServeTest {
     }
 
     @Test
+    void describeAsksForEveryAcknowledgedWriteAndFallsBackOnAnOlderServe() throws Exception {
+        String acl = "{\"id\":\"x\",\"resource_type\":\"TOPIC\",\"resource_name\":\"t\",\"pattern_type\":\"LITERAL\","
+                + "\"principal\":\"User:bob\",\"host\":\"*\",\"operation\":\"READ\",\"permission_type\":\"ALLOW\"}";
+        serve.answer("/v1/acls/describe", 200, "{\"acls\":[" + acl + "],\"offset\":2}");
+        assertEquals(List.of(binding("t")), plugin(serve.url()).acls(AclBindingFilter.ANY));
+        assertTrue(serve.on("/v1/acls/describe").get(0).body().contains("\"consistent\":true"));
+
+        // a serve before API 1.6.0 refuses the field it does not know: asked again without it, and not again
+        serve.answer("/v1/acls/describe", r -> r.body().contains("consistent")
+                ? new FakeServe.Answer(400, "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"Object contains "
+                        + "unknown field `consistent`\",\"field\":\"$.consistent\"}}", 0)
+                : new FakeServe.Answer(200, "{\"acls\":[" + acl + "],\"offset\":3}", 0));
+        assertEquals(List.of(binding("t")), plugin.acls(AclBindingFilter.ANY));
+        assertEquals(List.of(binding("t")), plugin.acls(AclBindingFilter.ANY));
+        List<FakeServe.Received> asked = serve.on("/v1/acls/describe");
+        assertEquals(4, asked.size());
+        assertTrue(asked.get(1).body().contains("consistent"));
+        assertFalse(asked.get(2).body().contains("consistent"));
+        assertFalse(asked.get(3).body().contains("consistent"), "the refused field was asked again");
+
+        // any other refusal is the caller's answer
+        serve.answer("/v1/acls/describe", 400, "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"bad filter\","
+                + "\"field\":\"$.filter\"}}");
+        assertThrows(InvalidRequestException.class, () -> plugin.acls(AclBindingFilter.ANY));
+    }
+
+    @Test
     void aclWritesToABrokerRoleServeFailWithItsReason() throws Exception {
         serve.answer("/v1/acls/create", 421, "{\"error\":{\"code\":\"NOT_CONTROLLER\",\"message\":\"broker role\"}}");
         AclCreateResult result = plugin(serve.url()).createAcls(ctx("admin"), List.of(binding("t"))).get(0)
