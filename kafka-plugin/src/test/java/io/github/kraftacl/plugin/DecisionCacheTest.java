@@ -117,9 +117,14 @@ class DecisionCacheTest extends FakeServeTest {
         assertEquals(2, decider.asked.get(), "asked of serve, not answered from memory");
         serve.freezeFeed(false);
         waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the feed is back");
+        // the decision remembered before the freeze is still exact when the same poll was answered late (same serve,
+        // no ACL change), and asked again when the plugin gave that poll up and polled anew: either is right
+        alice("a");
+        int asked = decider.asked.get();
+        assertTrue(asked == 2 || asked == 3, "asked " + asked + " times");
         alice("a");
         alice("a");
-        assertEquals(3, decider.asked.get(), "remembered again once the feed is back");
+        assertEquals(asked, decider.asked.get(), "remembered again once the feed is back");
     }
 
     @Test
