@@ -93,14 +93,22 @@ class TlsListener:
 
     async def _accept(self) -> None:
         loop = asyncio.get_running_loop()
+        failed = 0  # accepts failed in a row (logged at the first, and when accepting works again)
         while True:
             try:
                 sock, _ = await loop.sock_accept(self.sock)
+                if failed:
+                    log.warning("listener %s: accepting again after %d failed accepts", self.listener.name, failed)
+                    failed = 0
+                self._admit(sock, loop)
             except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: the connections that exist go on
-                log.warning("listener %s: accept failed: %s", self.listener.name, exc)
+                if not failed:
+                    log.warning("listener %s: accept failed, retrying every 0.1 s: %s", self.listener.name, exc)
+                failed += 1
                 await asyncio.sleep(ACCEPT_ERROR_PAUSE_S)
-                continue
-            self._admit(sock, loop)
+            except Exception:  # a bug must not end the listener: the next connection is accepted all the same
+                log.exception("listener %s: accepting a connection failed", self.listener.name)
+                await asyncio.sleep(ACCEPT_ERROR_PAUSE_S)
 
     def _admit(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
         """Take a place for `sock` and start its handshake, or close it at once when there is no place."""

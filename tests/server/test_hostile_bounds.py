@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -315,3 +317,29 @@ def test_brokers_get_in_past_a_flood_of_stalled_tls_handshakes(tmp_path: Path) -
                 s.close()
         metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
         assert 'kraft_acl_connections_refused_total{listener="TLS",reason="evicted"}' in metrics
+
+
+def test_a_tls_listener_outlives_running_out_of_file_descriptors(tmp_path: Path) -> None:
+    """Connections beyond the process's file descriptors fail at the accept (EMFILE): serve says so in its log and
+    keeps accepting once descriptors are free again, as a Kafka acceptor does."""
+    props = base_properties(tmp_path, request_timeout_ms="60000")
+    client_tls = add_tls_listener(props, tmp_path)
+    with ServeProcess(tmp_path, props).start() as serve:
+        assert serve.pid is not None
+        open_fds = len(os.listdir(f"/proc/{serve.pid}/fd"))
+        limit = open_fds + 8
+        subprocess.run(["prlimit", f"--pid={serve.pid}", f"--nofile={limit}:{limit}"], check=True)
+        flood = [socket.create_connection(address(serve.url("TLS")), timeout=10) for _ in range(16)]
+        try:
+            deadline = time.monotonic() + 10
+            while "accept failed" not in serve.output() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "Too many open files" in serve.output(), serve.output()
+        finally:
+            for s in flood:
+                s.close()
+        time.sleep(0.5)
+        with Raw(serve.url("TLS"), tls=client_tls) as client:
+            client.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert client.answer().status == 200
+        assert serve.output().count("accept failed") == 1, "one line per run of failures"
