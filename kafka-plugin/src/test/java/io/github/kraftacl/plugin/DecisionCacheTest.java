@@ -120,7 +120,7 @@ class DecisionCacheTest extends FakeServeTest {
         // the decision remembered before the freeze is still exact when the same poll was answered late (same serve,
         // no ACL change), and asked again when the plugin gave that poll up and polled anew: either is right
         alice("a");
-        int asked = decider.asked.get();
+        long asked = decider.asked.get();
         assertTrue(asked == 2 || asked == 3, "asked " + asked + " times");
         alice("a");
         alice("a");
