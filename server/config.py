@@ -62,8 +62,9 @@ KEYS: dict[str, str] = {
     "metadata.log.snapshot.max.records": "write a snapshot after this many records (default 100000)",
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
     "metadata.log.snapshot.retain": "snapshots kept (default 3)",
-    "metadata.log.poll.interval.ms": "how often the tailer looks for new records (default 100; the Kafka topic is "
-    "long-polled, and this is the longest between two reads of its end, at most 250)",
+    "metadata.log.poll.interval.ms": "how often the tailer looks for new records in the embedded log (default 100); "
+    "on the Kafka topic it long-polls instead (a commit is applied about a round trip after it) and reads the log's "
+    "end at least this often, and at least every 250 ms",
     "metadata.log.poll.on.request": "true: the tailer also looks for new records as each request arrives (default "
     "false; what serve's reader process does, between polls a minute apart, never long-polling the Kafka topic)",
     "auth.token.file": "bearer tokens: one `<principal> <token>` per line",
