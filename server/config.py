@@ -75,7 +75,8 @@ KEYS: dict[str, str] = {
     "ssl.keyfile": "PEM private key of this server (SSL listeners)",
     "ssl.cafile": "PEM CA bundle that client certificates must chain to (mutual TLS)",
     "ssl.client.auth": "required | requested | none (default required when ssl.cafile is set)",
-    "listener.name.<name>.ssl.*": "the four ssl.* keys for one listener",
+    "listener.name.<name>.ssl.*": "the four ssl.* keys for one listener (the listener name in lower case, as Kafka "
+    "writes it)",
     "decision.log.file": "write every decision as a JSON line to this file (default off)",
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
@@ -94,7 +95,8 @@ KEYS: dict[str, str] = {
     "max.connections": "open connections over all listeners (default 1000); early-start listeners are exempt",
     "max.connections.reserved.brokers": "of max.connections, kept for broker principals and super users (default "
     "max.connections / 10)",
-    "listener.name.<name>.max.connections": "open connections of one listener (default max.connections)",
+    "listener.name.<name>.max.connections": "open connections of one listener (the listener name in lower case; "
+    "default max.connections)",
     "max.in.flight.requests.per.connection": "pipelined requests one connection may have read and not yet been "
     "answered (default 16)",
     "connections.max.unsent.bytes": "answer bytes a client has not read yet before serve stops reading from it "
