@@ -54,7 +54,7 @@ KEYS: dict[str, str] = {
     "metadata.log.min.insync.replicas": "min.insync.replicas of the log's topic when serve creates it (default: the "
     "brokers')",
     "controller.election.group": "the Kafka consumer group whose member holding the log's partition is the active "
-    "controller (default kraft-acl-controllers-<topic>)",
+    "controller (default `kraft-acl-controllers-<topic>`)",
     "controller.election.session.timeout.ms": "a silent active controller is replaced after this long (default 6000, "
     "the brokers' group.min.session.timeout.ms)",
     "controller.election.heartbeat.interval.ms": "how often a controller tells the group it lives (default 500)",
