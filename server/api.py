@@ -173,7 +173,7 @@ class Api:
             "request": (limits.request_max_bytes, "request.max.bytes"),
             "import": (limits.import_max_bytes, "import.max.bytes"),
             "small": (min(SMALL_BODY, limits.request_max_bytes), "the limit of this endpoint"),
-            "none": (0, "the limit of a GET (no body)"),
+            "none": (0, "the limit of an endpoint without a body"),
         }
         self.poll_on_request = state.config.log.poll_on_request
         self.frames_route = Route(self.upgrade, "frames", body="none")

@@ -54,7 +54,7 @@ KEYS: dict[str, str] = {
     "metadata.log.min.insync.replicas": "min.insync.replicas of the log's topic when serve creates it (default: the "
     "brokers')",
     "controller.election.group": "the Kafka consumer group whose member holding the log's partition is the active "
-    "controller (default kraft-acl-controllers-<topic>)",
+    "controller (default `kraft-acl-controllers-<topic>`)",
     "controller.election.session.timeout.ms": "a silent active controller is replaced after this long (default 6000, "
     "the brokers' group.min.session.timeout.ms)",
     "controller.election.heartbeat.interval.ms": "how often a controller tells the group it lives (default 500)",
@@ -62,8 +62,9 @@ KEYS: dict[str, str] = {
     "metadata.log.snapshot.max.records": "write a snapshot after this many records (default 100000)",
     "metadata.log.snapshot.max.bytes": "or after this many log bytes (default 20971520)",
     "metadata.log.snapshot.retain": "snapshots kept (default 3)",
-    "metadata.log.poll.interval.ms": "how often the tailer looks for new records (default 100; the Kafka topic is "
-    "long-polled, and this is the longest between two reads of its end, at most 250)",
+    "metadata.log.poll.interval.ms": "how often the tailer looks for new records in the embedded log (default 100); "
+    "on the Kafka topic it long-polls instead (a commit is applied about a round trip after it) and reads the log's "
+    "end at least this often, and at least every 250 ms",
     "metadata.log.poll.on.request": "true: the tailer also looks for new records as each request arrives (default "
     "false; what serve's reader process does, between polls a minute apart, never long-polling the Kafka topic)",
     "auth.token.file": "bearer tokens: one `<principal> <token>` per line",
@@ -74,7 +75,8 @@ KEYS: dict[str, str] = {
     "ssl.keyfile": "PEM private key of this server (SSL listeners)",
     "ssl.cafile": "PEM CA bundle that client certificates must chain to (mutual TLS)",
     "ssl.client.auth": "required | requested | none (default required when ssl.cafile is set)",
-    "listener.name.<name>.ssl.*": "the four ssl.* keys for one listener",
+    "listener.name.<name>.ssl.*": "the four ssl.* keys for one listener (the listener name in lower case, as Kafka "
+    "writes it)",
     "decision.log.file": "write every decision as a JSON line to this file (default off)",
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
@@ -93,7 +95,8 @@ KEYS: dict[str, str] = {
     "max.connections": "open connections over all listeners (default 1000); early-start listeners are exempt",
     "max.connections.reserved.brokers": "of max.connections, kept for broker principals and super users (default "
     "max.connections / 10)",
-    "listener.name.<name>.max.connections": "open connections of one listener (default max.connections)",
+    "listener.name.<name>.max.connections": "open connections of one listener (the listener name in lower case; "
+    "default max.connections)",
     "max.in.flight.requests.per.connection": "pipelined requests one connection may have read and not yet been "
     "answered (default 16)",
     "connections.max.unsent.bytes": "answer bytes a client has not read yet before serve stops reading from it "

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import trustme
 
 from kraftacl.server.auth import Authenticator, TokenFileError, load_tokens, principal_of_cert
-from kraftacl.server.config import ServeConfigError, parse
+from kraftacl.server.config import KEYS, ServeConfigError, parse
 
 
 def _parse(tmp_path: Path, **props: str) -> object:
@@ -35,6 +36,21 @@ def test_defaults_and_kafka_backend(tmp_path: Path) -> None:
     assert config.log.election_group is None and config.log.election_session_timeout_ms == 6000
     assert config.min_offset_wait_s == 10.0
     assert config.warnings == (f"{tmp_path / 'p'}: unknown key colour (ignored)",)
+
+
+def test_docs_configuration_table_is_every_key_in_the_words_of_keys() -> None:
+    """docs/serve.md "Configuration" lists every key of `KEYS` with its words (defaults included), and a `|` in a
+    cell is escaped, so that the table renders with two columns."""
+    doc = (Path(__file__).parents[2] / "docs" / "serve.md").read_text(encoding="utf-8")
+    section = doc.split("### Configuration", 1)[1].split("\n### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        if len(cells) == 2 and cells[0].strip().startswith("`"):
+            rows[cells[0].strip().strip("`")] = cells[1].strip().replace("\\|", "|")
+        else:
+            assert not line.startswith("| `"), f"a row of more than two cells (an unescaped |?): {line}"
+    assert rows == KEYS
 
 
 def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:

@@ -81,6 +81,20 @@ def test_an_admitted_head_with_expect_gets_100_continue(guarded: tuple[ServeProc
         assert raw.answer().status == 200
 
 
+def test_a_body_on_an_endpoint_without_one_is_a_413_that_does_not_call_a_post_a_get(
+    guarded: tuple[ServeProcess, ssl.SSLContext],
+) -> None:
+    """POST /v1/snapshots takes no body: a body is refused at the head, and the answer names no GET."""
+    serve, _ = guarded
+    with Raw(serve.url("CLIENT")) as raw:
+        raw.send(post("/v1/snapshots", b"{}", ADMIN_TOKEN))
+        answers = raw.until_closed()
+    assert [a.status for a in answers] == [413]
+    error = answers[0].json()["error"]
+    assert error["field"] == "Content-Length"
+    assert error["message"] == "the request body of /v1/snapshots exceeds the limit of an endpoint without a body (0)"
+
+
 def test_two_authorization_headers_are_a_400(guarded: tuple[ServeProcess, ssl.SSLContext]) -> None:
     serve, _ = guarded
     with Raw(serve.url("CLIENT")) as raw:
