@@ -478,11 +478,15 @@ class HttpProtocol(asyncio.Protocol):
         self.awaiting_memory = n
         self.connections.memory.wait(n, trusted, self._memory_granted)
         self._pause_reading()
+        if not self.write_paused:
+            self.deadline = math.inf  # serve does not read it meanwhile: the client is not blamed for the wait
         return False
 
     def _memory_granted(self) -> None:
         self.reserved += self.awaiting_memory
         self.awaiting_memory = 0
+        if not self.write_paused:
+            self._arm(self.limits.request_timeout_s)  # the rest is due within request.timeout.ms from now
         if self.current is not None and self.body_bytes == 0:
             self._continue()
         self._pump()

@@ -6,7 +6,9 @@ Immutable constants and pure helpers.
 
 from __future__ import annotations
 
+import re
 import ssl
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -82,3 +84,15 @@ def add_tls_listener(props: dict[str, str], work: Path) -> ssl.SSLContext:
     client_tls = ssl.create_default_context()
     ca.configure_trust(client_tls)
     return client_tls
+
+
+READER_READY = re.compile(r"heavy reads: reader process (\d+) ready on (http://\S+)")
+
+
+def reader_pid(serve: ServeProcess, timeout: float = 60.0) -> int:
+    """The pid of serve's reader process (heavy.reads.process), once it announced itself."""
+    deadline = time.monotonic() + timeout
+    while not (found := READER_READY.findall(serve.output())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found, f"no reader process announced:\n{serve.output()}"
+    return int(found[0][0])

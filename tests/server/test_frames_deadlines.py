@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import socket
 import struct
@@ -27,10 +26,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kraftacl.api.frames import REQUEST, request_frame
 from tests.server.raw_http import address, upgraded
-from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import (
+    ADMIN_TOKEN,
+    ALICE_READ_ORDERS,
+    BROKER_TOKEN,
+    ServeProcess,
+    base_properties,
+    reader_pid,
+)
 
 AUTHORIZE = 1
-READY = re.compile(r"heavy reads: reader process (\d+) ready on (http://\S+)")
 SLOW = msgspec.json.encode(  # an explain of 42 actions: handed to the reader (more than explain.INLINE_RULES)
     {
         "principal": "User:alice",
@@ -61,15 +66,7 @@ def slow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProces
     with _serve(work, idle_ms="120000", request_ms="2000", unsent_bytes="4096").start() as serve:
         with serve.client(token=ADMIN_TOKEN) as admin:
             assert admin.post("/v1/acls/create", json={"acls": [ALICE_READ_ORDERS]}).status_code == 200
-        yield serve, _reader_pid(serve)
-
-
-def _reader_pid(serve: ServeProcess) -> int:
-    deadline = time.monotonic() + 60
-    while not (found := READY.findall(serve.output())) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert found, f"no reader process announced:\n{serve.output()}"
-    return int(found[0][0])
+        yield serve, reader_pid(serve)
 
 
 @contextlib.contextmanager
@@ -166,7 +163,7 @@ def test_a_frame_being_answered_keeps_the_connection_the_idle_clock_starts_after
     """connections.max.idle.ms 2 s: a frame answered after 4 s keeps the connection open meanwhile (it is not
     idle); once answered, the connection is idle and closes about 2 s later."""
     with _serve(tmp_path, idle_ms="2000").start() as serve:
-        reader = _reader_pid(serve)
+        reader = reader_pid(serve)
         with _upgraded(serve) as sock:
             with _reader_stopped(reader):
                 sock.sendall(request_frame(1, AUTHORIZE, SLOW))

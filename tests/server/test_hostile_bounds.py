@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -17,7 +18,14 @@ import httpx
 
 from kraftacl.harness.rss import rss_kb
 from tests.server.raw_http import Answer, Raw, address, head, post
-from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, ServeProcess, add_tls_listener, base_properties
+from tests.server.serve_process import (
+    ALICE_TOKEN,
+    BROKER_TOKEN,
+    ServeProcess,
+    add_tls_listener,
+    base_properties,
+    reader_pid,
+)
 
 ONE_ACTION = {
     "principal": "User:alice",
@@ -59,6 +67,49 @@ def test_request_memory_is_bounded_and_brokers_keep_their_share(tmp_path: Path) 
             assert uploads[3].answer().status == 200  # now read and answered
         finally:
             for raw in uploads:
+                raw.close()
+
+
+def test_a_request_waiting_for_request_memory_is_not_timed_out_for_it(tmp_path: Path) -> None:
+    """While serve does not read a request because the request memory is taken (by answers that take long: explains
+    handed to a stopped reader process), the client is not blamed: no 408 at request.timeout.ms; once the memory
+    comes back the request is read and answered. Before, it got 408 "did not arrive whole in time"."""
+    props = base_properties(
+        tmp_path,
+        queued_max_request_bytes="262144",
+        request_max_bytes="65536",
+        request_timeout_ms="1000",
+        heavy_reads_process="on",
+    )
+    action = {"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}
+    explain = {**ONE_ACTION, "explain": True, "actions": [action] * 40}  # handed to the reader
+    held = json.dumps(explain).encode()
+    held += b" " * (60_000 - len(held))
+    with ServeProcess(tmp_path, props).start() as serve:
+        url, reader = serve.url("CLIENT"), reader_pid(serve)
+        holders = [Raw(url) for _ in range(3)]
+        waiting = Raw(url)
+        os.kill(reader, signal.SIGSTOP)
+        try:
+            for raw in holders:  # a broker's explains: 180,000 bytes held until answered
+                raw.send(head("POST", "/v1/authorize", BROKER_TOKEN, len(held)) + held)
+            time.sleep(0.3)
+            body = _padded(60_000)  # alice may hold 196,608 bytes: hers does not fit
+            waiting.send(head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body)
+            waiting.sock.settimeout(3.0)  # three request timeouts
+            try:
+                early = waiting.sock.recv(1024)
+            except TimeoutError:
+                early = b""
+            assert early == b"", f"answered while its memory was taken: {early[:120]!r}"
+        finally:
+            os.kill(reader, signal.SIGCONT)
+        try:
+            assert [raw.answer().status for raw in holders] == [200, 200, 200]
+            waiting.sock.settimeout(10)
+            assert waiting.answer().status == 200
+        finally:
+            for raw in [*holders, waiting]:
                 raw.close()
 
 
