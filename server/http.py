@@ -70,6 +70,10 @@ _EVICTED = (
 )
 _KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length", b"upgrade", b"connection"})
 Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
+# What a closed (or upgraded) connection's `parser` becomes: a live parser holds its protocol's bound callbacks, a
+# reference cycle that only the cyclic collector frees, and every gc.freeze() (each import, each bulk publish) moved
+# the cycles of the connections closed since the last full collection to the permanent generation, never freed.
+_SPENT_PARSER = httptools.HttpRequestParser(object())
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -158,7 +162,8 @@ class HttpProtocol(asyncio.Protocol):
         self._gone()
 
     def _gone(self) -> None:
-        """The connection closed."""
+        """The connection closed (its parser is let go: reference counting frees the connection, see _SPENT_PARSER)."""
+        self.parser = _SPENT_PARSER
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))
@@ -345,6 +350,7 @@ class HttpProtocol(asyncio.Protocol):
             return
         self.connections.remove(self, self.listener.name)
         self.accepting, self.deadline, self.transport = False, math.inf, None
+        self.parser = _SPENT_PARSER  # this protocol is done with the connection (see _SPENT_PARSER)
         transport.set_protocol(protocol)
         protocol.take_over(transport, rest, self.limits, self.connections, self.listener)
         if self.reading_paused:
