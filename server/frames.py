@@ -58,7 +58,7 @@ _LENGTH = struct.Struct(">I")
 _INTERNAL = error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
 _HEADERS: dict[bytes, bytes] = {}
 RESERVED_ABOVE = 4096  # a frame's body above this is reserved from the request memory before it is read
-TURN_BUDGET_S = 0.0005  # loop time one connection's frames may take per turn of the loop (at least one frame)
+TURN_BUDGET_S = 0.0001  # loop time one connection's frames may take per turn of the loop (at least one frame)
 
 
 class FrameConnection(asyncio.Protocol):
