@@ -3,6 +3,11 @@ broker principals; early-start listeners exempt, as Kafka exempts its inter-brok
 max.connections), the request-body bytes held over all of them (queued.max.request.bytes), and the one timer
 that enforces every connection's deadline.
 
+An early-start listener (the brokers' port) is exempt from max.connections: its connections are neither limited by it
+nor counted in it, and it keeps its own last places for brokers (max.connections.reserved.brokers in proportion to
+its own limit), as the process does. Counted and never on probation, silent connections on it (nobody's credentials
+needed to open one) held every place of the process and of that listener, and no broker could connect anywhere.
+
 Everything here runs on the event loop thread; nothing is locked.
 """
 
@@ -75,6 +80,7 @@ class Connections:
         self.limits = limits
         self.open: set[Connection] = set()
         self.per_listener: dict[str, int] = {}
+        self.exempt: set[str] = set()  # early-start listeners: not counted against max.connections
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> connections refused
         # connections in the kept places that have not shown a broker principal yet, oldest first
         self.probation: dict[Connection, str] = {}
@@ -95,26 +101,34 @@ class Connections:
         broker shows its principal within milliseconds of connecting."""
         if self.closing:
             return "serve is shutting down", False
+        if listener.early_start:
+            self.exempt.add(listener.name)
         if self._full(listener):
             victim = next((c for c, name in self.probation.items() if name == listener.name), None)
             if victim is None and not listener.early_start:
-                victim = next(iter(self.probation), None)
+                victim = next((c for c, name in self.probation.items() if name not in self.exempt), None)
             if victim is not None:
                 self.refuse(self.probation[victim], "evicted")
                 victim.evict()
-        if self.per_listener.get(listener.name, 0) >= listener.max_connections:
+        count = self.per_listener.get(listener.name, 0)
+        if count >= listener.max_connections:
             return f"listener {listener.name} has its max.connections ({listener.max_connections}) open", False
-        if listener.early_start:
-            return None, False  # exempt from the process-wide limit
-        total, limit = len(self.open), self.limits.max_connections
+        if listener.early_start:  # exempt from the process-wide limit; its own last places are kept for brokers
+            kept = self.limits.reserved_broker_connections * listener.max_connections // self.limits.max_connections
+            return None, kept > 0 and count >= listener.max_connections - kept
+        total, limit = self._counted(), self.limits.max_connections
         if total >= limit:
             return f"serve has max.connections ({limit}) open", False
         return None, total >= limit - self.limits.reserved_broker_connections
 
+    def _counted(self) -> int:
+        """Open connections counted against max.connections (early-start listeners' are not)."""
+        return len(self.open) - sum(self.per_listener.get(name, 0) for name in self.exempt)
+
     def _full(self, listener: Listener) -> bool:
         if self.per_listener.get(listener.name, 0) >= listener.max_connections:
             return True
-        return not listener.early_start and len(self.open) >= self.limits.max_connections
+        return not listener.early_start and self._counted() >= self.limits.max_connections
 
     def on_probation(self, conn: Connection, listener: str) -> None:
         """`conn` holds a kept place until its first request shows a broker principal."""

@@ -28,6 +28,11 @@ in this order:
 A deadline that passes closes the connection (aborts it while answers are unsent: a close would wait for a client
 that does not read them).
 
+Fairness. A connection answers frames for at most TURN_BUDGET_S of loop time per turn of the event loop; the frames
+left wait, unread bytes and all, for the next turn, after every other connection's ready work (a broker's decision
+among them): libuv reads a ready socket up to 32 times in a row, so 8 MB of one-action frames poured on one
+connection were answered back to back, hundreds of milliseconds during which no broker was answered.
+
 Everything here runs on the event loop thread.
 """
 
@@ -37,6 +42,7 @@ import asyncio
 import logging
 import math
 import struct
+import time
 from collections.abc import Awaitable, Mapping
 from http import HTTPStatus
 
@@ -52,6 +58,7 @@ _LENGTH = struct.Struct(">I")
 _INTERNAL = error_body(500, "UNKNOWN_SERVER_ERROR", "internal error (logged by the server)")
 _HEADERS: dict[bytes, bytes] = {}
 RESERVED_ABOVE = 4096  # a frame's body above this is reserved from the request memory before it is read
+TURN_BUDGET_S = 0.0001  # loop time one connection's frames may take per turn of the loop (at least one frame)
 
 
 class FrameConnection(asyncio.Protocol):
@@ -74,6 +81,8 @@ class FrameConnection(asyncio.Protocol):
         self.held: list[bytes] | None = None  # answers of the frames of one read, written together
         self.armed_for = ""  # the state whose deadline is armed: "unread", "frame", "busy", "idle" ("" re-arms)
         self.deadline = math.inf
+        self.spent = 0.0  # loop time this connection's frames took in this turn of the loop
+        self.deferred = False  # the turn's budget is spent: frames wait for `_next_turn`, reading stopped
 
     def take_over(
         self,
@@ -186,7 +195,7 @@ class FrameConnection(asyncio.Protocol):
     # ---- frames -------------------------------------------------------------------------------------
     def _blocked(self) -> bool:
         assert self.limits is not None
-        return self.write_paused or self.waiting > 0 or len(self.tasks) >= self.limits.max_in_flight
+        return self.deferred or self.write_paused or self.waiting > 0 or len(self.tasks) >= self.limits.max_in_flight
 
     def _parse(self) -> None:
         """Answer every whole frame received, as far as this connection is not blocked, the answers ready at once
@@ -205,6 +214,9 @@ class FrameConnection(asyncio.Protocol):
             if self._blocked():
                 self._pause_reading()
                 return
+            if self.spent > TURN_BUDGET_S:
+                self._defer()
+                return
             length, frame_id, kind = REQUEST.unpack_from(buffer)
             route = self.kinds.get(kind)
             if length < 5 or length - 5 > (self.limit if route is None else route[2]):
@@ -218,12 +230,28 @@ class FrameConnection(asyncio.Protocol):
             del buffer[: 4 + length]
             self.armed_for = ""  # a frame read whole: the next one's deadline (or idleness) runs from now
             reserved, self.reserved = self.reserved, 0
+            started = time.perf_counter()
             self._run(frame_id, kind, route, body, reserved)
+            if not self.spent:
+                self.loop.call_soon(self._next_turn)  # the turn's budget starts again with the next turn
+            self.spent += time.perf_counter() - started or 1e-9
         if self.transport is None or self.closing:
             return
         if self.reading_paused and not self._blocked():
             self.reading_paused = False
             self.transport.resume_reading()
+
+    def _defer(self) -> None:
+        """The turn's budget is spent: read nothing more and answer nothing more of this connection until the next
+        turn (`_next_turn` is due, scheduled with the turn's first frame)."""
+        self.deferred = True
+        self._pause_reading()
+
+    def _next_turn(self) -> None:
+        self.spent = 0.0
+        if self.deferred:
+            self.deferred = False
+            self._parse()
 
     def _run(self, frame_id: int, kind: int, route: FrameRoute | None, body: bytes, reserved: int) -> None:
         if route is None:

@@ -70,6 +70,10 @@ _EVICTED = (
 )
 _KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length", b"upgrade", b"connection"})
 Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
+# What a closed (or upgraded) connection's `parser` becomes: a live parser holds its protocol's bound callbacks, a
+# reference cycle that only the cyclic collector frees, and every gc.freeze() (each import, each bulk publish) moved
+# the cycles of the connections closed since the last full collection to the permanent generation, never freed.
+_SPENT_PARSER = httptools.HttpRequestParser(object())
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -129,6 +133,7 @@ class HttpProtocol(asyncio.Protocol):
         self.continue_due = False  # the request being read waits for earlier answers before its 100 Continue
         self.answered_this_turn = False  # a request was answered in this turn of the loop (the next waits a turn)
         self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
+        self.half_closed = False  # the client half-closed: its pending requests are answered (one a turn), then close
 
     # ---- connection lifecycle ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -156,6 +161,8 @@ class HttpProtocol(asyncio.Protocol):
         self.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """The connection closed (its parser is let go: reference counting frees the connection, see _SPENT_PARSER)."""
+        self.parser = _SPENT_PARSER
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))
@@ -172,10 +179,22 @@ class HttpProtocol(asyncio.Protocol):
         in progress for it (an explain, a describe, a long poll) and drops what it sent but serve had not begun,
         as Go's net/http ends a request's context when its client's connection closes: an abandoned 10,000-action
         explain otherwise ran on for seconds, taking the GIL from the decisions of every broker. (A client that
-        only half-closes to signal the end of its requests gets no answer to those still running.)"""
+        only half-closes to signal the end of its requests gets no answer to those still running.)
+
+        What it sent before it left and can be answered at once is still answered, in order and one a turn as ever
+        (`half_closed`): the connection stays open for those answers and closes after the last, or as soon as one
+        needs asynchronous work. Answered all in one turn, as before, 16 pipelined calls of a caller that half-closes
+        and reconnects held every broker's decision for their sum (p50 9 ms, p99 22 ms with two such callers). Over
+        TLS the transport closes once this returns, so there they are still answered at once."""
         self.accepting, self.reading, self.current = False, False, None
-        # what it sent before it left and is answered at once is answered now, in order (one a turn would be too
-        # late: the connection closes when this returns)
+        if not self.pending or self.running or self.write_paused or self.transport is None:
+            return False
+        if self.transport.get_extra_info("ssl_object") is None:
+            self.half_closed = True
+            if not self.answered_this_turn:
+                self._pump()
+            return self.transport is not None and not self.transport.is_closing()
+        # TLS: the transport closes when this returns, whatever it returns (uvloop, as asyncio): answered now
         while self.pending and not self.running and not self.write_paused and self.transport is not None:
             waiting = len(self.pending)
             self.answered_this_turn = False
@@ -342,6 +361,7 @@ class HttpProtocol(asyncio.Protocol):
             return
         self.connections.remove(self, self.listener.name)
         self.accepting, self.deadline, self.transport = False, math.inf, None
+        self.parser = _SPENT_PARSER  # this protocol is done with the connection (see _SPENT_PARSER)
         transport.set_protocol(protocol)
         protocol.take_over(transport, rest, self.limits, self.connections, self.listener)
         if self.reading_paused:
@@ -655,6 +675,9 @@ class HttpProtocol(asyncio.Protocol):
             self.continue_due = False
             if self.current is not None and self.accepting:
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if self.half_closed and (self.running or not self.pending) and self.transport is not None:
+            self.transport.close()  # the last pending request is answered, or one needs work the client left (eof)
+            return
         if self.transport is None or self.discarding or not self.accepting or self._blocked():
             return
         if self.unparsed:

@@ -58,6 +58,8 @@ POLL_S = 0.005  # how often serve asks the reader's status while it catches up w
 PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
 OWNER = "serve.pid"  # in it: the pid of the serve that made it
 READER_POLL_MS = 60_000  # the reader reads new records when asked (each request pokes its tailer), else this often
+POOL = 32  # connections serve keeps to its reader; each relayed answer holds one until its client has read it
+OTHERS_POOL = 24  # of them, what callers other than brokers and super users may hold at once (the rest wait)
 _NOT_THE_CALLERS = (401, 403, 421)  # the reader refusing serve itself: serve answers, the caller was admitted
 _DROPPED_PREFIXES = ("listener", "ssl.", "auth.", "heavy.reads.", EARLY_START_LISTENERS)
 DECISION_LOG_SUFFIX = ".reader"  # the reader writes the decisions it makes (explain) next to serve's decision log
@@ -98,6 +100,10 @@ class Reader:
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._private: Path | None = None
+        self._trusted = config.broker_principals | config.authorizer.super_users
+        # a caller allowed DESCRIBE (not a broker) that asked 32 images and read none of them held every connection
+        # to the reader: every heavy read (a broker's batch with rule texts) waited 30 s, then ran on serve's loop
+        self._others = asyncio.Semaphore(OTHERS_POOL)
 
     def maybe_start(self, acl_count: int) -> None:
         """Start the reader when heavy.reads.process asks for one now (on; auto with AUTO_MIN_ACLS loaded)."""
@@ -113,7 +119,19 @@ class Reader:
         `acl_count` ACLs): streamed when 200 (unless `whole`), whole otherwise; None when serve must answer itself
         (no reader ready, it cannot be reached, it lags or fails)."""
         self.maybe_start(acl_count)
-        answer = await self._ask(request, offset, whole)
+        if request.caller is not None and request.caller.principal in self._trusted:
+            answer = await self._ask(request, offset, whole)
+        else:
+            await self._others.acquire()
+            try:
+                answer = await self._ask(request, offset, whole)
+            except BaseException:
+                self._others.release()
+                raise
+            if isinstance(answer, StreamedResponse):  # the relay holds its connection until its client read it
+                answer.on_close = self._others.release
+            else:
+                self._others.release()
         self.answered["serve" if answer is None else "reader"] += 1
         return answer
 
@@ -220,7 +238,7 @@ class Reader:
                         base_url=url,
                         headers={"authorization": f"Bearer {self._token}"},
                         timeout=httpx.Timeout(30.0, read=None),
-                        limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+                        limits=httpx.Limits(max_connections=POOL, max_keepalive_connections=8),
                         verify=tls,
                     )
                     self.announce(

@@ -394,3 +394,25 @@ def test_a_tls_listener_outlives_running_out_of_file_descriptors(tmp_path: Path)
             client.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
             assert client.answer().status == 200
         assert serve.output().count("accept failed") == 1, "one line per run of failures"
+
+
+def test_silent_connections_on_the_early_start_listener_keep_no_broker_out(tmp_path: Path) -> None:
+    """The early-start listener is the brokers' port: silent connections filling it (nobody's credentials needed to
+    open one) neither count against max.connections (every other listener stays open to brokers) nor hold its own
+    last places (kept for brokers, as the process keeps its own: the oldest silent one there makes room)."""
+    props = base_properties(tmp_path, max_connections="20", max_connections_reserved_brokers="4")
+    with ServeProcess(tmp_path, props).start() as serve:
+        silent = [socket.create_connection(address(serve.url("CONTROLLER"))) for _ in range(20)]
+        try:
+            time.sleep(0.3)
+            for listener in ("CLIENT", "CONTROLLER"):
+                with Raw(serve.url(listener)) as broker:
+                    broker.send(post("/v1/authorize", ONE_ACTION, BROKER_TOKEN))
+                    answer = broker.answer()
+                    assert answer.status == 200, (listener, answer)
+            with Raw(serve.url("CONTROLLER")) as alice:  # a kept place of that listener: brokers only
+                alice.send(post("/v1/authorize", ONE_ACTION, ALICE_TOKEN))
+                assert [a.status for a in alice.until_closed()] == [503]
+        finally:
+            for sock in silent:
+                sock.close()

@@ -213,3 +213,25 @@ def test_a_head_under_64_kib_in_odd_sized_reads_is_admitted() -> None:
         return bytes(transport.written)
 
     assert asyncio.run(run()).startswith(b"HTTP/1.1 200")
+
+
+def test_requests_pipelined_before_a_half_close_take_turns_with_other_connections() -> None:
+    """A client that pipelines 16 requests and half-closes still gets them answered in order, but one a turn (all in
+    the turn of its end of file, they held every broker's decision for their sum); the connection closes after the
+    last."""
+
+    async def run() -> tuple[list[str], bool, bool]:
+        answered: list[str] = []
+        noisy, transport = connection(answered)
+        broker, _ = connection(answered)
+        noisy.data_received(b"GET /metrics HTTP/1.1\r\nHost: s\r\n\r\n" * 16)  # one read, 16 requests
+        kept_open = noisy.eof_received()
+        broker.data_received(b"POST /v1/authorize HTTP/1.1\r\nHost: s\r\nContent-Length: 2\r\n\r\n{}")
+        for _ in range(40):
+            await asyncio.sleep(0)
+        return answered, kept_open, transport.closed
+
+    answered, kept_open, closed = asyncio.run(run())
+    assert len(answered) == 17
+    assert answered.index("/v1/authorize") <= 2, f"the broker's request waited behind {answered.index('/v1/authorize')}"
+    assert kept_open and closed, "open for the answers after the end of file, closed after the last"

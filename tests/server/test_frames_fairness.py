@@ -1,0 +1,131 @@
+"""Decision frames take turns with other connections (`server.frames`, "Fairness"): one connection's frames get at
+most a small budget of loop time per turn of the event loop, so frames poured on one connection (a caller asking
+about itself, thousands of one-action frames per read) do not make a broker's decision on another connection wait
+for all of them. In process on a real uvloop loop (the turn-taking, exactly), and against a real serve process (a
+broker's latency during such a flood)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import uvloop
+
+from kraftacl.api.frames import FrameClient, request_frame, upgrade_head
+from kraftacl.server.config_listeners import Listener
+from kraftacl.server.connections import Connections
+from kraftacl.server.frames import FrameConnection
+from kraftacl.server.http_wire import Request, Response
+from tests.server.raw_http import address
+from tests.server.serve_process import (
+    ADMIN_TOKEN,
+    ALICE_READ_ORDERS,
+    ALICE_TOKEN,
+    BROKER_TOKEN,
+    ServeProcess,
+    base_properties,
+)
+from tests.server.test_http_protocol import LIMITS, FakeTransport
+
+ONE = msgspec.json.encode(
+    {
+        "principal": "User:alice",
+        "client_address": "10.0.0.1",
+        "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "orders"}],
+    }
+)
+
+
+def _connection(answered: list[str], name: str, cost_s: float) -> FrameConnection:
+    def dispatch(request: Request) -> Response:
+        end = time.perf_counter() + cost_s  # a decision's work on the loop
+        while time.perf_counter() < end:
+            pass
+        answered.append(name)
+        return Response(200, b"{}")
+
+    kinds: dict[int, Any] = {1: ("/v1/authorize", None, 1 << 20, "request.max.bytes")}
+    upgrade = Request("GET", "/v1/frames", "", {}, "127.0.0.1", "CLIENT", None)
+    conn = FrameConnection(dispatch, kinds, upgrade, trusted=False)
+    conn.take_over(
+        FakeTransport(),  # type: ignore[arg-type]
+        b"",
+        LIMITS,
+        Connections(LIMITS),
+        Listener("CLIENT", "127.0.0.1", 0, early_start=False),
+    )
+    return conn
+
+
+def test_frames_of_one_read_take_turns_with_other_connections() -> None:
+    async def run() -> list[str]:
+        answered: list[str] = []
+        noisy = _connection(answered, "noisy", 0.0001)
+        broker = _connection(answered, "broker", 0.0)
+        noisy.data_received(b"".join(request_frame(n, 1, ONE) for n in range(500)))  # one read, 500 frames
+        broker.data_received(request_frame(1, 1, ONE))
+        for _ in range(1000):
+            if len(answered) == 501:
+                break
+            await asyncio.sleep(0)
+        return answered
+
+    answered = uvloop.run(run())
+    assert len(answered) == 501, "every frame is answered"
+    waited = answered.index("broker")
+    assert waited < 100, f"the broker's frame waited behind {waited} frames of another connection"
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[ServeProcess]:
+    with ServeProcess(tmp_path / "serve", base_properties(tmp_path)).start() as serve:
+        with serve.client(token=ADMIN_TOKEN) as admin:
+            assert admin.post("/v1/acls/create", json={"acls": [ALICE_READ_ORDERS]}).status_code == 200
+        yield serve
+
+
+def test_a_flood_of_frames_on_one_connection_does_not_hold_a_brokers_decision(serve: ServeProcess) -> None:
+    host, port = address(serve.url("CLIENT"))
+    flood = socket.create_connection((host, port), timeout=10)
+    flood.sendall(upgrade_head(host, ALICE_TOKEN))
+    assert flood.recv(200).startswith(b"HTTP/1.1 101 ")
+    batch = b"".join(request_frame(n, 1, ONE) for n in range(2000))  # ~290 KB of one-action frames
+    done = threading.Event()
+
+    def pour() -> None:
+        with contextlib.suppress(OSError):
+            while not done.is_set():
+                flood.sendall(batch)
+
+    def drain() -> None:  # the flood reads its answers: serve never stops reading it
+        with contextlib.suppress(OSError):
+            while not done.is_set() and flood.recv(1 << 20):
+                pass
+
+    threading.Thread(target=pour, daemon=True).start()
+    threading.Thread(target=drain, daemon=True).start()
+    latencies: list[float] = []
+    try:
+        with FrameClient(host, port, BROKER_TOKEN, timeout=30.0) as broker:
+            time.sleep(0.3)
+            until = time.monotonic() + 2.0
+            while time.monotonic() < until:
+                started = time.perf_counter()
+                status, _ = broker.call(1, ONE)
+                latencies.append(time.perf_counter() - started)
+                assert status == 200
+                time.sleep(0.002)
+    finally:
+        done.set()
+        flood.close()
+    latencies.sort()
+    median = latencies[len(latencies) // 2]
+    assert median < 0.02, f"a broker's one-action decision took {median * 1000:.1f} ms (median of {len(latencies)})"
