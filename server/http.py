@@ -133,6 +133,7 @@ class HttpProtocol(asyncio.Protocol):
         self.continue_due = False  # the request being read waits for earlier answers before its 100 Continue
         self.answered_this_turn = False  # a request was answered in this turn of the loop (the next waits a turn)
         self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
+        self.awaiting_public_turn = False  # a call without credentials waits for the turn callers without share
         self.half_closed = False  # the client half-closed: its pending requests are answered (one a turn), then close
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -561,6 +562,12 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- answering --------------------------------------------------------------------------------
     def _handle(self, request: Request, reserved: int) -> None:
+        public = request.caller is None and b"upgrade" not in request.headers  # an upgrade is never deferred
+        if public and not self.connections.take_public_turn(self.loop):
+            self.pending.insert(0, (request, reserved))  # a public call without credentials: at a later turn
+            self.awaiting_public_turn = True
+            self.connections.wait_public_turn(self._public_turn)
+            return
         try:
             outcome: Outcome = self.dispatch(request)
         except Exception:  # a bug must cost one 500, never the connection or the process
@@ -652,6 +659,10 @@ class HttpProtocol(asyncio.Protocol):
         elif self.reading:
             self._arm(self.limits.request_timeout_s)
 
+    def _public_turn(self) -> None:
+        self.awaiting_public_turn = False
+        self._pump()
+
     def _next_turn_of_answers(self) -> None:
         self.answered_this_turn = False
         if self.pending:
@@ -664,6 +675,7 @@ class HttpProtocol(asyncio.Protocol):
             and not self.running
             and not self.write_paused
             and not self.answered_this_turn
+            and not self.awaiting_public_turn
             and self.transport is not None
         ):
             request, reserved = self.pending.pop(0)

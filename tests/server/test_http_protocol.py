@@ -13,6 +13,7 @@ from typing import Any
 
 import uvloop
 
+from kraftacl.server.auth import Caller
 from kraftacl.server.config import NetworkLimits
 from kraftacl.server.config_listeners import Listener
 from kraftacl.server.connections import Connections
@@ -235,3 +236,50 @@ def test_requests_pipelined_before_a_half_close_take_turns_with_other_connection
     assert len(answered) == 17
     assert answered.index("/v1/authorize") <= 2, f"the broker's request waited behind {answered.index('/v1/authorize')}"
     assert kept_open and closed, "open for the answers after the end of file, closed after the last"
+
+
+def test_calls_without_credentials_share_one_answer_per_turn() -> None:
+    """Public calls (no credentials: `caller` None) take one turn of the loop over all connections, not one per
+    connection: 32 connections pipelining an unauthenticated /metrics made a broker's decision wait for 32 of them."""
+
+    async def run() -> list[list[str]]:
+        answered: list[str] = []
+        shared = Connections(LIMITS)
+
+        def admit(caller: Caller | None) -> Any:
+            def admitted(request: Request, probation: bool) -> tuple[int, str]:
+                request.caller = caller
+                return 1 << 20, "request.max.bytes"
+
+            return admitted
+
+        def answer(request: Request) -> Response:
+            answered.append(request.path)
+            return Response(200, b"{}")
+
+        def open_one(caller: Caller | None) -> HttpProtocol:
+            protocol = HttpProtocol(
+                admit(caller), answer, Listener("CLIENT", "127.0.0.1", 0, early_start=False), LIMITS, shared,
+                lambda cert: None, frozenset(),
+            )  # fmt: skip
+            protocol.connection_made(FakeTransport())  # type: ignore[arg-type]
+            return protocol
+
+        public = [open_one(None) for _ in range(3)]
+        broker = open_one(Caller("User:broker", "127.0.0.1"))
+        for n, protocol in enumerate(public):
+            protocol.data_received(f"GET /metrics/{n} HTTP/1.1\r\nHost: s\r\n\r\n".encode() * 2)
+        broker.data_received(b"POST /v1/authorize HTTP/1.1\r\nHost: s\r\nContent-Length: 2\r\n\r\n{}")
+        turns = [list(answered)]
+        for _ in range(10):
+            seen = len(answered)
+            await asyncio.sleep(0)
+            turns.append(answered[seen:])
+        return turns
+
+    turns = asyncio.run(run())
+    assert turns[0] == ["/metrics/0", "/v1/authorize"], turns  # one public call in the first turn; the broker too
+    assert all(sum(p.startswith("/metrics") for p in turn) <= 1 for turn in turns), turns
+    assert sorted(p for turn in turns for p in turn if p.startswith("/metrics")) == sorted(
+        f"/metrics/{n}" for n in range(3) for _ in range(2)
+    ), "a public call was lost"
