@@ -47,7 +47,13 @@ class RequestMemory:
         self._waiting: list[tuple[int, bool, Callable[[], None]]] = []
 
     def try_reserve(self, n: int, trusted: bool) -> bool:
-        """Reserve `n` bytes now if they fit."""
+        """Reserve `n` bytes now if they fit and no earlier reservation of the same kind (a broker's or another's)
+        waits: first come, first served, so a large body is not overtaken forever by small ones."""
+        if any(w[1] == trusted for w in self._waiting):
+            return False
+        return self._fits(n, trusted)
+
+    def _fits(self, n: int, trusted: bool) -> bool:
         if self.held + n > (self.limit if trusted else self.others_limit) and self.held > 0:
             return False
         self.held += n
@@ -59,17 +65,21 @@ class RequestMemory:
         self._waiting.append((n, trusted, granted))
 
     def forget(self, granted: Callable[[], None]) -> None:
-        """Stop waiting (the connection closed)."""
-        self._waiting = [w for w in self._waiting if w[2] is not granted]
+        """Stop waiting (the connection closed, or the rest of the request came first). Compared with ==: a bound
+        method is a new object each time it is read (`is` never matched, and forgotten waiters were granted later:
+        their bytes were never given back)."""
+        self._waiting = [w for w in self._waiting if w[2] != granted]
 
     def release(self, n: int) -> None:
-        """Give back `n` bytes and grant the waiting reservations that now fit."""
+        """Give back `n` bytes and grant the waiting reservations that now fit, in order within each kind."""
         self.held -= n
         waiting, self._waiting = self._waiting, []
+        blocked: set[bool] = set()  # kinds whose first waiter did not fit: the later ones of that kind wait too
         for n_wanted, trusted, granted in waiting:
-            if self.try_reserve(n_wanted, trusted):
+            if trusted not in blocked and self._fits(n_wanted, trusted):
                 granted()
             else:
+                blocked.add(trusted)
                 self._waiting.append((n_wanted, trusted, granted))
 
 

@@ -68,6 +68,10 @@ _EVICTED = (
     "serve has max.connections open; this connection held one of the places kept for broker principals without "
     "sending a whole request head, and made room for a new connection; retry later"
 )
+_MEMORY_BUSY = (
+    "the request waited connections.max.idle.ms for serve's request memory (queued.max.request.bytes), held by "
+    "the requests being answered; retry later"
+)
 _KEPT_HEADERS = frozenset({b"authorization", b"expect", b"content-type", b"content-length", b"upgrade", b"connection"})
 Admit = Callable[[Request, bool], "Response | tuple[int, str]"]  # -> a refusal, or the body limit and its key
 # What a closed (or upgraded) connection's `parser` becomes: a live parser holds its protocol's bound callbacks, a
@@ -134,6 +138,7 @@ class HttpProtocol(asyncio.Protocol):
         self.answered_this_turn = False  # a request was answered in this turn of the loop (the next waits a turn)
         self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
         self.awaiting_public_turn = False  # a call without credentials waits for the turn callers without share
+        self.memory_wait_until = math.inf  # a request waiting for request memory is answered 503 after this
         self.half_closed = False  # the client half-closed: its pending requests are answered (one a turn), then close
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -216,6 +221,14 @@ class HttpProtocol(asyncio.Protocol):
         not read its answers, or a lingering refused one is closed."""
         self.deadline = math.inf
         if self.transport is None:
+            return
+        if self.awaiting_memory and not self.write_paused:  # serve, not the client, holds this request up
+            if self.loop.time() < self.memory_wait_until:
+                self.deadline = self.memory_wait_until  # re-armed meanwhile (an earlier answer ended): not yet
+            elif self.running:
+                self.transport.abort()  # no answer inside the one in progress
+            else:
+                self._fail(HTTPStatus.SERVICE_UNAVAILABLE, "REQUEST_MEMORY_BUSY", _MEMORY_BUSY)
             return
         if self.running and not self.write_paused and not (self.reading and not self.discarding):
             return  # the answer in progress has no deadline (a long poll waits)
@@ -499,8 +512,10 @@ class HttpProtocol(asyncio.Protocol):
         self.awaiting_memory = n
         self.connections.memory.wait(n, trusted, self._memory_granted)
         self._pause_reading()
+        # serve does not read it meanwhile: the client is not blamed (no request.timeout.ms), but the wait is bounded
+        self.memory_wait_until = self.loop.time() + self.limits.idle_timeout_s
         if not self.write_paused:
-            self.deadline = math.inf  # serve does not read it meanwhile: the client is not blamed for the wait
+            self.deadline = self.memory_wait_until
         return False
 
     def _memory_granted(self) -> None:

@@ -72,8 +72,10 @@ def test_request_memory_is_bounded_and_brokers_keep_their_share(tmp_path: Path) 
 
 def test_a_request_waiting_for_request_memory_is_not_timed_out_for_it(tmp_path: Path) -> None:
     """While serve does not read a request because the request memory is taken (by answers that take long: explains
-    handed to a stopped reader process), the client is not blamed: no 408 at request.timeout.ms; once the memory
-    comes back the request is read and answered. Before, it got 408 "did not arrive whole in time"."""
+    handed to a stopped reader process), the client is not blamed: no 408 at request.timeout.ms, not even when an
+    earlier pipelined answer ends meanwhile; once the memory comes back the request is read and answered, and every
+    byte reserved is given back (requests that arrived whole while others waited included). Before, such a request
+    got 408 "did not arrive whole in time", and the bytes of waits that ended otherwise were never given back."""
     props = base_properties(
         tmp_path,
         queued_max_request_bytes="262144",
@@ -85,32 +87,50 @@ def test_a_request_waiting_for_request_memory_is_not_timed_out_for_it(tmp_path: 
     explain = {**ONE_ACTION, "explain": True, "actions": [action] * 40}  # handed to the reader
     held = json.dumps(explain).encode()
     held += b" " * (60_000 - len(held))
+    body, small = _padded(60_000), _padded(3_800)
     with ServeProcess(tmp_path, props).start() as serve:
         url, reader = serve.url("CLIENT"), reader_pid(serve)
         holders = [Raw(url) for _ in range(3)]
-        waiting = Raw(url)
+        waiting, behind_poll = Raw(url), Raw(url)
+        smalls = [Raw(url) for _ in range(12)]
         os.kill(reader, signal.SIGSTOP)
         try:
             for raw in holders:  # a broker's explains: 180,000 bytes held until answered
                 raw.send(head("POST", "/v1/authorize", BROKER_TOKEN, len(held)) + held)
             time.sleep(0.3)
-            body = _padded(60_000)  # alice may hold 196,608 bytes: hers does not fit
+            # alice may hold 196,608 bytes: hers do not fit; one waits behind a long poll that ends meanwhile
             waiting.send(head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body)
-            waiting.sock.settimeout(3.0)  # three request timeouts
-            try:
-                early = waiting.sock.recv(1024)
-            except TimeoutError:
-                early = b""
-            assert early == b"", f"answered while its memory was taken: {early[:120]!r}"
+            poll = head("GET", "/v1/changes?wait_ms=1500", BROKER_TOKEN)
+            behind_poll.send(poll + head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body)
+            for raw in smalls:  # small ones, head and body in one read: answered or waiting, never lost
+                raw.send(head("POST", "/v1/authorize", ALICE_TOKEN, len(small)) + small)
+            assert behind_poll.answer().status == 200  # the long poll, after 1.5 s
+            for raw in (waiting, behind_poll):
+                raw.sock.settimeout(1.5)  # three request timeouts after the first byte in all
+                try:
+                    early = raw.sock.recv(1024)
+                except TimeoutError:
+                    early = b""
+                assert early == b"", f"answered while its memory was taken: {early[:120]!r}"
         finally:
             os.kill(reader, signal.SIGCONT)
         try:
             assert [raw.answer().status for raw in holders] == [200, 200, 200]
-            waiting.sock.settimeout(10)
-            assert waiting.answer().status == 200
+            for raw in (waiting, behind_poll, *smalls):
+                raw.sock.settimeout(10)
+                assert raw.answer().status == 200
         finally:
-            for raw in [*holders, waiting]:
+            for raw in [*holders, waiting, behind_poll, *smalls]:
                 raw.close()
+        deadline = time.monotonic() + 10
+        while (held_bytes := _request_bytes(serve)) != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert held_bytes == 0, f"{held_bytes} bytes of request memory were never given back"
+
+
+def _request_bytes(serve: ServeProcess) -> float:
+    metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+    return float(next(line.split()[1] for line in metrics.splitlines() if line.startswith("kraft_acl_request_bytes ")))
 
 
 def test_a_client_that_does_not_read_its_answers_stops_being_read(tmp_path: Path) -> None:
