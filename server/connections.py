@@ -32,6 +32,7 @@ class Connection(Protocol):
     def abort(self) -> None: ...
     def evict(self) -> None: ...
     def busy(self) -> bool: ...
+    def silent(self) -> bool: ...
 
 
 class RequestMemory:
@@ -110,16 +111,20 @@ class Connections:
         request: the last max.connections.reserved.brokers places are kept for brokers and super users).
 
         When every place is taken, the oldest connection in a kept place that has not yet shown who it is
-        makes room (it is answered 503): silent connections cannot hold the places kept for brokers, and a
-        broker shows its principal within milliseconds of connecting."""
+        makes room (it is answered 503), one that has sent nothing at all first: silent connections cannot hold
+        the places kept for brokers, and a broker shows its principal within milliseconds of connecting (its
+        TLS ClientHello at once: under a flood of bare connects, a broker's handshake in progress is not the one
+        that makes room)."""
         if self.closing:
             return "serve is shutting down", False
         if listener.early_start:
             self.exempt.add(listener.name)
         if self._full(listener):
-            victim = next((c for c, name in self.probation.items() if name == listener.name), None)
-            if victim is None and not listener.early_start:
-                victim = next((c for c, name in self.probation.items() if name not in self.exempt), None)
+            own_limit = self.per_listener.get(listener.name, 0) >= listener.max_connections
+            # another listener's place helps only when the process-wide limit is what is full
+            victim = self._victim(lambda name: name == listener.name) or (
+                None if listener.early_start or own_limit else self._victim(lambda name: name not in self.exempt)
+            )
             if victim is not None:
                 self.refuse(self.probation[victim], "evicted")
                 victim.evict()
@@ -133,6 +138,12 @@ class Connections:
         if total >= limit:
             return f"serve has max.connections ({limit}) open", False
         return None, total >= limit - self.limits.reserved_broker_connections
+
+    def _victim(self, on: Callable[[str], bool]) -> Connection | None:
+        """The connection on probation (on a listener `on` accepts) that makes room: the oldest silent one, else
+        the oldest."""
+        candidates = [conn for conn, name in self.probation.items() if on(name)]
+        return next((conn for conn in candidates if conn.silent()), None) or next(iter(candidates), None)
 
     def _counted(self) -> int:
         """Open connections counted against max.connections (early-start listeners' are not)."""

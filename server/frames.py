@@ -153,6 +153,9 @@ class FrameConnection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def silent(self) -> bool:
+        return False  # it has sent its upgrade at least
+
     def evict(self) -> None:
         """Never on probation (its caller showed who it is at the upgrade); close if asked."""
         self.abort()

@@ -37,13 +37,13 @@ import math
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import httptools
 
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.config import Listener, NetworkLimits
-from kraftacl.server.connections import Connection, Connections
+from kraftacl.server.connections import Connections
 from kraftacl.server.frames import FrameConnection
 from kraftacl.server.http_wire import (
     LINGER_S,
@@ -58,6 +58,9 @@ from kraftacl.server.http_wire import (
     encode_switching,
     error_body,
 )
+
+if TYPE_CHECKING:
+    from kraftacl.server.tls_listener import Handshake
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +95,7 @@ class HttpProtocol(asyncio.Protocol):
         connections: Connections,
         principal_of_cert: Callable[[Mapping[str, object]], str | None],
         trusted: frozenset[str],
-        handshake: Connection | None = None,
+        handshake: Handshake | None = None,
     ) -> None:
         self.admit, self.dispatch = admit, dispatch
         self.handshake = handshake  # the place its TLS handshake held since the accept (server.tls_listener)
@@ -139,6 +142,7 @@ class HttpProtocol(asyncio.Protocol):
         self.authenticated = False  # a request of this connection showed credentials (else: short idle limit)
         self.awaiting_public_turn = False  # a call without credentials waits for the turn callers without share
         self.memory_wait_until = math.inf  # a request waiting for request memory is answered 503 after this
+        self.heard = False  # a byte was received (a connection that sent nothing makes room first)
         self.half_closed = False  # the client half-closed: its pending requests are answered (one a turn), then close
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -147,8 +151,12 @@ class HttpProtocol(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer_host = java_host_address(peer[0]) if isinstance(peer, tuple) else ""
         if self.handshake is not None:  # the handshake's place is given up for the connection's own
-            self.connections.remove(self.handshake, self.listener.name)
-            self.handshake = None
+            handshake, self.handshake = self.handshake, None
+            self.heard = True  # its TLS handshake: not a silent connection
+            self.connections.remove(handshake, self.listener.name)
+            if handshake.aborted:  # evicted (or shut down) as its handshake completed: not admitted now
+                self.transport.abort()
+                return
         refused, self.probation = self.connections.admit(self.listener)
         self.connections.add(self, self.listener.name, self.loop)
         if self.probation:
@@ -166,9 +174,14 @@ class HttpProtocol(asyncio.Protocol):
                 self.tls_principal = self.principal_of_cert(cert)
         self.transport.set_write_buffer_limits(high=self.limits.max_unsent_bytes, low=self.limits.max_unsent_bytes // 4)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        """The connection closed (its parser is let go: reference counting frees the connection, see _SPENT_PARSER)."""
+    def spend(self) -> None:
+        """Let the parser go (reference counting then frees this protocol: see _SPENT_PARSER); also for a protocol
+        whose connection never came (a TLS handshake that failed: `server.tls_listener`)."""
         self.parser = _SPENT_PARSER
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection closed (its parser is let go)."""
+        self.spend()
         self.connections.remove(self, self.listener.name)
         self.connections.memory.forget(self._memory_granted)
         self._release(self.reserved + sum(n for _, n in self.pending))
@@ -211,6 +224,10 @@ class HttpProtocol(asyncio.Protocol):
 
     def _arm(self, seconds: float) -> None:
         self.deadline = self.loop.time() + seconds
+
+    def silent(self) -> bool:
+        """Nothing received yet."""
+        return not self.heard
 
     def busy(self) -> bool:
         """A request is being read, waits, or is being answered."""
@@ -297,6 +314,7 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- bytes in ---------------------------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
+        self.heard = True
         if self.discarding or not self.accepting:
             return
         if self.unparsed or self._blocked():
