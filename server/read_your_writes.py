@@ -98,23 +98,32 @@ async def log_end_reached(state: ServeState) -> None:
     """Return once this serve has applied its log up to the end the log had when the call arrived (a describe's
     `consistent`): the tailer is poked, a poll begun after the call arrived names that end, and the call then
     waits for it as for a `min_offset`. A tailer in a long poll of the Kafka topic begins its next poll when
-    the poll ends (a commit, or metadata.log.poll.interval.ms); 503 OFFSET_NOT_REACHED after
+    the poll ends (a commit, or metadata.log.poll.interval.ms). 503 OFFSET_NOT_REACHED at once when that poll
+    failed (the log cannot be read now: the caller may take the state applied instead), else after
     min.offset.wait.max.ms."""
-    tailer = state.tailer
-    if tailer is None or not state.authorizer.ready:
+    if not state.authorizer.ready:
         return  # still loading: the call is refused AUTHORIZER_NOT_READY as any other
     arrived = time.monotonic()
-    tailer.poke()
+    poked = False
     while True:
-        tail = tailer.status()
-        if tail.started_monotonic > arrived and tail.last_error is None and tail.high_watermark is not None:
-            break
+        tailer = state.tailer  # None for a moment after the load, before the tailer starts
+        if tailer is not None:
+            if not poked:
+                tailer.poke()
+                poked = True
+            tail = tailer.status()
+            if tail.started_monotonic > arrived:
+                if tail.last_error is not None:
+                    raise OffsetNotReached(
+                        f"this serve cannot read its metadata log's end now: {tail.last_error}", "$.consistent"
+                    )
+                if tail.high_watermark is not None:
+                    break
         waited = time.monotonic() - arrived
         if waited >= state.config.min_offset_wait_s:
-            error = f" (its last read failed: {tail.last_error})" if tail.last_error else ""
             raise OffsetNotReached(
-                f"this serve did not read its metadata log's end within {waited:.1f} s (min.offset.wait.max.ms)"
-                f"{error}; ask again, or another serve",
+                f"this serve did not read its metadata log's end within {waited:.1f} s (min.offset.wait.max.ms); "
+                "ask again, or another serve",
                 "$.consistent",
             )
         await asyncio.sleep(END_RECHECK_S)

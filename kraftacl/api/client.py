@@ -161,7 +161,12 @@ class ServerClient:
         """ACLs matching the filter, with their ids, from a state holding every write acknowledged before the call
         (`consistent`; with `min_offset`, also once serve has applied that offset)."""
         wanted = DescribeIn(filter_in(acl_filter), min_offset=min_offset, consistent=consistent)
-        described = self.call(ep.DESCRIBE_ACLS, wanted)
+        try:
+            described = self.call(ep.DESCRIBE_ACLS, wanted)
+        except ServerError as exc:  # a serve before API 1.6.0: "Object contains unknown field `consistent`"
+            if not consistent or exc.status != 400 or "`consistent`" not in str(exc):
+                raise
+            described = self.call(ep.DESCRIBE_ACLS, DescribeIn(filter_in(acl_filter), min_offset=min_offset))
         return [stored_acl(a) for a in described.acls]
 
     def create_acls(self, acls: list[StandardAcl]) -> list[CreateResult]:

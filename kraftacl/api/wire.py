@@ -194,7 +194,8 @@ class FilterIn(_In, frozen=True):
     permission_type: Text = "ANY"
 
 
-class DescribeIn(_In, frozen=True):
+# fields at their default are not sent: a serve before 1.6.0 refuses `consistent` even when false
+class DescribeIn(_In, frozen=True, omit_defaults=True):
     """POST /v1/acls/describe."""
 
     filter: FilterIn = msgspec.field(default_factory=FilterIn)

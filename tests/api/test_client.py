@@ -14,6 +14,7 @@ import pytest
 from kraftacl.api import endpoints as ep
 from kraftacl.api.client import ServerClient, ServerError, ServerTarget
 from kraftacl.api.wire import ActionIn, AuthorizeIn, AuthorizeOut
+from kraftacl.authorizer.model.filters import ANY_FILTER
 
 
 class Wait(msgspec.Struct, frozen=True):
@@ -76,3 +77,23 @@ def test_refusals_and_foreign_answers_are_one_server_error_line() -> None:
     made = client(httpx.MockTransport(lambda r: httpx.Response(200, json={"count": "three", "offset": 1})))
     with pytest.raises(ServerError, match=r"/v1/acls/count: serve's answer is not a CountOut: Expected `int`"):
         made.call(ep.ACL_COUNT)
+
+
+def test_describe_asks_consistent_and_falls_back_on_a_serve_before_it() -> None:
+    """`describe` asks `consistent` (every write acknowledged before it); a serve before API 1.6.0 refuses the field
+    as unknown (400), and is asked again without it; `consistent=False` sends no such field at all."""
+    asked: list[dict[str, object]] = []
+
+    def older_serve(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        asked.append(body)
+        if "consistent" in body:
+            error = {"code": "INVALID_REQUEST", "message": "Object contains unknown field `consistent`", "field": "$"}
+            return httpx.Response(400, json={"error": error})
+        return httpx.Response(200, json={"acls": [], "offset": 4})
+
+    made = client(httpx.MockTransport(older_serve))
+    assert made.describe(ANY_FILTER) == []
+    assert [("consistent" in body) for body in asked] == [True, False]
+    assert made.describe(ANY_FILTER, consistent=False) == []
+    assert "consistent" not in asked[-1] and "min_offset" not in asked[-1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +95,29 @@ def test_a_consistent_describe_sees_every_write_acknowledged_before_it(pair: tup
         assert names[-1] not in [a["resource_name"] for a in stale["acls"]], "the reader did not lag (3 s polls)"
         assert set(names) <= {a["resource_name"] for a in fresh["acls"]}, fresh
         assert fresh["offset"] >= created["offset"]
+
+
+def test_a_consistent_describe_on_a_serve_that_cannot_read_its_log_is_a_503_at_once(tmp_path: Path) -> None:
+    """The poll begun after the call failed: 503 OFFSET_NOT_REACHED naming `$.consistent` at once (the broker plugin
+    then takes the state applied), not after min.offset.wait.max.ms; a plain describe answers the state applied."""
+    log_dir = tmp_path / "log"
+    with ServeProcess(tmp_path / "controller", base_properties(tmp_path / "controller", log_dir)).start():
+        props = base_properties(tmp_path / "reader", log_dir, process_roles="broker")
+        props["metadata.log.poll.interval.ms"] = "200"
+        props["min.offset.wait.max.ms"] = "30000"
+        with ServeProcess(tmp_path / "reader", props).start() as reader:
+            log_dir.rename(tmp_path / "moved")
+            try:
+                with reader.client(token=ADMIN_TOKEN, timeout=60) as admin:
+                    assert admin.post("/v1/acls/describe", json={}).status_code == 200
+                    started = time.monotonic()
+                    answer = admin.post("/v1/acls/describe", json={"consistent": True})
+                    took = time.monotonic() - started
+            finally:
+                (tmp_path / "moved").rename(log_dir)
+    assert answer.status_code == 503 and answer.json()["error"]["field"] == "$.consistent", answer.text
+    assert "cannot read its metadata log" in answer.json()["error"]["message"]
+    assert took < 20, f"answered after {took:.1f} s: min.offset.wait.max.ms (30 s) was waited"
 
 
 def test_min_offset_beyond_the_log_is_a_400_and_a_slow_serve_a_503(pair: tuple[ServeProcess, ServeProcess]) -> None:

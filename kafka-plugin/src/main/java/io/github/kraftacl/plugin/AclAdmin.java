@@ -8,6 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.kafka.common.acl.AclBinding;
@@ -38,7 +39,10 @@ final class AclAdmin implements AutoCloseable {
 
     private final ServeClient client;
     private final int timeoutMs;
-    private volatile boolean consistent = true; // false once a serve before API 1.6.0 refused the field
+    private static final long CONSISTENT_RETRY_NANOS = TimeUnit.MINUTES.toNanos(10);
+    // when a serve before API 1.6.0 last refused `consistent` (long ago: never)
+    private volatile long consistentRefusedAt = System.nanoTime() - CONSISTENT_RETRY_NANOS;
+    private final RateLimitedLog unreadLog = new RateLimitedLog(60_000);
     private final ExecutorService writer = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "kraft-acl-admin");
         t.setDaemon(true);
@@ -128,11 +132,14 @@ final class AclAdmin implements AutoCloseable {
 
     /**
      * DescribeAcls: every ACL the filter matches, in a state holding every write acknowledged before the call (throws
-     * an ApiException the broker turns into the error code). A serve before API 1.6.0 refuses {@code consistent}
-     * (400 naming it): the plugin asks again without it, and from then on until the broker restarts.
+     * an ApiException the broker turns into the error code). When no serve can read its log's end now (503
+     * OFFSET_NOT_REACHED) the answer is the state serve has applied, with a WARN at most once a minute, as Kafka's
+     * brokers answer. A serve before API 1.6.0 refuses {@code consistent} (400 naming it): the plugin asks again
+     * without it, and so for ten minutes (a rolling upgrade of serve then turns it back on).
      */
     List<AclBinding> describe(AclBindingFilter filter) {
-        boolean asked = consistent;
+        long now = System.nanoTime();
+        boolean asked = now - consistentRefusedAt >= CONSISTENT_RETRY_NANOS;
         ServeClient.Reply reply;
         try {
             reply = call("/v1/acls/describe", WireJson.describe(filter, asked));
@@ -140,9 +147,20 @@ final class AclAdmin implements AutoCloseable {
             if (!asked || !e.getMessage().contains("consistent")) {
                 throw e;
             }
-            LOG.info("kraft-acl serve: DescribeAcls from the state serve has applied from now on (a serve before API "
-                    + "1.6.0): {}", e.getMessage());
-            consistent = false;
+            LOG.info("kraft-acl serve: DescribeAcls from the state serve has applied for ten minutes (a serve before "
+                    + "API 1.6.0): {}", e.getMessage());
+            consistentRefusedAt = now;
+            reply = call("/v1/acls/describe", WireJson.describe(filter, false));
+        } catch (ApiException e) {
+            if (!asked || e.getMessage() == null || !e.getMessage().contains("OFFSET_NOT_REACHED")) {
+                throw e;
+            }
+            long skipped = unreadLog.due(System.currentTimeMillis());
+            if (skipped >= 0) {
+                LOG.warn("kraft-acl serve: DescribeAcls answered from the state serve has applied, which may miss an "
+                        + "ACL write acknowledged just before ({} more since the last warning): {}", skipped,
+                        e.getMessage());
+            }
             reply = call("/v1/acls/describe", WireJson.describe(filter, false));
         }
         try {

@@ -209,6 +209,26 @@ class KraftAclAuthorizerTest extends FakeServeTest {
         assertFalse(asked.get(2).body().contains("consistent"));
         assertFalse(asked.get(3).body().contains("consistent"), "the refused field was asked again");
 
+        // a serve that cannot read its log's end now: the state it applied, as Kafka's brokers answer
+        FakeServe other = new FakeServe();
+        try {
+            other.answer("/v1/acls/describe", r -> r.body().contains("consistent")
+                    ? new FakeServe.Answer(503, "{\"error\":{\"code\":\"OFFSET_NOT_REACHED\",\"message\":\"this serve "
+                            + "cannot read its metadata log's end now\",\"field\":\"$.consistent\"}}", 0)
+                    : new FakeServe.Answer(200, "{\"acls\":[" + acl + "],\"offset\":3}", 0));
+            KraftAclAuthorizer fresh = TestPlugins.plugin(dir, other.url());
+            assertEquals(List.of(binding("t")), fresh.acls(AclBindingFilter.ANY));
+            List<FakeServe.Received> tried = other.on("/v1/acls/describe");
+            assertTrue(tried.get(0).body().contains("consistent"));
+            assertFalse(tried.get(tried.size() - 1).body().contains("consistent"));
+            fresh.acls(AclBindingFilter.ANY);
+            assertTrue(other.on("/v1/acls/describe").get(tried.size()).body().contains("consistent"),
+                    "asked consistent again: the log may be back");
+            fresh.close();
+        } finally {
+            other.close();
+        }
+
         // any other refusal is the caller's answer
         serve.answer("/v1/acls/describe", 400, "{\"error\":{\"code\":\"INVALID_REQUEST\",\"message\":\"bad filter\","
                 + "\"field\":\"$.filter\"}}");
