@@ -19,6 +19,7 @@ import msgspec
 
 from kraftacl.api.wire import (
     AclIn,
+    AclOut,
     ControllerOut,
     CountOut,
     CreateIn,
@@ -39,12 +40,12 @@ from kraftacl.authorizer.model.acls import (
     AuthorizationResult,
     ResourceType,
 )
-from kraftacl.authorizer.state.controller import CreateResult, DeleteResult
+from kraftacl.authorizer.state.controller import CreateResult
 from kraftacl.metadata_log.errors import LogError
 from kraftacl.server.auth import Caller
 from kraftacl.server.context import ServeState
 from kraftacl.server.convert import acl_of, acl_out, filter_of
-from kraftacl.server.errors import Forbidden, LogUnavailable, NotController, NotReady
+from kraftacl.server.errors import BadRequest, Forbidden, LogUnavailable, NotController, NotReady
 from kraftacl.server.http_wire import Request, Response
 from kraftacl.server.json_body import decode_sliced
 from kraftacl.snapshots.errors import SnapshotError
@@ -55,6 +56,7 @@ _DELETE = msgspec.json.Decoder(DeleteIn)
 _ACLS = msgspec.json.Decoder(list[AclIn])
 _FILTERS = msgspec.json.Decoder(list[FilterIn])
 _ENCODE = msgspec.json.Encoder()
+MAX_DELETE_FILTERS = 1000  # filters of one delete: each is a pass over every ACL on the writer thread
 T = TypeVar("T")
 
 
@@ -94,13 +96,26 @@ async def create(state: ServeState, request: Request, caller: Caller) -> Respons
 
 
 async def delete(state: ServeState, request: Request, caller: Caller) -> Response:
-    """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch."""
+    """POST /v1/acls/delete: per filter, every ACL it matched; each removed once, in one atomic batch. At most
+    MAX_DELETE_FILTERS filters (each is a pass over every ACL on the writer thread); the answer is made in slices
+    of the event loop (up to MAX_REPORTED_PER_DELETE ACL entries)."""
     async with state.lane.slicer() as slicer:
         body = await decode_sliced(request.body, _DELETE, "filters", _FILTERS, slicer)
+        if len(body.filters) > MAX_DELETE_FILTERS:
+            raise BadRequest(
+                f"{len(body.filters)} filters; one delete takes at most {MAX_DELETE_FILTERS} (send several)",
+                "$.filters",
+            )
         filters = [filter_of(f) async for f in slicer.each(body.filters)]
     await writable(state)
     results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
-    out = [_delete_out(r) for r in results]
+    converted: list[list[AclOut]] = [[] for _ in results]
+    entries = ((k, acl_id, acl) for k, r in enumerate(results) for acl_id, acl in r.deleted)
+    async with state.lane.slicer() as slicer:
+        async for k, acl_id, acl in slicer.each(entries, 256):
+            converted[k].append(acl_out(acl_id, acl))
+    pairs = zip(results, converted, strict=True)
+    out = [DeleteResultOut(r.error.code, r.error.name, acls, r.error.message) for r, acls in pairs]
     return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
 
 
@@ -165,10 +180,6 @@ async def on_writer(state: ServeState, work: Callable[[], T]) -> T:
 
 def _create_out(r: CreateResult) -> CreateResultOut:
     return CreateResultOut(r.error.code, r.error.name, r.error.message, r.acl_id)
-
-
-def _delete_out(r: DeleteResult) -> DeleteResultOut:
-    return DeleteResultOut(r.error.code, r.error.name, [acl_out(i, a) for i, a in r.deleted], r.error.message)
 
 
 async def snapshot(state: ServeState, request: Request, caller: Caller) -> Response:

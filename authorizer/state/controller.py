@@ -36,6 +36,9 @@ from kraftacl.metadata_log.records import MetadataRecord, RemoveAccessControlEnt
 from kraftacl.metadata_log.uuids import new_uuid, new_uuids
 
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
+# ACL entries one DeleteAcls may report over all its filters (an ACL counts once per filter matching it): a few KB of
+# match-all filters otherwise made an answer of 96 MB (100 filters, 5,000 ACLs) and could exhaust memory
+MAX_REPORTED_PER_DELETE = 2 * MAX_RECORDS_PER_USER_OP
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,10 @@ def invalid_request(message: str) -> ApiError:
     return ApiError(42, "INVALID_REQUEST", message)
 
 
+_TOO_MANY_REPORTED = (
+    f"the filters match more than {MAX_REPORTED_PER_DELETE} ACL entries in all (an ACL counts once per filter that "
+    "matches it); nothing was deleted: send fewer or narrower filters"
+)
 POLICY_VIOLATION_TOO_LARGE = ApiError(44, "POLICY_VIOLATION", "Unable to perform excessively large batch operation.")
 UNKNOWN_SERVER_ERROR = ApiError(-1, "UNKNOWN_SERVER_ERROR")
 
@@ -302,6 +309,8 @@ class AclController:
             index = self._index()
             results: list[DeleteResult] = []
             removing: dict[str, None] = {}
+            seen: dict[AclBindingFilter, list[tuple[str, StandardAcl]]] = {}  # a filter sent twice is matched once
+            reported = 0
             for acl_filter in filters:
                 if acl_filter.pattern.is_unknown():
                     results.append(DeleteResult(invalid_request("Unknown patternFilter.")))
@@ -310,10 +319,16 @@ class AclController:
                     results.append(DeleteResult(invalid_request("Unknown entryFilter.")))
                     continue
                 try:
-                    matched = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
+                    matched = seen.get(acl_filter)
+                    if matched is None:
+                        matched = [(i, a) for i, a in index.by_id.items() if acl_filter.matches_acl(a)]
+                        seen[acl_filter] = matched
                 except InvalidFilterError as exc:
                     results.append(DeleteResult(ApiError(-1, "UNKNOWN_SERVER_ERROR", str(exc))))
                     continue
+                reported += len(matched)
+                if reported > MAX_REPORTED_PER_DELETE:  # nothing is deleted
+                    return [DeleteResult(invalid_request(_TOO_MANY_REPORTED)) for _ in filters]
                 removing.update(dict.fromkeys(i for i, _ in matched))
                 results.append(DeleteResult(deleted=matched))
             if len(removing) > MAX_RECORDS_PER_USER_OP:  # Kafka fails the whole request; nothing is deleted

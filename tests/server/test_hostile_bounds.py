@@ -16,9 +16,12 @@ from pathlib import Path
 
 import httpx
 
+from kraftacl.authorizer.state.controller import MAX_REPORTED_PER_DELETE
 from kraftacl.harness.rss import rss_kb
+from kraftacl.server.admin import MAX_DELETE_FILTERS
 from tests.server.raw_http import Answer, Raw, address, head, post
 from tests.server.serve_process import (
+    ADMIN_TOKEN,
     ALICE_TOKEN,
     BROKER_TOKEN,
     ServeProcess,
@@ -31,6 +34,16 @@ ONE_ACTION = {
     "principal": "User:alice",
     "client_address": "10.0.0.1",
     "actions": [{"operation": "READ", "resource_type": "TOPIC", "resource_name": "t"}],
+}
+
+
+ACL_TEMPLATE = {
+    "resource_type": "TOPIC",
+    "pattern_type": "LITERAL",
+    "principal": "User:bob",
+    "host": "*",
+    "operation": "READ",
+    "permission_type": "ALLOW",
 }
 
 
@@ -436,3 +449,25 @@ def test_silent_connections_on_the_early_start_listener_keep_no_broker_out(tmp_p
         finally:
             for sock in silent:
                 sock.close()
+
+
+def test_a_delete_cannot_make_serve_answer_without_bound(tmp_path: Path) -> None:
+    """A few KB of match-all filters made a delete answer with every ACL once per filter (96 MB for 100 filters over
+    5,000 ACLs, the loop held 450 ms): one delete reports at most MAX_REPORTED_PER_DELETE entries over its filters
+    (else every filter is INVALID_REQUEST and nothing is deleted) and takes at most MAX_DELETE_FILTERS filters (a 400
+    naming $.filters); within them, a filter sent twice reports its ACLs twice and each is removed once, as Kafka."""
+    acls = [{**ACL_TEMPLATE, "resource_name": f"t-{n}"} for n in range(MAX_REPORTED_PER_DELETE // 4 + 1)]
+    with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
+        for start in range(0, len(acls), 5000):
+            created = admin.post("/v1/acls/create", json={"acls": acls[start : start + 5000]})
+            assert created.status_code == 200, created.text
+        refused = admin.post("/v1/acls/delete", json={"filters": [{}] * 4})  # 4 x 5,001 entries: one too many
+        assert refused.status_code == 200, refused.text
+        results = refused.json()["results"]
+        assert {r["error"] for r in results} == {"INVALID_REQUEST"} and "nothing was deleted" in results[0]["message"]
+        too_many = admin.post("/v1/acls/delete", json={"filters": [{"principal": "User:x"}] * (MAX_DELETE_FILTERS + 1)})
+        assert too_many.status_code == 400 and too_many.json()["error"]["field"] == "$.filters", too_many.text
+        assert admin.get("/v1/acls/count").json()["count"] == len(acls)
+        twice = admin.post("/v1/acls/delete", json={"filters": [{"resource_name": "t-1"}] * 2}).json()["results"]
+        assert [len(r["acls"]) for r in twice] == [1, 1]
+        assert admin.get("/v1/acls/count").json()["count"] == len(acls) - 1
