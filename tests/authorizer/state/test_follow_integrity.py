@@ -279,6 +279,9 @@ def test_a_poked_tailer_reads_new_records_at_once_not_after_its_interval(tmp_pat
     node = reader_node(tmp_path)
     tailer = Tailer(node.loader, interval_s=3600).start()
     try:
+        deadline = time.monotonic() + 10
+        while tailer.status().started_monotonic == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)  # its first poll, at start (on a busy host the thread may start after the next write)
         create(w, 2)
         time.sleep(0.3)
         assert node.image.provenance.next_offset == 1, "the next poll is an hour away"
