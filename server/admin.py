@@ -19,7 +19,6 @@ import msgspec
 
 from kraftacl.api.wire import (
     AclIn,
-    AclOut,
     ControllerOut,
     CountOut,
     CreateIn,
@@ -56,7 +55,7 @@ _DELETE = msgspec.json.Decoder(DeleteIn)
 _ACLS = msgspec.json.Decoder(list[AclIn])
 _FILTERS = msgspec.json.Decoder(list[FilterIn])
 _ENCODE = msgspec.json.Encoder()
-MAX_DELETE_FILTERS = 1000  # filters of one delete: each is a pass over every ACL on the writer thread
+MAX_DELETE_FILTERS = 10_000  # filters of one delete (Kafka's removal cap): each is a pass over every ACL
 T = TypeVar("T")
 
 
@@ -109,14 +108,15 @@ async def delete(state: ServeState, request: Request, caller: Caller) -> Respons
         filters = [filter_of(f) async for f in slicer.each(body.filters)]
     await writable(state)
     results = await on_writer(state, lambda: state.node.controller.delete_acls(filters))
-    converted: list[list[AclOut]] = [[] for _ in results]
-    entries = ((k, acl_id, acl) for k, r in enumerate(results) for acl_id, acl in r.deleted)
+    pieces: list[bytes] = []  # each filter's result encoded apart, in slices of the loop, then joined
     async with state.lane.slicer() as slicer:
-        async for k, acl_id, acl in slicer.each(entries, 256):
-            converted[k].append(acl_out(acl_id, acl))
-    pairs = zip(results, converted, strict=True)
-    out = [DeleteResultOut(r.error.code, r.error.name, acls, r.error.message) for r, acls in pairs]
-    return Response(200, _ENCODE.encode(DeleteOut(out, state.node.image.provenance.last_offset)))
+        for r in results:
+            acls = [acl_out(acl_id, acl) async for acl_id, acl in slicer.each(r.deleted, 256)]
+            pieces.append(_ENCODE.encode(DeleteResultOut(r.error.code, r.error.name, acls, r.error.message)))
+            await slicer.pause()
+    frame = _ENCODE.encode(DeleteOut([], state.node.image.provenance.last_offset))  # {"results":[],"offset":N}
+    head, tail = frame.split(b"[]", 1)
+    return Response(200, head + b"[" + b",".join(pieces) + b"]" + tail)
 
 
 async def writable(state: ServeState) -> None:

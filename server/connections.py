@@ -38,7 +38,10 @@ class Connection(Protocol):
 class RequestMemory:
     """Request-body bytes held over all connections: a reservation before a body is read (its Content-Length),
     released when the request is answered. Callers other than brokers and super users may hold three quarters of
-    the bound; a reservation that does not fit waits (its connection reads nothing meanwhile)."""
+    the bound; a reservation that does not fit waits (its connection reads nothing meanwhile). The others' waits are
+    first come, first served (a large body is not overtaken forever by small ones); brokers' and super users' are
+    not ordered (a broker never waits behind an administrator's import), nor is more memory for a request that
+    already holds some (a chunked body's next piece: ordered, it could wait for a waiter waiting for it)."""
 
     def __init__(self, limit: int, others_limit: int) -> None:
         self.limit = limit
@@ -47,10 +50,10 @@ class RequestMemory:
         self.peak = 0
         self._waiting: list[tuple[int, bool, Callable[[], None]]] = []
 
-    def try_reserve(self, n: int, trusted: bool) -> bool:
-        """Reserve `n` bytes now if they fit and no earlier reservation of the same kind (a broker's or another's)
-        waits: first come, first served, so a large body is not overtaken forever by small ones."""
-        if any(w[1] == trusted for w in self._waiting):
+    def try_reserve(self, n: int, trusted: bool, holding: bool = False) -> bool:
+        """Reserve `n` bytes now if they fit and (for another's reservation at a request's head) no earlier one of
+        the others waits; `holding`: the request already holds memory."""
+        if not trusted and not holding and any(not w[1] for w in self._waiting):
             return False
         return self._fits(n, trusted)
 
@@ -66,22 +69,29 @@ class RequestMemory:
         self._waiting.append((n, trusted, granted))
 
     def forget(self, granted: Callable[[], None]) -> None:
-        """Stop waiting (the connection closed, or the rest of the request came first). Compared with ==: a bound
-        method is a new object each time it is read (`is` never matched, and forgotten waiters were granted later:
-        their bytes were never given back)."""
-        self._waiting = [w for w in self._waiting if w[2] != granted]
+        """Stop waiting (the connection closed, was answered 503, or the rest of the request came first); the
+        waiters behind it are granted what now fits. Compared with ==: a bound method is a new object each time it
+        is read (`is` never matched, and forgotten waiters were granted later: their bytes never given back)."""
+        kept = [w for w in self._waiting if w[2] != granted]
+        if len(kept) != len(self._waiting):
+            self._waiting = kept
+            self.release(0)
 
     def release(self, n: int) -> None:
-        """Give back `n` bytes and grant the waiting reservations that now fit, in order within each kind."""
+        """Give back `n` bytes and grant the waiting reservations that now fit (the others' in order). The grants
+        are called once the queue is settled: a grant that answers a request releases again, in its turn."""
         self.held -= n
         waiting, self._waiting = self._waiting, []
-        blocked: set[bool] = set()  # kinds whose first waiter did not fit: the later ones of that kind wait too
+        others_blocked = False  # the others' first waiter did not fit: the later ones wait too
+        grants: list[Callable[[], None]] = []
         for n_wanted, trusted, granted in waiting:
-            if trusted not in blocked and self._fits(n_wanted, trusted):
-                granted()
+            if (trusted or not others_blocked) and self._fits(n_wanted, trusted):
+                grants.append(granted)
             else:
-                blocked.add(trusted)
+                others_blocked = others_blocked or not trusted
                 self._waiting.append((n_wanted, trusted, granted))
+        for granted in grants:
+            granted()
 
 
 class Connections:

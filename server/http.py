@@ -143,6 +143,7 @@ class HttpProtocol(asyncio.Protocol):
         self.awaiting_public_turn = False  # a call without credentials waits for the turn callers without share
         self.memory_wait_until = math.inf  # a request waiting for request memory is answered 503 after this
         self.heard = False  # a byte was received (a connection that sent nothing makes room first)
+        self.last_words = False  # a TLS client left: what it sent before is answered at once
         self.half_closed = False  # the client half-closed: its pending requests are answered (one a turn), then close
 
     # ---- connection lifecycle ---------------------------------------------------------------------
@@ -213,10 +214,12 @@ class HttpProtocol(asyncio.Protocol):
             if not self.answered_this_turn:
                 self._pump()
             return self.transport is not None and not self.transport.is_closing()
-        # TLS: the transport closes when this returns, whatever it returns (uvloop, as asyncio): answered now
+        # TLS: the transport closes when this returns, whatever it returns (uvloop, as asyncio): answered now, public
+        # calls too (their shared turn would come after the close)
+        self.last_words = True
         while self.pending and not self.running and not self.write_paused and self.transport is not None:
             waiting = len(self.pending)
-            self.answered_this_turn = False
+            self.answered_this_turn = self.awaiting_public_turn = False
             self._pump()
             if len(self.pending) == waiting:
                 break
@@ -242,7 +245,10 @@ class HttpProtocol(asyncio.Protocol):
         if self.awaiting_memory and not self.write_paused:  # serve, not the client, holds this request up
             if self.loop.time() < self.memory_wait_until:
                 self.deadline = self.memory_wait_until  # re-armed meanwhile (an earlier answer ended): not yet
-            elif self.running:
+                return
+            self.connections.memory.forget(self._memory_granted)  # the waiters behind it go on now
+            self.awaiting_memory = 0
+            if self.running:
                 self.transport.abort()  # no answer inside the one in progress
             else:
                 self._fail(HTTPStatus.SERVICE_UNAVAILABLE, "REQUEST_MEMORY_BUSY", _MEMORY_BUSY)
@@ -524,7 +530,7 @@ class HttpProtocol(asyncio.Protocol):
             and self.current.caller is not None
             and self.current.caller.principal in self.trusted
         )
-        if self.connections.memory.try_reserve(n, trusted):
+        if self.connections.memory.try_reserve(n, trusted, holding=self.reserved > 0):
             self.reserved += n
             return True
         self.awaiting_memory = n
@@ -595,7 +601,8 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- answering --------------------------------------------------------------------------------
     def _handle(self, request: Request, reserved: int) -> None:
-        public = request.caller is None and b"upgrade" not in request.headers  # an upgrade is never deferred
+        # an upgrade is never deferred, nor what a TLS client sent before it left (`eof_received`)
+        public = request.caller is None and b"upgrade" not in request.headers and not self.last_words
         if public and not self.connections.take_public_turn(self.loop):
             self.pending.insert(0, (request, reserved))  # a public call without credentials: at a later turn
             self.awaiting_public_turn = True

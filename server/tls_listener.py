@@ -66,10 +66,10 @@ class Handshake:
         """End the handshake: its transport closes the socket, or the socket is closed here if it has none yet."""
         self.aborted = True
         self.deadline = math.inf
+        self.connections.remove(self, self.listener)  # (again: `ended` gives the place up too)
         if self.unheard is not None:  # still waiting for its first bytes
             self.unheard()
             self.unheard = None
-            self.connections.remove(self, self.listener)
             self.sock.close()
         elif self.task is not None and not self.task.done():
             self.task.cancel()

@@ -38,7 +38,7 @@ from kraftacl.metadata_log.uuids import new_uuid, new_uuids
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
 # ACL entries one DeleteAcls may report over all its filters (an ACL counts once per filter matching it): a few KB of
 # match-all filters otherwise made an answer of 96 MB (100 filters, 5,000 ACLs) and could exhaust memory
-MAX_REPORTED_PER_DELETE = 2 * MAX_RECORDS_PER_USER_OP
+MAX_REPORTED_PER_DELETE = 5 * MAX_RECORDS_PER_USER_OP
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,12 +327,12 @@ class AclController:
                     results.append(DeleteResult(ApiError(-1, "UNKNOWN_SERVER_ERROR", str(exc))))
                     continue
                 reported += len(matched)
-                if reported > MAX_REPORTED_PER_DELETE:  # nothing is deleted
-                    return [DeleteResult(invalid_request(_TOO_MANY_REPORTED)) for _ in filters]
                 removing.update(dict.fromkeys(i for i, _ in matched))
+                if len(removing) > MAX_RECORDS_PER_USER_OP:  # Kafka fails the whole request; nothing is deleted
+                    return [DeleteResult(UNKNOWN_SERVER_ERROR) for _ in filters]
+                if reported > MAX_REPORTED_PER_DELETE:  # ours, beyond Kafka's: nothing is deleted
+                    return [DeleteResult(invalid_request(_TOO_MANY_REPORTED)) for _ in filters]
                 results.append(DeleteResult(deleted=matched))
-            if len(removing) > MAX_RECORDS_PER_USER_OP:  # Kafka fails the whole request; nothing is deleted
-                return [DeleteResult(UNKNOWN_SERVER_ERROR) for _ in filters]
             self._append([RemoveAccessControlEntryRecord(acl_id) for acl_id in removing])
             return results
 

@@ -141,6 +141,58 @@ def test_a_request_waiting_for_request_memory_is_not_timed_out_for_it(tmp_path: 
         assert held_bytes == 0, f"{held_bytes} bytes of request memory were never given back"
 
 
+def test_request_memory_waits_neither_deadlock_nor_outlive_the_waiter_ahead(tmp_path: Path) -> None:
+    """The others' waits are first come first served, but a chunked body's next piece (its request holds memory
+    already) does not queue behind a waiter that waits for it to finish, and when the waiter ahead leaves (503
+    REQUEST_MEMORY_BUSY after connections.max.idle.ms) the ones behind that fit are granted at once."""
+    props = base_properties(
+        tmp_path,
+        queued_max_request_bytes="262144",
+        request_max_bytes="65536",
+        connections_max_idle_ms="3000",
+        request_timeout_ms="30000",
+    )
+    with ServeProcess(tmp_path, props).start() as serve:
+        url, body = serve.url("CLIENT"), _padded(64_000)
+        uploads = [Raw(url, timeout=20) for _ in range(3)]
+        big, small = Raw(url, timeout=20), Raw(url, timeout=20)
+        try:
+            for raw in uploads:  # 180,000 of alice's 196,608 bytes, chunked
+                raw.send(head("POST", "/v1/authorize", ALICE_TOKEN, None, "Transfer-Encoding: chunked"))
+                raw.send(_chunk(body[:60_000]))
+            time.sleep(0.3)
+            big.send(head("POST", "/v1/authorize", ALICE_TOKEN, 60_000) + _padded(60_000))  # waits: does not fit
+            time.sleep(0.3)
+            for raw in uploads:  # 4,000 more bytes each (the end in another read): they fit, and must not wait
+                raw.send(_chunk(body[60_000:]))  # behind `big`, which waits for them to finish
+            time.sleep(0.3)
+            for raw in uploads:
+                raw.send(b"0\r\n\r\n")
+            assert [raw.answer().status for raw in uploads] == [200, 200, 200], "a chunked body waited for a waiter"
+            assert big.answer().status == 200  # granted when the uploads were answered
+            holders = [Raw(url, timeout=20) for _ in range(3)]  # again 180,000 held, never finished
+            for raw in holders:
+                raw.send(head("POST", "/v1/authorize", ALICE_TOKEN, len(body)) + body[:1000])
+            time.sleep(0.3)
+            big.send(head("POST", "/v1/authorize", ALICE_TOKEN, 60_000) + _padded(60_000))  # waits: 503 at 3 s
+            time.sleep(1.5)
+            small.send(post("/v1/authorize", _padded(3_800), ALICE_TOKEN))  # fits, but waits behind `big`
+            left = big.answer()
+            answered_after = time.monotonic()
+            assert left.status == 503 and left.json()["error"]["code"] == "REQUEST_MEMORY_BUSY"
+            assert small.answer().status == 200
+            assert time.monotonic() - answered_after < 1.0, "the waiter behind waited for its own deadline"
+            for raw in holders:
+                raw.close()
+        finally:
+            for raw in [*uploads, big, small]:
+                raw.close()
+
+
+def _chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
 def _request_bytes(serve: ServeProcess) -> float:
     metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
     return float(next(line.split()[1] for line in metrics.splitlines() if line.startswith("kraft_acl_request_bytes ")))
@@ -454,14 +506,16 @@ def test_silent_connections_on_the_early_start_listener_keep_no_broker_out(tmp_p
 def test_a_delete_cannot_make_serve_answer_without_bound(tmp_path: Path) -> None:
     """A few KB of match-all filters made a delete answer with every ACL once per filter (96 MB for 100 filters over
     5,000 ACLs, the loop held 450 ms): one delete reports at most MAX_REPORTED_PER_DELETE entries over its filters
-    (else every filter is INVALID_REQUEST and nothing is deleted) and takes at most MAX_DELETE_FILTERS filters (a 400
-    naming $.filters); within them, a filter sent twice reports its ACLs twice and each is removed once, as Kafka."""
-    acls = [{**ACL_TEMPLATE, "resource_name": f"t-{n}"} for n in range(MAX_REPORTED_PER_DELETE // 4 + 1)]
+    (else every filter is INVALID_REQUEST and nothing is deleted; Kafka's own cap, 10,000 removals, is checked first)
+    and takes at most MAX_DELETE_FILTERS filters (a 400 naming $.filters); within them, a filter sent twice reports
+    its ACLs twice and each is removed once, as Kafka."""
+    acls = [{**ACL_TEMPLATE, "resource_name": f"t-{n}"} for n in range(9_000)]  # under Kafka's 10,000 removals
     with ServeProcess(tmp_path, base_properties(tmp_path)).start() as serve, serve.client(token=ADMIN_TOKEN) as admin:
         for start in range(0, len(acls), 5000):
             created = admin.post("/v1/acls/create", json={"acls": acls[start : start + 5000]})
             assert created.status_code == 200, created.text
-        refused = admin.post("/v1/acls/delete", json={"filters": [{}] * 4})  # 4 x 5,001 entries: one too many
+        copies = MAX_REPORTED_PER_DELETE // len(acls) + 1  # each reports all 9,000: one copy too many
+        refused = admin.post("/v1/acls/delete", json={"filters": [{}] * copies})
         assert refused.status_code == 200, refused.text
         results = refused.json()["results"]
         assert {r["error"] for r in results} == {"INVALID_REQUEST"} and "nothing was deleted" in results[0]["message"]
