@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 
 from kraftacl.api.endpoints import AUTHORIZE, CREATE_ACLS, DELETE_ACLS, DESCRIBE_ACLS
@@ -38,7 +39,20 @@ def _decide(cluster: Deployment, index: int, topic: str, min_offset: int) -> tup
     return status, answer
 
 
+def _settled(cluster: Deployment, timeout: float = 120.0) -> None:
+    """Every serve follows the log with no lag (the cluster may come from the chaos test's faults, whose recovery
+    that test checks: here only the propagation of a write is measured)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = [cluster.status(i) for i in range(len(cluster.serves))]
+        if all(s is not None and s.get("ready") and s.get("following") and s.get("lag") == 0 for s in statuses):
+            return
+        assert time.monotonic() < deadline, f"the serves did not settle: {statuses}"
+        time.sleep(0.2)
+
+
 def test_a_decision_with_min_offset_sees_the_write_on_every_serve(sidecar_cluster: Deployment) -> None:
+    _settled(sidecar_cluster)
     active = sidecar_cluster.active_controller()
     assert active is not None
     controller = sidecar_cluster.serves[active]
