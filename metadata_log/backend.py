@@ -7,6 +7,7 @@ Implementations must be safe for one writer and any number of readers in the sam
 from __future__ import annotations
 
 import abc
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -68,8 +69,9 @@ class LogBackend(abc.ABC):
         """True when snapshots written without a log id may be this log's (it has no identity, or predates them)."""
         return True
 
-    def wait_for_append(self, next_offset: int, timeout_s: float) -> bool:
-        """Block until a batch is committed at or after `next_offset` (a long poll), or `timeout_s` has passed.
+    def wait_for_append(self, next_offset: int, timeout_s: float, interrupt: threading.Event | None = None) -> bool:
+        """Block until a batch is committed at or after `next_offset` (a long poll), `timeout_s` has passed, or
+        `interrupt` is set (a caller that must read the log's end now: serve's `min_offset` and `consistent`).
 
         True: the caller may read now (it waited, or the log already holds more). False: this backend
         cannot wait for an append (the default), so a follower polls it on an interval instead.

@@ -153,7 +153,8 @@ class Tailer:
         if not self.long_poll:
             return False
         try:
-            return self.loader.backend.wait_for_append(status.next_offset, min(self.interval_s, LONG_POLL_MAX_S))
+            wait = min(self.interval_s, LONG_POLL_MAX_S)
+            return self.loader.backend.wait_for_append(status.next_offset, wait, self._poked)  # a poke ends it
         except Exception as exc:  # the next poll reports a log that is down; the wait only falls back to sleeping
             log.debug("metadata log long poll failed, sleeping the interval instead: %s", exc)
             return False

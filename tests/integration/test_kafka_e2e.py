@@ -766,7 +766,8 @@ def test_reader_sees_a_new_batch_quickly(kafka_broker: KafkaBroker) -> None:
 
 def test_wait_for_append_wakes_on_a_commit_and_otherwise_waits_its_timeout(kafka_broker: KafkaBroker) -> None:
     """KafkaLog's long poll: at once when the log holds more than the caller applied, the whole timeout when
-    nothing is committed, and woken by another process's commit well before a long timeout."""
+    nothing is committed, woken by another process's commit well before a long timeout, and ended by its interrupt
+    (a caller that must read the log's end now)."""
     cfg = config(kafka_broker)
     writer = KafkaLog(cfg, writer=True)
     reader = KafkaLog(cfg)
@@ -787,6 +788,15 @@ def test_wait_for_append_wakes_on_a_commit_and_otherwise_waits_its_timeout(kafka
         later.join()
         assert waited < 15, f"the commit did not end a 30 s wait ({waited:.1f} s)"
         assert reader.high_watermark() == 2
+        poke = threading.Event()  # a caller that must read the end now (serve's min_offset, `consistent`)
+        poker = threading.Timer(0.3, poke.set)
+        poker.start()
+        started = time.monotonic()
+        assert reader.wait_for_append(2, 30.0, poke)
+        waited = time.monotonic() - started
+        poker.join()
+        assert waited < 15, f"the interrupt did not end a 30 s wait ({waited:.1f} s)"
+        assert reader.high_watermark() == 2, "nothing was committed: only the interrupt ended the wait"
     finally:
         reader.close()
         writer.close()

@@ -299,7 +299,7 @@ class KafkaLog(LogBackend):
             if batch.next_offset > from_offset:
                 yield batch
 
-    def wait_for_append(self, next_offset: int, timeout_s: float) -> bool:
+    def wait_for_append(self, next_offset: int, timeout_s: float, interrupt: threading.Event | None = None) -> bool:
         """Long-poll Kafka for the message after the committed end last read, when that end is `next_offset`.
 
         The watch consumer's fetch waits at the broker (`WATCH_FETCH_WAIT_MS`) until the last stable offset
@@ -317,7 +317,7 @@ class KafkaLog(LogBackend):
                 if self._watch is None:
                     self._watch = ReadStream(self._new_consumer(**WATCH_SETTINGS), self.config)
                 watch = self._watch
-        watch.wait_past(tail[0], timeout_s)
+        watch.wait_past(tail[0], timeout_s, interrupt)
         return True
 
     def high_watermark(self) -> int:

@@ -26,6 +26,7 @@ from kraftacl.metadata_log.errors import LogError
 from kraftacl.metadata_log.records import RecordBatch
 
 RETRY_BACKOFF_S = 0.1
+INTERRUPT_CHECK_S = 0.005  # a long poll looks at its interrupt this often (the broker's fetch waits meanwhile)
 # What a watermark lookup answers while a partition has no leader (just created, or its leader's broker died).
 LEADER_MOVING = {
     KafkaError.NOT_LEADER_FOR_PARTITION,
@@ -98,8 +99,9 @@ class ReadStream:
             if self.at is not None:  # librdkafka moves past transaction markers without delivering them
                 position = max(position, self.at)
 
-    def wait_past(self, start: int, timeout_s: float) -> bool:
-        """Wait up to `timeout_s` for a committed message at Kafka offset `start` or later; True once one is there.
+    def wait_past(self, start: int, timeout_s: float, interrupt: threading.Event | None = None) -> bool:
+        """Wait up to `timeout_s` for a committed message at Kafka offset `start` or later; True once one is there
+        (or once `interrupt` is set: looked at every INTERRUPT_CHECK_S).
 
         A long poll: the broker holds the consumer's fetch until the last stable offset passes `start`, so
         a commit wakes the caller within a round trip rather than after a polling interval. Nothing is
@@ -114,15 +116,22 @@ class ReadStream:
                 self.consumer.assign([TopicPartition(self.config.topic, 0, start)])
                 self.at = start
             while (left := deadline - time.monotonic()) > 0:
-                msg = self.consumer.poll(left)
+                if interrupt is not None and interrupt.is_set():
+                    return True
+                # the fetch waits at the broker whatever the local poll's timeout: short polls only look at `interrupt`
+                msg = self.consumer.poll(left if interrupt is None else min(left, INTERRUPT_CHECK_S))
                 if msg is None:
-                    return False
+                    continue
                 offset, err = msg.offset(), msg.error()
                 if err is None and offset is not None:
                     self.at = offset + 1
                     return True
                 if err is not None and err.code() != KafkaError._PARTITION_EOF:
-                    time.sleep(max(deadline - time.monotonic(), 0))
+                    rest = max(deadline - time.monotonic(), 0)
+                    if interrupt is None:
+                        time.sleep(rest)
+                    else:
+                        interrupt.wait(rest)
             return False
 
     def close(self) -> None:

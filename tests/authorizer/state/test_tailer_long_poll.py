@@ -38,7 +38,7 @@ class WaitingLog(MemoryLog):
             self.appended.notify_all()
         return result
 
-    def wait_for_append(self, next_offset: int, timeout_s: float) -> bool:
+    def wait_for_append(self, next_offset: int, timeout_s: float, interrupt: threading.Event | None = None) -> bool:
         self.waits.append((next_offset, timeout_s))
         if self.fail_waits is not None:
             raise self.fail_waits
