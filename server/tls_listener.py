@@ -59,14 +59,14 @@ class Handshake:
         self.abort()
 
     def evict(self) -> None:
-        self.connections.remove(self, self.listener)
         self.abort()
 
     def abort(self) -> None:
-        """End the handshake: its transport closes the socket, or the socket is closed here if it has none yet."""
+        """End the handshake and give its place up now: its transport closes the socket, or the socket is closed
+        here if it has none yet."""
         self.aborted = True
         self.deadline = math.inf
-        self.connections.remove(self, self.listener)  # (again: `ended` gives the place up too)
+        self.connections.remove(self, self.listener)  # (`ended` gives it up too: remove is idempotent)
         if self.unheard is not None:  # still waiting for its first bytes
             self.unheard()
             self.unheard = None
