@@ -198,6 +198,11 @@ class ServeConfig:
     unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
 
     @property
+    def trusted_principals(self) -> frozenset[str]:
+        """Broker principals and super users: who may use the places and the shares kept for brokers."""
+        return self.broker_principals | self.authorizer.super_users
+
+    @property
     def writes_snapshots(self) -> bool:
         """True when this serve writes the log's snapshots: the controller of an embedded log (whose directory
         it owns), or any serve of a Kafka-backed log (each keeps its own snapshot directory)."""

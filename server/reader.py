@@ -100,7 +100,7 @@ class Reader:
         self._proc: asyncio.subprocess.Process | None = None
         self._task: asyncio.Task[None] | None = None
         self._private: Path | None = None
-        self._trusted = config.broker_principals | config.authorizer.super_users
+        self._trusted = config.trusted_principals
         # a caller allowed DESCRIBE (not a broker) that asked 32 images and read none of them held every connection
         # to the reader: every heavy read (a broker's batch with rule texts) waited 30 s, then ran on serve's loop
         self._others = asyncio.Semaphore(OTHERS_POOL)

@@ -89,7 +89,7 @@ def build_state(config: ServeConfig, connections: Connections) -> ServeState:
         writer,
         ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-acl-rules"),
         ControllerRole(config, backend, writer),
-        trusted=config.broker_principals | config.authorizer.super_users,
+        trusted=config.trusted_principals,
     )
     reopen = getattr(backend, "reopen", None)
     if config.controller and reopen is not None:
