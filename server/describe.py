@@ -13,6 +13,7 @@ Used on the event loop thread only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import heapq
 from collections.abc import AsyncIterator, Iterator
 from itertools import islice
@@ -52,7 +53,10 @@ async def describe(state: ServeState, request: Request, caller: Caller) -> Respo
     if body.consistent:
         await log_end_reached(state)  # every write acknowledged before the call, whoever wrote it
     index, offset = state.authorizer.state()
-    if state.reader is not None and (handed := await state.reader.answer(request, len(index), offset)) is not None:
+    if (
+        state.reader is not None
+        and (handed := await state.reader.answer(_relayed(request, body, offset), len(index), offset)) is not None
+    ):
         return handed
     ids: list[str] = []
     acls: list[StandardAcl] = []
@@ -83,6 +87,15 @@ async def describe(state: ServeState, request: Request, caller: Caller) -> Respo
     pairs = ((ids[i], acls[i]) for i in positions)
     pieces = _pieces(state.lane, pairs, _ENCODE.encode(DescribeOut([], offset)))
     return StreamedResponse(200, pieces, on_close=pause.end)
+
+
+def _relayed(request: Request, body: DescribeIn, offset: int) -> Request:
+    """The request the reader process answers: a `consistent` call asks for this serve's `offset` instead (the
+    log's end was read once already; the reader reading it again would cost it another poll of the log)."""
+    if not body.consistent:
+        return request
+    relayed = msgspec.structs.replace(body, consistent=False, min_offset=offset if offset >= 0 else None)
+    return dataclasses.replace(request, body=_ENCODE.encode(relayed))
 
 
 def _pause_collector() -> GcPause:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -251,3 +252,32 @@ def test_reader_properties_keep_the_log_and_authorizer_and_nothing_of_the_networ
     kafka = reader_properties({"metadata.log.bootstrap.servers": "k:9092"}, tmp_path / "t", tmp_path)
     assert kafka["metadata.log.snapshot.dir"] == str(tmp_path / "snapshots")
     assert SUPER_USERS not in kafka
+
+
+def test_a_consistent_describe_through_the_reader_sees_every_write(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    serve, _ = pair
+    before = _heavy(serve)
+    with serve.client(token=ADMIN_TOKEN) as admin:
+        for i in range(3):
+            created = admin.post("/v1/acls/create", json={"acls": [{**_acl(i), "resource_name": f"cs-{i}"}]}).json()
+            described = admin.post("/v1/acls/describe", json={"consistent": True}).json()
+            assert created["results"][0]["id"] in {a["id"] for a in described["acls"]}
+            assert described["offset"] >= created["offset"]
+    after = _heavy(serve)
+    assert after["reader"] - before["reader"] == 3 and after["serve"] == before["serve"]
+
+
+def test_the_reader_is_asked_for_serves_offset_not_the_logs_end_again() -> None:
+    from kraftacl.api.wire import DescribeIn
+    from kraftacl.server.describe import _relayed
+    from kraftacl.server.http_wire import Request
+
+    def request(body: bytes) -> Request:
+        return Request("POST", "/v1/acls/describe", "", {}, "127.0.0.1", "admin", None, body)
+
+    consistent = request(b'{"consistent": true, "filter": {"principal": "User:u1"}}')
+    body = msgspec.json.decode(consistent.body, type=DescribeIn)
+    relayed = msgspec.json.decode(_relayed(consistent, body, 41).body, type=DescribeIn)
+    assert relayed == DescribeIn(filter=body.filter, min_offset=41) and not relayed.consistent
+    plain = request(b'{"filter": {"principal": "User:u1"}}')
+    assert _relayed(plain, msgspec.json.decode(plain.body, type=DescribeIn), 41) is plain
