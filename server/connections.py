@@ -14,6 +14,7 @@ Everything here runs on the event loop thread; nothing is locked.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
@@ -111,7 +112,7 @@ class Connections:
         self.memory = RequestMemory(limits.queued_max_request_bytes, limits.others_request_bytes)
         # calls without credentials (the public endpoints) share one answer per turn of the loop over all connections
         self.public_turn_taken = False
-        self.public_waiting: list[Callable[[], None]] = []
+        self.public_waiting: deque[Callable[[], None]] = deque()
         self.closing = False
         self.tick = tick
         self._sweeper: asyncio.TimerHandle | None = None
@@ -181,7 +182,7 @@ class Connections:
     def _public_turn_over(self) -> None:
         self.public_turn_taken = False
         while self.public_waiting and not self.public_turn_taken:  # a connection gone since passes the turn on
-            self.public_waiting.pop(0)()
+            self.public_waiting.popleft()()
 
     def on_probation(self, conn: Connection, listener: str) -> None:
         """`conn` holds a kept place until its first request shows a broker principal."""
