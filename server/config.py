@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,8 @@ from kraftacl.authorizer.decision.config import (
     parse_super_users,
 )
 from kraftacl.authorizer.errors import ConfigError
-from kraftacl.server.config_listeners import Listener, TlsConfig, parse_listeners
+from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.server.config_listeners import Listener, TlsConfig, host_addresses, parse_listeners
 from kraftacl.server.config_reader import PropertyReader, ServeConfigError
 
 __all__ = ["Listener", "NetworkLimits", "ServeConfig", "ServeConfigError", "TlsConfig", "load", "parse"]
@@ -95,6 +97,12 @@ KEYS: dict[str, str] = {
     "max.connections": "open connections over all listeners (default 1000); early-start listeners are exempt",
     "max.connections.reserved.brokers": "of max.connections, kept for broker principals and super users (default "
     "max.connections / 10)",
+    "max.connections.per.ip": "open connections from one client address over all listeners, early-start ones "
+    "included, as Kafka counts them (default 2147483647: no limit; 0 only with overrides); one more is refused as "
+    "at max.connections",
+    "max.connections.per.ip.overrides": "per-address exceptions to max.connections.per.ip, as Kafka writes them: "
+    "`host:count,...` (a host name counts for every address it resolves to at start; an IPv6 address as is: "
+    "`::1:50`)",
     "listener.name.<name>.max.connections": "open connections of one listener (the listener name in lower case; "
     "default max.connections)",
     "max.in.flight.requests.per.connection": "pipelined requests one connection may have read and not yet been "
@@ -156,6 +164,13 @@ class NetworkLimits:
     request_max_actions: int
     self_query_max_actions: int
     explain_max_actions: int
+    max_connections_per_ip: int = 2**31 - 1
+    # client address in Kafka's form (`authorizer.model.hosts.java_host_address`) -> its own limit
+    per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+
+    def per_ip_limit(self, host: str) -> int:
+        """The most connections a client at `host` (Kafka's form) may hold open."""
+        return self.per_ip_overrides.get(host, self.max_connections_per_ip)
 
     @property
     def others_request_bytes(self) -> int:
@@ -299,6 +314,7 @@ def _public(r: PropertyReader) -> frozenset[str]:
 
 def _limits(r: PropertyReader) -> NetworkLimits:
     max_connections = r.integer("max.connections", 1000, 1)
+    per_ip, overrides = _per_ip(r)
     queued = r.integer("queued.max.request.bytes", 512 * MIB, 4096, 2**62)
     share = queued * 3 // 4  # NetworkLimits.others_request_bytes
     bodies = {}
@@ -327,7 +343,31 @@ def _limits(r: PropertyReader) -> NetworkLimits:
         request_max_actions=r.integer("request.max.actions", 100_000, 1),
         self_query_max_actions=r.integer("self.query.max.actions", 1000, 1),
         explain_max_actions=r.integer("explain.max.actions", 10_000, 1),
+        max_connections_per_ip=per_ip,
+        per_ip_overrides=overrides,
     )
+
+
+def _per_ip(r: PropertyReader) -> tuple[int, dict[str, int]]:
+    """max.connections.per.ip and its overrides (host:count pairs; a name stands for every address it resolves to)."""
+    key = "max.connections.per.ip.overrides"
+    raw = r.text(key, "") or ""
+    overrides: dict[str, int] = {}
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        host, _, count = entry.rpartition(":")
+        if not host or not re.fullmatch(r"[0-9]+", count):
+            raise r.error(key, raw, f"{entry!r} is not host:count")
+        addresses = host_addresses(host.strip().strip("[]"))
+        if not addresses:
+            raise r.error(key, raw, f"host {host!r} does not resolve to any address")
+        for address in addresses:
+            overrides[java_host_address(address)] = min(int(count), 2**31 - 1)
+    per_ip = r.integer("max.connections.per.ip", 2**31 - 1, 0)
+    if per_ip == 0 and not overrides:
+        raise r.error("max.connections.per.ip", "0", f"0 refuses every client unless {key} names some")
+    return per_ip, overrides
 
 
 def _decision_log(r: PropertyReader) -> DecisionLogConfig | None:

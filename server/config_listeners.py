@@ -170,6 +170,19 @@ def _address_keys(host: str) -> set[str]:
     return {_canonical(ipaddress.ip_address(str(info[4][0]).partition("%")[0])) for info in found} or {host.lower()}
 
 
+def host_addresses(host: str) -> list[str]:
+    """The IP addresses `host` names: itself when it is one, else what it resolves to (none when it does not)."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({str(info[4][0]) for info in found})
+
+
 def _canonical(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         return str(ip.ipv4_mapped)

@@ -95,6 +95,13 @@ class RequestMemory:
             granted()
 
 
+def refusal_reason(refused: str) -> str:
+    """The `reason` label of kraft_acl_connections_refused_total for what `Connections.admit` answered."""
+    if "max.connections.per.ip" in refused:
+        return "ip"
+    return "limit" if "max.connections" in refused else "closing"
+
+
 class Connections:
     """Every open connection of one process: counts and limits, the deadline sweep, shutdown."""
 
@@ -103,6 +110,8 @@ class Connections:
         self.open: set[Connection] = set()
         self.per_listener: dict[str, int] = {}
         self.exempt: set[str] = set()  # early-start listeners: not counted against max.connections
+        self.per_ip: dict[str, int] = {}  # client address (Kafka's form) -> its open connections, over all listeners
+        self.peer_of: dict[Connection, str] = {}
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> connections refused
         # connections in the kept places that have not shown a broker principal yet, oldest first
         self.probation: dict[Connection, str] = {}
@@ -117,9 +126,13 @@ class Connections:
         self.tick = tick
         self._sweeper: asyncio.TimerHandle | None = None
 
-    def admit(self, listener: Listener) -> tuple[str | None, bool]:
-        """(why a new connection is refused or None, whether it must prove a broker principal on its first
-        request: the last max.connections.reserved.brokers places are kept for brokers and super users).
+    def admit(self, listener: Listener, peer: str = "") -> tuple[str | None, bool]:
+        """(why a new connection from `peer` (Kafka's form; "" unknown) is refused or None, whether it must prove a
+        broker principal on its first request: the last max.connections.reserved.brokers places are kept for
+        brokers and super users).
+
+        A client address at its max.connections.per.ip is refused first, on every listener (as Kafka's
+        ConnectionQuotas does): it makes nobody else leave.
 
         When every place is taken, the oldest connection in a kept place that has not yet shown who it is
         makes room (it is answered 503), one that has sent nothing at all first: silent connections cannot hold
@@ -128,6 +141,8 @@ class Connections:
         that makes room)."""
         if self.closing:
             return "serve is shutting down", False
+        if peer and self.per_ip.get(peer, 0) >= (limit := self.limits.per_ip_limit(peer)):
+            return f"{peer} has its max.connections.per.ip ({limit}) open", False
         if listener.early_start:
             self.exempt.add(listener.name)
         if self._full(listener):
@@ -197,10 +212,13 @@ class Connections:
         key = (listener, reason)
         self.refused[key] = self.refused.get(key, 0) + 1
 
-    def add(self, conn: Connection, listener: str, loop: asyncio.AbstractEventLoop) -> None:
-        """A new connection; the sweep starts with the first one."""
+    def add(self, conn: Connection, listener: str, loop: asyncio.AbstractEventLoop, peer: str = "") -> None:
+        """A new connection (from `peer`, Kafka's form); the sweep starts with the first one."""
         self.open.add(conn)
         self.per_listener[listener] = self.per_listener.get(listener, 0) + 1
+        if peer:
+            self.peer_of[conn] = peer
+            self.per_ip[peer] = self.per_ip.get(peer, 0) + 1
         if self._sweeper is None and not self.closing:
             self._sweeper = loop.call_later(self.tick, self._sweep, loop)
 
@@ -211,6 +229,11 @@ class Connections:
         if conn in self.open:
             self.open.discard(conn)
             self.per_listener[listener] -= 1
+            if (peer := self.peer_of.pop(conn, None)) is not None:
+                if self.per_ip[peer] <= 1:
+                    del self.per_ip[peer]  # nothing kept for an address that has left
+                else:
+                    self.per_ip[peer] -= 1
 
     def linger(self, conn: Connection, listener: str) -> bool:
         """`conn` was refused and only delivers its answer now: it gives its place up. False when MAX_LINGERING

@@ -91,11 +91,12 @@ class FrameConnection(asyncio.Protocol):
         limits: NetworkLimits,
         connections: Connections,
         listener: Listener,
+        peer: str = "",
     ) -> None:
         """The HTTP connection answered 101: from now on this protocol reads `transport` (`rest`: bytes after
-        the upgrade's head)."""
+        the upgrade's head; `peer`: the client address, Kafka's form)."""
         self.transport, self.limits, self.connections, self.listener = transport, limits, connections, listener.name
-        connections.add(self, listener.name, self.loop)
+        connections.add(self, listener.name, self.loop, peer)
         self._rearm()
         if rest:
             self.data_received(rest)

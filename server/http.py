@@ -43,7 +43,7 @@ import httptools
 
 from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.config import Listener, NetworkLimits
-from kraftacl.server.connections import Connections
+from kraftacl.server.connections import Connections, refusal_reason
 from kraftacl.server.frames import FrameConnection
 from kraftacl.server.http_wire import (
     LINGER_S,
@@ -158,12 +158,12 @@ class HttpProtocol(asyncio.Protocol):
             if handshake.aborted:  # evicted (or shut down) as its handshake completed: not admitted now
                 self.transport.abort()
                 return
-        refused, self.probation = self.connections.admit(self.listener)
-        self.connections.add(self, self.listener.name, self.loop)
+        refused, self.probation = self.connections.admit(self.listener, self.peer_host)
+        self.connections.add(self, self.listener.name, self.loop, self.peer_host)
         if self.probation:
             self.connections.on_probation(self, self.listener.name)
         if refused is not None:
-            self.connections.refuse(self.listener.name, "limit" if "max.connections" in refused else "closing")
+            self.connections.refuse(self.listener.name, refusal_reason(refused))
             self.accepting = False
             self._refuse(error_body(HTTPStatus.SERVICE_UNAVAILABLE, "CONNECTION_LIMIT", f"{refused}; retry later"))
             return
@@ -401,7 +401,7 @@ class HttpProtocol(asyncio.Protocol):
         self.accepting, self.deadline, self.transport = False, math.inf, None
         self.parser = _SPENT_PARSER  # this protocol is done with the connection (see _SPENT_PARSER)
         transport.set_protocol(protocol)
-        protocol.take_over(transport, rest, self.limits, self.connections, self.listener)
+        protocol.take_over(transport, rest, self.limits, self.connections, self.listener, self.peer_host)
         if self.reading_paused:
             transport.resume_reading()
 

@@ -172,7 +172,8 @@ class _NetworkReadings:
         yield open_
         refused = CounterMetricFamily(
             "kraft_acl_connections_refused",
-            "Connections refused for a limit (max.connections, a listener's, the places kept for brokers)",
+            "Connections refused for a limit (max.connections, a listener's, a client address's, the places kept "
+            "for brokers)",
             labels=["listener", "reason"],
         )
         for (listener, reason), n in sorted({**conns.refused, **self.figures.refused}.items()):

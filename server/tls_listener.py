@@ -23,8 +23,9 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from kraftacl.authorizer.model.hosts import java_host_address
 from kraftacl.server.config import Listener
-from kraftacl.server.connections import Connections
+from kraftacl.server.connections import Connections, refusal_reason
 
 log = logging.getLogger("kraft_acl.serve")
 
@@ -130,7 +131,7 @@ class TlsListener:
     def _accept(self) -> None:
         for _ in range(ACCEPT_BATCH):
             try:
-                sock, _ = self.sock.accept()
+                sock, address = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
@@ -146,21 +147,22 @@ class TlsListener:
                 log.warning("listener %s: accepting again after %d failed accepts", self.listener.name, self.failed)
                 self.failed = 0
             try:
-                self._admit(sock)
+                self._admit(sock, java_host_address(address[0]) if isinstance(address, tuple) else "")
             except Exception:  # a bug must not end the listener: this connection is closed, the next accepted
                 log.exception("listener %s: accepting a connection failed", self.listener.name)
                 sock.close()
 
-    def _admit(self, sock: socket.socket) -> None:
-        """Take a place for `sock` and start its handshake, or close it at once when there is no place."""
+    def _admit(self, sock: socket.socket, peer: str) -> None:
+        """Take a place for `sock` (from `peer`, Kafka's form) and start its handshake, or close it at once when
+        there is no place."""
         name = self.listener.name
-        refused, probation = self.connections.admit(self.listener)
+        refused, probation = self.connections.admit(self.listener, peer)
         if refused is not None:
-            self.connections.refuse(name, "limit" if "max.connections" in refused else "closing")
+            self.connections.refuse(name, refusal_reason(refused))
             sock.close()  # before its handshake: no answer can be sent, as a full Kafka acceptor closes it
             return
         handshake = Handshake(sock, name, self.connections, self.loop.time() + self.handshake_timeout_s)
-        self.connections.add(handshake, name, self.loop)
+        self.connections.add(handshake, name, self.loop, peer)
         if probation:
             self.connections.on_probation(handshake, name)
         sock.setblocking(False)

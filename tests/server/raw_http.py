@@ -75,9 +75,11 @@ def post(path: str, body: bytes | dict[str, Any], token: str | None = None, extr
 class Raw:
     """A client socket: send bytes, read whole responses, see when serve closes."""
 
-    def __init__(self, url: str, timeout: float = 10.0, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, url: str, timeout: float = 10.0, tls: ssl.SSLContext | None = None, source: str | None = None
+    ) -> None:
         host, port = address(url)
-        sock = socket.create_connection((host, port), timeout=timeout)
+        sock = socket.create_connection((host, port), timeout=timeout, source_address=source and (source, 0))
         self.sock: socket.socket = tls.wrap_socket(sock, server_hostname=host) if tls is not None else sock
         self.parsed = _Parsed()
         self.parsed.parser = httptools.HttpResponseParser(self.parsed)

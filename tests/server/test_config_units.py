@@ -99,6 +99,11 @@ def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:
         ),
         ({"controller.election.session.timeout.ms": "10"}, "must be between 1000 and 1800000"),
         ({"min.offset.wait.max.ms": "x"}, "min.offset.wait.max.ms='x': not an integer"),
+        ({"max.connections.per.ip": "0"}, "max.connections.per.ip='0': 0 refuses every client unless"),
+        ({"max.connections.per.ip": "-1"}, "max.connections.per.ip='-1': must be between 0"),
+        ({"max.connections.per.ip.overrides": "10.0.0.1"}, "'10.0.0.1' is not host:count"),
+        ({"max.connections.per.ip.overrides": "10.0.0.1:x"}, "'10.0.0.1:x' is not host:count"),
+        ({"max.connections.per.ip.overrides": "no-such-host.invalid:3"}, "'no-such-host.invalid' does not resolve"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, props: dict[str, str], words: str) -> None:
@@ -146,3 +151,21 @@ def test_remembered_tokens_answer_as_the_token_file_does(tmp_path: Path) -> None
     for n in range(Authenticator.MAX_REMEMBERED + 5):
         assert auth.from_header(b"Bearer 0123456789abcdefgh" + b" " * n) == ("User:broker", True)
     assert 0 < len(auth._verified) <= Authenticator.MAX_REMEMBERED
+
+
+def test_connections_per_ip_and_overrides_in_kafkas_address_form(tmp_path: Path) -> None:
+    config = parse(
+        tmp_path / "p",
+        {
+            "listeners": "C://127.0.0.1:0",
+            "metadata.log.dir": str(tmp_path),
+            "max.connections.per.ip": "0",
+            "max.connections.per.ip.overrides": "localhost:3,10.0.0.1:5, ::1:7,[::ffff:10.0.0.2]:9",
+        },
+    )
+    limits = config.limits
+    assert limits.per_ip_limit("10.0.0.1") == 5 and limits.per_ip_limit("10.0.0.9") == 0
+    assert limits.per_ip_limit("0:0:0:0:0:0:0:1") == 7  # an IPv6 peer as Java's getHostAddress() writes it
+    assert limits.per_ip_limit("10.0.0.2") == 9  # IPv4-mapped IPv6 is the IPv4 address, as the peer is
+    assert limits.per_ip_limit("127.0.0.1") == 3  # a name: every address it resolves to
+    assert _parse(tmp_path).limits.per_ip_limit("10.0.0.1") == 2**31 - 1  # type: ignore[attr-defined]

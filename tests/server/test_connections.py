@@ -81,3 +81,28 @@ def test_a_listener_full_by_its_own_limit_takes_no_other_listeners_place() -> No
         assert not any(c.evicted for c in on_client), "another listener's connection was evicted for nothing"
     finally:
         loop.close()
+
+
+def test_connections_per_client_address_count_over_listeners_and_leave_nothing_behind() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        limits = dataclasses.replace(LIMITS, max_connections_per_ip=2, per_ip_overrides={"10.0.0.9": 0})
+        client = Listener("CLIENT", "127.0.0.1", 0, early_start=False)
+        early = Listener("CONTROLLER", "127.0.0.1", 0, early_start=True)
+        registry = Connections(limits)
+        a, b = Conn(heard=True), Conn(heard=True)
+        for conn, listener in ((a, client), (b, early)):  # the early-start listener's connections count too
+            assert registry.admit(listener, "10.0.0.1") == (None, False)
+            registry.add(conn, listener.name, loop, "10.0.0.1")
+        refused, _ = registry.admit(client, "10.0.0.1")
+        assert refused == "10.0.0.1 has its max.connections.per.ip (2) open"
+        assert registry.admit(client, "10.0.0.2") == (None, False)  # another address
+        assert registry.admit(client, "10.0.0.9")[0] is not None  # its override: 0
+        registry.remove(a, "CLIENT")
+        registry.remove(a, "CLIENT")  # idempotent
+        assert registry.per_ip == {"10.0.0.1": 1}
+        assert registry.admit(client, "10.0.0.1") == (None, False)
+        registry.remove(b, "CONTROLLER")
+        assert registry.per_ip == {} and registry.peer_of == {}, "an address that left is still remembered"
+    finally:
+        loop.close()

@@ -271,6 +271,49 @@ def test_connection_limits_keep_places_for_brokers_and_exempt_early_start_listen
         assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="evicted"} 1.0' in metrics
 
 
+def test_one_client_address_holds_at_most_max_connections_per_ip(tmp_path: Path) -> None:
+    """max.connections.per.ip counts one client address's connections over every listener, the early-start one
+    included, as Kafka's ConnectionQuotas does: one more is refused (503 then close on a plain listener, closed at
+    once before TLS) and makes nobody else leave; an override gives an address its own limit; a connection that
+    closes gives its place back."""
+    props = base_properties(tmp_path, max_connections_per_ip="3", max_connections_per_ip_overrides="127.0.0.2:5")
+    client_tls = add_tls_listener(props, tmp_path)
+    with ServeProcess(tmp_path, props).start() as serve:
+        url = serve.url("CLIENT")
+        mine = [Raw(url), Raw(serve.url("CONTROLLER")), Raw(serve.url("TLS"), tls=client_tls)]
+        others: list[Raw] = []
+        try:
+            time.sleep(0.2)
+            with Raw(url) as fourth:
+                refused = fourth.until_closed()
+            assert [a.status for a in refused] == [503], refused
+            assert refused[0].json()["error"]["code"] == "CONNECTION_LIMIT"
+            assert "127.0.0.1 has its max.connections.per.ip (3) open" in refused[0].json()["error"]["message"]
+            with socket.create_connection(address(serve.url("TLS")), timeout=10) as before_tls:
+                assert _closed_by_serve(before_tls), "a connection over the address's limit stayed open"
+            for raw in mine:  # nobody made room for the refused ones
+                raw.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+                assert raw.answer().status == 200
+            others = [Raw(url, source="127.0.0.2") for _ in range(5)]  # its override: 5
+            for raw in others:
+                raw.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+                assert raw.answer().status == 200
+            with Raw(url, source="127.0.0.2") as sixth:
+                assert [a.status for a in sixth.until_closed()] == [503]
+            mine.pop(0).close()
+            time.sleep(0.3)
+            with Raw(url) as again:  # the closed connection's place is free again
+                again.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+                assert again.answer().status == 200
+        finally:
+            for raw in [*mine, *others]:
+                raw.close()
+        time.sleep(0.3)
+        metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
+        assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="ip"} 2.0' in metrics
+        assert 'kraft_acl_connections_refused_total{listener="TLS",reason="ip"} 1.0' in metrics
+
+
 def test_a_new_connection_must_bring_its_first_request_within_the_request_timeout(tmp_path: Path) -> None:
     props = base_properties(tmp_path, request_timeout_ms="800")  # connections.max.idle.ms stays 10 minutes
     with ServeProcess(tmp_path, props).start() as serve:

@@ -131,7 +131,9 @@ class Frames:
 
     took: bytes | None = None
 
-    def take_over(self, transport: Any, rest: bytes, limits: Any, connections: Any, listener: Any) -> None:
+    def take_over(
+        self, transport: Any, rest: bytes, limits: Any, connections: Any, listener: Any, peer: str = ""
+    ) -> None:
         Frames.took = rest
 
 
