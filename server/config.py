@@ -40,7 +40,8 @@ MIB = 1024 * 1024
 
 # key -> what it means (docs/serve.md "Configuration" documents these words)
 KEYS: dict[str, str] = {
-    "listeners": "named endpoints NAME://host:port, comma-separated (required)",
+    "listeners": "named endpoints NAME://host:port, comma-separated (required); a host name must resolve within "
+    "10 s at start",
     "listener.security.protocol.map": "NAME:PLAINTEXT|SSL per listener (default: SSL for a listener named SSL)",
     EARLY_START_LISTENERS: "listeners that accept connections before the initial load (KIP-801)",
     SUPER_USERS: "`;`-separated principals allowed everything, even before the initial load",
@@ -359,7 +360,10 @@ def _per_ip(r: PropertyReader) -> tuple[int, dict[str, int]]:
         host, _, count = entry.rpartition(":")
         if not host or not re.fullmatch(r"[0-9]+", count):
             raise r.error(key, raw, f"{entry!r} is not host:count")
-        addresses = host_addresses(host.strip().strip("[]"))
+        try:
+            addresses = host_addresses(host.strip().strip("[]"))
+        except TimeoutError as exc:
+            raise r.error(key, raw, str(exc)) from exc
         if not addresses:
             raise r.error(key, raw, f"host {host!r} does not resolve to any address")
         for address in addresses:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ LISTENER_RE = re.compile(r"^([A-Za-z0-9_]+)://(\[[0-9A-Fa-f:.]+\]|[^:\[\]/]*):([
 PROTOCOLS = ("PLAINTEXT", "SSL")
 CLIENT_AUTH = ("required", "requested", "none")
 LISTENER_PREFIX = "listener.name."
+RESOLVE_TIMEOUT_S = 10.0  # a host name in the configuration must resolve within this long
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,11 @@ def _check_addresses(r: PropertyReader, raw: str, listeners: list[Listener]) -> 
     """Two listeners may not claim one address and port (port 0 picks a free port for each)."""
     for i, a in enumerate(listeners):
         for b in listeners[:i]:
-            if a.port != 0 and a.port == b.port and overlap(a.host, b.host):
+            try:
+                both = a.port != 0 and a.port == b.port and overlap(a.host, b.host)
+            except TimeoutError as exc:
+                raise r.error("listeners", raw, str(exc)) from exc
+            if both:
                 raise r.error("listeners", raw, f"listeners {b.name} and {a.name} both bind {a.url().split('://')[1]}")
 
 
@@ -163,11 +169,8 @@ def _address_keys(host: str) -> set[str]:
         return {_canonical(ipaddress.ip_address(host))}
     except ValueError:
         pass
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return {host.lower()}
-    return {_canonical(ipaddress.ip_address(str(info[4][0]).partition("%")[0])) for info in found} or {host.lower()}
+    found = _resolve(host)
+    return {_canonical(ipaddress.ip_address(a.partition("%")[0])) for a in found} or {host.lower()}
 
 
 def host_addresses(host: str) -> list[str]:
@@ -176,11 +179,27 @@ def host_addresses(host: str) -> list[str]:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
-    try:
-        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return []
-    return sorted({str(info[4][0]) for info in found})
+    return _resolve(host)
+
+
+def _resolve(host: str) -> list[str]:
+    """The addresses `host` resolves to (none when it does not); TimeoutError naming it when the resolver has not
+    answered within RESOLVE_TIMEOUT_S (a hung DNS server must not hang serve's start without a word)."""
+    answer: list[list[str]] = []
+
+    def ask() -> None:
+        try:
+            found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            found = []
+        answer.append(sorted({str(info[4][0]) for info in found}))
+
+    asking = threading.Thread(target=ask, name=f"resolve {host}", daemon=True)  # getaddrinfo cannot be cancelled
+    asking.start()
+    asking.join(RESOLVE_TIMEOUT_S)
+    if not answer:
+        raise TimeoutError(f"host {host!r} did not resolve within {RESOLVE_TIMEOUT_S:g} s (is DNS answering?)")
+    return answer[0]
 
 
 def _canonical(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:

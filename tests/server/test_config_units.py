@@ -169,3 +169,31 @@ def test_connections_per_ip_and_overrides_in_kafkas_address_form(tmp_path: Path)
     assert limits.per_ip_limit("10.0.0.2") == 9  # IPv4-mapped IPv6 is the IPv4 address, as the peer is
     assert limits.per_ip_limit("127.0.0.1") == 3  # a name: every address it resolves to
     assert _parse(tmp_path).limits.per_ip_limit("10.0.0.1") == 2**31 - 1  # type: ignore[attr-defined]
+
+
+def test_a_host_name_the_resolver_does_not_answer_for_is_one_line_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+    import threading
+
+    from kraftacl.server import config_listeners
+
+    hung = threading.Event()
+
+    def getaddrinfo(*_args: object, **_kwargs: object) -> list[object]:
+        hung.wait(5)  # a DNS server that does not answer (released at the end)
+        return []
+
+    monkeypatch.setattr(config_listeners, "RESOLVE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        with pytest.raises(ServeConfigError) as err:
+            _parse(tmp_path, max_connections_per_ip_overrides="broker-1.example:5")
+        assert "max.connections.per.ip.overrides=" in str(err.value)
+        assert "host 'broker-1.example' did not resolve within 0.2 s" in str(err.value)
+        with pytest.raises(ServeConfigError) as err:
+            _parse(tmp_path, listeners="A://serve-a.example:9000,B://serve-b.example:9000")
+        assert "listeners=" in str(err.value) and "did not resolve" in str(err.value)
+    finally:
+        hung.set()
