@@ -72,6 +72,8 @@ final class FrameConnection {
     private static final class Waiter {
         final Thread thread = Thread.currentThread();
         final AtomicReference<Object> result = new AtomicReference<>();
+        /** Its frame is sent and it waits in await (where it takes the reading when woken), not still in send. */
+        volatile boolean awaiting;
 
         /** Set the result unless the call already ended (timed out); wake its thread. */
         void complete(Object value) {
@@ -205,6 +207,7 @@ final class FrameConnection {
     }
 
     private ServeClient.Reply await(int id, Waiter own, long deadline, int timeoutMs) throws IOException {
+        own.awaiting = true; // before its first try of the reader lock: a reader leaving after that try wakes it
         while (true) {
             Object result = own.result.get();
             if (result instanceof ServeClient.Reply reply) {
@@ -300,11 +303,15 @@ final class FrameConnection {
         }
     }
 
-    /** Wake one other call still waiting, to read next (the reader left, or a call that was to read timed out). */
+    /**
+     * Wake one other call still waiting, to read next (the reader left, or a call that was to read timed out): one in
+     * await, never one still sending its frame, which may leave unsent without reading (the answers already arrived
+     * would then wait unread until their calls time out); one that reaches await later tries the reader lock itself.
+     */
     private void wakeNextReader() {
         Thread self = Thread.currentThread();
         for (Waiter w : waiters.values()) {
-            if (w.thread != self && w.result.get() == null) {
+            if (w.thread != self && w.awaiting && w.result.get() == null) {
                 LockSupport.unpark(w.thread);
                 return;
             }
