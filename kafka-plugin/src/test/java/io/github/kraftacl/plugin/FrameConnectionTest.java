@@ -75,6 +75,43 @@ class FrameConnectionTest {
         }
     }
 
+    /**
+     * A frame's write still blocked at its own call's deadline breaks the connection then, even when a frame written
+     * before it by a call that started later (a later deadline) had the watchdog's check scheduled for that later
+     * deadline: the call must not wait past its timeout for it.
+     */
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aBlockedWriteIsCutAtItsOwnDeadlineNotAtTheDeadlineOfAnEarlierWrite() throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (ServerSocket listener = new ServerSocket()) {
+            listener.setReceiveBufferSize(16 << 10);
+            listener.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 1);
+            Socket socket = new Socket();
+            socket.setSendBufferSize(16 << 10);
+            socket.connect(listener.getLocalSocketAddress());
+            try (socket; Socket serve = listener.accept()) { // serve reads nothing: a serve that stopped reading
+                serve.setReceiveBufferSize(16 << 10);
+                FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
+                        + listener.getLocalPort()));
+                // B started later than A (its deadline is later) but wrote first: its small frame is sent whole
+                Future<ServeClient.Reply> b = pool.submit(() -> c.call(1, BODY, deadline(3_000), 3_000));
+                waitFor(() -> field(c, "watched", java.util.concurrent.atomic.AtomicBoolean.class).get());
+                Thread.sleep(50);
+                long start = System.nanoTime();
+                // A, with the same timeout, started 2.5 s before B (it waited for the connection to open)
+                Future<ServeClient.Reply> a = pool.submit(() -> c.call(1, new byte[8 << 20], deadline(500), 3_000));
+                ExecutionException e = assertThrows(ExecutionException.class, () -> a.get(10, TimeUnit.SECONDS));
+                long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                org.junit.jupiter.api.Assertions.assertTrue(ms < 1_500, "A's write (deadline in 500 ms) was cut after "
+                        + ms + " ms: " + e.getCause());
+                assertThrows(ExecutionException.class, () -> b.get(10, TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     private static long deadline(int ms) {
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     }
@@ -93,10 +130,14 @@ class FrameConnectionTest {
                 .put(body).array();
     }
 
-    private static <T> T field(Object o, String name, Class<T> type) throws Exception {
-        Field f = o.getClass().getDeclaredField(name);
-        f.setAccessible(true);
-        return type.cast(f.get(o));
+    private static <T> T field(Object o, String name, Class<T> type) {
+        try {
+            Field f = o.getClass().getDeclaredField(name);
+            f.setAccessible(true);
+            return type.cast(f.get(o));
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+        }
     }
 
     private static void waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
