@@ -76,7 +76,9 @@ final class Decisions {
         // those the audit logger's level will print: at Kafka's default (INFO), the denials'.
         AuditLog.Rules need = view.server() >= 0 ? AuditLog.rulesNeeded() : AuditLog.Rules.NONE;
         Object host = DecisionKey.host(ctx.clientAddress());
-        boolean usable = view.usable(System.nanoTime());
+        // nothing remembered of a serve the calls skip (README): one that answered 503 STALE_STATE after a freeze
+        // may hold the feed's poll until its heartbeat, and the view would still say usable until then
+        boolean usable = view.usable(System.nanoTime()) && !client.routes().isOpen(view.server());
         AuthorizationResult[] results = new AuthorizationResult[n];
         String[] ruleOf = new String[n];
         DecisionKey[] keys = new DecisionKey[n];

@@ -72,6 +72,8 @@ final class FrameConnection {
     private static final class Waiter {
         final Thread thread = Thread.currentThread();
         final AtomicReference<Object> result = new AtomicReference<>();
+        /** Its frame is sent and it waits in await (where it takes the reading when woken), not still in send. */
+        volatile boolean awaiting;
 
         /** Set the result unless the call already ended (timed out); wake its thread. */
         void complete(Object value) {
@@ -98,6 +100,7 @@ final class FrameConnection {
     private volatile int writeTimeoutMs;
     private volatile boolean writingFrame; // a frame's write is in progress (set after the two above)
     private final AtomicBoolean watched = new AtomicBoolean(); // a check of the write deadline is scheduled
+    private volatile long checkAt; // when that check runs (System.nanoTime())
 
     /** {@code tcp}: the TCP socket under {@code socket} when it is TLS, else {@code socket}. */
     FrameConnection(Socket socket, Socket tcp, URI server) throws IOException {
@@ -146,14 +149,24 @@ final class FrameConnection {
             Thread.currentThread().interrupt(); // await ends the call as interrupted
             return;
         }
-        boolean late = deadline - System.nanoTime() <= 0;
+        long now = System.nanoTime();
+        boolean late = deadline - now <= 0;
         try {
             if (!late && broken.get() == null) { // broken: this call already failed with it
                 writeDeadline = deadline;
                 writeTimeoutMs = timeoutMs;
                 writingFrame = true;
                 if (!watched.get() && watched.compareAndSet(false, true)) {
-                    WATCHDOG.schedule(this::checkWrite, deadline - System.nanoTime(), TimeUnit.NANOSECONDS);
+                    checkAt = deadline;
+                    WATCHDOG.schedule(this::checkWrite, deadline - now, TimeUnit.NANOSECONDS);
+                } else {
+                    long at = checkAt;
+                    if (at - deadline > TimeUnit.MILLISECONDS.toNanos(timeoutMs) / 20 || at - now <= 0) {
+                        // the check is set for a later deadline (a call that started after this one wrote first:
+                        // this one would wait past its timeout, beyond a 5% allowance that spares the watchdog a task
+                        // per frame of concurrent calls), or is due now and may move to one: one more check, once
+                        WATCHDOG.schedule(this::checkLateWrite, deadline - now, TimeUnit.NANOSECONDS);
+                    }
                 }
                 try {
                     out.write(frame);
@@ -183,9 +196,9 @@ final class FrameConnection {
 
     /**
      * The watchdog: break the connection when the frame being written is still being written past its deadline,
-     * else check again at the deadline of the write in progress, or stop watching until the next write. (Every
-     * decision frame has the same timeout, so a write begun later never has an earlier deadline than the one this
-     * check was scheduled for.)
+     * else check again at the deadline of the write in progress, or stop watching until the next write. (Deadlines
+     * run from each call's start, so a frame written later may have an earlier deadline than the one the check was
+     * scheduled for: {@link #send} then schedules {@link #checkLateWrite} too.)
      */
     private void checkWrite() {
         do {
@@ -197,6 +210,7 @@ final class FrameConnection {
                             + " ms (serve does not read)"));
                     return;
                 }
+                checkAt = now - late;
                 WATCHDOG.schedule(this::checkWrite, -late, TimeUnit.NANOSECONDS);
                 return;
             }
@@ -204,7 +218,17 @@ final class FrameConnection {
         } while (writingFrame && watched.compareAndSet(false, true)); // a write began meanwhile and saw it watched
     }
 
+    /** One more check, at the deadline of a frame written while the watchdog's was set for a later one. */
+    private void checkLateWrite() {
+        long now = System.nanoTime();
+        if (writingFrame && now - writeDeadline >= 0) {
+            fail(new SocketTimeoutException("a decision frame's write did not end within " + writeTimeoutMs
+                    + " ms (serve does not read)"));
+        }
+    }
+
     private ServeClient.Reply await(int id, Waiter own, long deadline, int timeoutMs) throws IOException {
+        own.awaiting = true; // before its first try of the reader lock: a reader leaving after that try wakes it
         while (true) {
             Object result = own.result.get();
             if (result instanceof ServeClient.Reply reply) {
@@ -300,11 +324,15 @@ final class FrameConnection {
         }
     }
 
-    /** Wake one other call still waiting, to read next (the reader left, or a call that was to read timed out). */
+    /**
+     * Wake one other call still waiting, to read next (the reader left, or a call that was to read timed out): one in
+     * await, never one still sending its frame, which may leave unsent without reading (the answers already arrived
+     * would then wait unread until their calls time out); one that reaches await later tries the reader lock itself.
+     */
     private void wakeNextReader() {
         Thread self = Thread.currentThread();
         for (Waiter w : waiters.values()) {
-            if (w.thread != self && w.result.get() == null) {
+            if (w.thread != self && w.awaiting && w.result.get() == null) {
                 LockSupport.unpark(w.thread);
                 return;
             }

@@ -300,6 +300,26 @@ class DecisionCacheTest extends FakeServeTest {
         }
     }
 
+    /**
+     * README: "a serve that is skipped: nothing remembered is used". A serve that wakes from a freeze answers
+     * decisions 503 STALE_STATE until its tailer has read the log (a grant revoked meanwhile must not be answered
+     * ALLOWED) while the feed's poll it holds may end only at its heartbeat: the plugin skips that serve at its first
+     * 503, and from then on answers nothing from what that serve decided before.
+     */
+    @Test
+    void nothingRememberedOfASkippedServeIsUsed() throws Exception {
+        serve.answer("/v1/status", 200, "{\"ready\":true,\"last_applied_offset\":5,\"acl_count\":1}");
+        decider.allowed.add("a");
+        connected(PluginConfig.HEARTBEAT_MS, "30000", PluginConfig.HEARTBEAT_GRACE_MS, "30000");
+        plugin.start(TestPlugins.oneListener()).values().iterator().next().toCompletableFuture()
+                .get(5, java.util.concurrent.TimeUnit.SECONDS); // start-up completed: a 503 skips the serve
+        assertEquals(List.of(ALLOWED), alice("a"));
+        serve.answer("/v1/authorize", 503, "{\"error\":{\"code\":\"STALE_STATE\",\"message\":\"frozen\"}}");
+        assertEquals(List.of(DENIED), alice("b"), "no serve decides: fail closed");
+        assertTrue(plugin.routes().isOpen(0), "serve skipped until it decides again");
+        assertEquals(List.of(DENIED), alice("a"), "not the ALLOWED serve decided before it was skipped");
+    }
+
     @Test
     void superUsersAreNeverAskedNorRemembered() throws Exception {
         connected();
