@@ -1,0 +1,219 @@
+"""serve's TLS listener (`server.tls_listener`) in process, on a uvloop loop over real loopback sockets: a handshake
+evicted as it completes is not admitted after.
+
+The clients run their TLS by hand (`ssl.MemoryBIO`) on the loop's own thread: a test decides what reaches serve in
+which turn of its loop. Every wait is for a condition, bounded by `BOUND_S` only against a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import select
+import socket
+import ssl
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import trustme
+import uvloop
+
+from kraftacl.server.config import NetworkLimits
+from kraftacl.server.config_listeners import Listener
+from kraftacl.server.connections import Connection, Connections
+from kraftacl.server.http import HttpProtocol
+from kraftacl.server.http_wire import Request, Response
+from kraftacl.server.tls_listener import Handshake, TlsListener
+from tests.server.test_http_protocol import LIMITS
+
+BOUND_S = 30.0  # no scenario here takes a second; only a hang reaches this
+REQUEST = b"GET /v1/status HTTP/1.1\r\nHost: s\r\n\r\n"
+T = TypeVar("T")
+
+_CA = trustme.CA()
+_CERT = _CA.issue_cert("127.0.0.1")
+
+
+def _server_context() -> ssl.SSLContext:
+    """As serve's (`server.listeners.tls_context`): TLS 1.2 at least, no client certificate."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    _CERT.configure_cert(ctx)
+    return ctx
+
+
+def _client_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    _CA.configure_trust(ctx)
+    return ctx
+
+
+class Counted(Connections):
+    """The registry, noting the most connections it ever counted at once."""
+
+    peak = 0
+
+    def add(self, conn: Connection, listener: str, loop: asyncio.AbstractEventLoop, *args: Any, **kw: Any) -> None:
+        super().add(conn, listener, loop, *args, **kw)
+        self.peak = max(self.peak, len(self.open))
+
+
+class Served:
+    """One TLS listener as serve opens it (`Process._open`), its protocols `HttpProtocol` answering 200 to anything,
+    each one's weak reference kept."""
+
+    def __init__(self, limits: NetworkLimits, sock: Any = None, timeout_s: float = 60.0) -> None:
+        self.listener = Listener("TLS", "127.0.0.1", 0, early_start=False)
+        self.limits = limits
+        self.connections = Counted(limits)
+        self.protocols: list[weakref.ref[HttpProtocol]] = []
+        self.handshakes: list[weakref.ref[Handshake]] = []  # of the protocols, in the same order
+        self.answered = 0
+        if sock is None:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+        self.sock = sock
+        self.tls = TlsListener(sock, self.listener, _server_context(), self._protocol, self.connections, timeout_s)
+        self.tls.start(64)
+        self.port: int = sock.getsockname()[1]
+
+    def _protocol(self, handshake: Handshake) -> HttpProtocol:
+        protocol = HttpProtocol(
+            lambda request, probation: (1 << 20, "request.max.bytes"),
+            self._answer,
+            self.listener,
+            self.limits,
+            self.connections,
+            lambda cert: None,
+            frozenset(),
+            handshake,
+        )
+        self.protocols.append(weakref.ref(protocol))
+        self.handshakes.append(weakref.ref(handshake))
+        return protocol
+
+    def _answer(self, request: Request) -> Response:
+        self.answered += 1
+        return Response(200, b"{}")
+
+    def handshakes_ended(self) -> bool:
+        """Every handshake's task has ended (`Handshake.ended`: it let go of its protocol)."""
+        return all((handshake := ref()) is None or handshake.task is None for ref in self.handshakes)
+
+    def counted(self) -> int:
+        return self.connections.per_listener.get("TLS", 0)
+
+    def close(self) -> None:
+        self.tls.close()
+        self.sock.close()
+
+
+class Client:
+    """A TLS client driven by hand over a non-blocking socket: what it sends and when is the test's."""
+
+    def __init__(self, port: int, context: ssl.SSLContext | None = None) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setblocking(False)
+        self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = (context or _client_context()).wrap_bio(self.incoming, self.outgoing, server_hostname="127.0.0.1")
+
+    async def handshake_but_the_last_flight(self) -> bytes:
+        """Run the handshake until only the client's last flight (its Finished) is missing: returned, unsent."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                self.tls.do_handshake()
+                return self.outgoing.read()
+            except ssl.SSLWantReadError:
+                if sent := self.outgoing.read():
+                    await loop.sock_sendall(self.sock, sent)
+                received = await loop.sock_recv(self.sock, 65536)
+                assert received, "serve closed the connection in its handshake"
+                self.incoming.write(received)
+
+    async def handshake(self) -> None:
+        await asyncio.get_running_loop().sock_sendall(self.sock, await self.handshake_but_the_last_flight())
+
+    async def send(self, data: bytes) -> None:
+        self.tls.write(data)
+        await asyncio.get_running_loop().sock_sendall(self.sock, self.outgoing.read())
+
+    async def until_closed(self) -> bytes:
+        """What serve sent, decrypted, until it closed the connection."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                received = await loop.sock_recv(self.sock, 65536)
+            except ConnectionResetError:
+                received = b""
+            if not received:
+                self.incoming.write_eof()
+            else:
+                self.incoming.write(received)
+            got = bytearray()
+            with contextlib.suppress(ssl.SSLError):  # SSLWantReadError, or the end (an alert, no close_notify)
+                while chunk := self.tls.read(65536):
+                    got += chunk
+            if got or not received:
+                return bytes(got)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        await asyncio.sleep(0.005)
+
+
+def _run(scenario: Callable[[], Awaitable[T]]) -> T:
+    async def bounded() -> T:
+        return await asyncio.wait_for(scenario(), BOUND_S)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(bounded())
+
+
+def test_a_handshake_evicted_as_it_completes_is_not_admitted() -> None:
+    """The one place, kept for brokers, is held by a handshake whose client's Finished (and a request behind it)
+    reaches serve in the same turn of the loop as a new connection: the accept runs first and evicts the handshake
+    (cancelling its task, whose cancellation only lands in the next turn), then the Finished completes the handshake
+    in that turn. Its protocol is not admitted: no answer, the place is not taken twice, the newcomer stays, and the
+    counts return to nothing once the newcomer leaves."""
+    limits = dataclasses.replace(LIMITS, max_connections=1, reserved_broker_connections=1)
+
+    async def scenario() -> None:
+        served = Served(limits)
+        victim = Client(served.port)
+        last_flight = await victim.handshake_but_the_last_flight()
+        victim.tls.write(REQUEST)
+        last_flight += victim.outgoing.read()
+        (handshake,) = served.connections.probation
+        assert isinstance(handshake, Handshake) and not handshake.silent() and handshake.protocol is not None
+        protocol = handshake.protocol
+        # the newcomer first, then the Finished: the loop sees both in its next poll, in that order
+        newcomer = socket.create_connection(("127.0.0.1", served.port))
+        readable, _, _ = select.select([served.sock], [], [], BOUND_S)
+        assert readable, "the newcomer never reached the listening socket"
+        victim.sock.send(last_flight)
+        await _until(lambda: handshake.task is None)  # its task ended (`Handshake.ended`)
+        assert protocol.handshake is None, "the race was not run: the handshake's cancellation came first"
+        assert protocol not in served.connections.open, "the evicted handshake's protocol was admitted"
+        assert served.connections.refused == {("TLS", "evicted"): 1}, served.connections.refused
+        answer = await victim.until_closed()
+        assert answer == b"", f"an evicted handshake was answered: {answer!r}"
+        assert served.answered == 0
+        assert served.connections.peak == 1, "the evicted handshake's place was counted twice"
+        (kept,) = served.connections.open
+        assert isinstance(kept, Handshake) and kept.sock.getpeername() == newcomer.getsockname(), "the newcomer left"
+        newcomer.close()
+        victim.close()
+        # the newcomer's handshake began at its end (the bytes it never sent), and ended
+        await _until(lambda: len(served.handshakes) == 2 and served.handshakes_ended())
+        assert not served.connections.open and served.counted() == 0, "a place was kept"
+        assert not served.connections.probation
+        served.close()
+
+    _run(scenario)
