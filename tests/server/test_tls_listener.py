@@ -1,5 +1,6 @@
 """serve's TLS listener (`server.tls_listener`) in process, on a uvloop loop over real loopback sockets: a handshake
-evicted as it completes is not admitted after.
+evicted as it completes is not admitted after, a failed handshake gives its place and its protocol up at once, and
+an error on one accepted connection costs that connection only.
 
 The clients run their TLS by hand (`ssl.MemoryBIO`) on the loop's own thread: a test decides what reaches serve in
 which turn of its loop. Every wait is for a condition, bounded by `BOUND_S` only against a hang.
@@ -10,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import gc
 import select
 import socket
 import ssl
+import warnings
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
+import pytest
 import trustme
 import uvloop
 
@@ -140,6 +144,15 @@ class Client:
         self.tls.write(data)
         await asyncio.get_running_loop().sock_sendall(self.sock, self.outgoing.read())
 
+    async def raw_until_closed(self) -> bytes:
+        """What serve sent, as sent, until it closed the connection."""
+        loop = asyncio.get_running_loop()
+        got = bytearray()
+        with contextlib.suppress(ConnectionResetError):
+            while received := await loop.sock_recv(self.sock, 65536):
+                got += received
+        return bytes(got)
+
     async def until_closed(self) -> bytes:
         """What serve sent, decrypted, until it closed the connection."""
         loop = asyncio.get_running_loop()
@@ -174,6 +187,17 @@ def _run(scenario: Callable[[], Awaitable[T]]) -> T:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(bounded())
+
+
+@contextlib.contextmanager
+def _no_collector() -> Iterator[None]:
+    """Only reference counting frees objects meanwhile."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def test_a_handshake_evicted_as_it_completes_is_not_admitted() -> None:
@@ -217,3 +241,85 @@ def test_a_handshake_evicted_as_it_completes_is_not_admitted() -> None:
         served.close()
 
     _run(scenario)
+
+
+def _old_client_context() -> ssl.SSLContext:
+    """A client that speaks TLS 1.1 at most (serve wants 1.2 at least)."""
+    ctx = _client_context()
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # that is the point
+        ctx.minimum_version = ssl.TLSVersion.TLSv1
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+    return ctx
+
+
+async def _garbage_client_hello(port: int) -> None:
+    """A handshake record that is no ClientHello: serve ends the connection."""
+    client = Client(port)
+    await asyncio.get_running_loop().sock_sendall(client.sock, b"\x16\x03\x01\x00\x20" + bytes(range(32)))
+    await client.until_closed()
+    client.close()
+
+
+async def _plain_http(port: int) -> None:
+    """An HTTP request on the TLS port."""
+    client = Client(port)
+    await asyncio.get_running_loop().sock_sendall(client.sock, REQUEST)
+    await client.until_closed()
+    client.close()
+
+
+async def _leaves_mid_handshake(port: int) -> None:
+    """A ClientHello, serve's answer read, then the client closes."""
+    client = Client(port)
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.tls.do_handshake()
+    await loop.sock_sendall(client.sock, client.outgoing.read())
+    assert await loop.sock_recv(client.sock, 65536), "serve sent nothing back to a ClientHello"
+    client.close()
+
+
+async def _old_protocol_version(port: int) -> None:
+    """A TLS 1.1 ClientHello: serve refuses it and closes (with no handshake record in reply: no ServerHello)."""
+    client = Client(port, _old_client_context())
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(ssl.SSLWantReadError):
+        client.tls.do_handshake()
+    hello = client.outgoing.read()
+    assert hello[9:11] == b"\x03\x02", "not a TLS 1.1 ClientHello"
+    await loop.sock_sendall(client.sock, hello)
+    assert not (await client.raw_until_closed()).startswith(b"\x16"), "serve answered a TLS 1.1 ClientHello"
+    client.close()
+
+
+FAILURES = [_garbage_client_hello, _plain_http, _leaves_mid_handshake, _old_protocol_version]
+
+
+@pytest.mark.parametrize("fail", FAILURES, ids=lambda fail: fail.__name__.strip("_"))
+def test_a_failed_handshake_gives_up_its_place_and_its_protocol(fail: Callable[[int], Awaitable[None]]) -> None:
+    """Handshakes that fail (each kind 20 times, one after another and then 20 at once) each made their protocol;
+    once they have ended, no place is counted any more and reference counting alone has freed every protocol (its
+    parser let go: `HttpProtocol.spend`), with the collector off: before, each stayed in a reference cycle until a
+    full collection, and a gc.freeze() made it permanent. A handshake that completes after them is served."""
+
+    async def scenario() -> None:
+        served = Served(LIMITS)
+        for _ in range(20):
+            await fail(served.port)
+        await asyncio.gather(*(fail(served.port) for _ in range(20)))
+        await _until(served.handshakes_ended)
+        assert not served.connections.open and served.counted() == 0, "failed handshakes kept their places"
+        assert len(served.protocols) == 40, "a failed handshake never made its protocol: nothing was checked"
+        alive = sum(ref() is not None for ref in served.protocols)
+        assert alive == 0, f"{alive} protocols of failed handshakes are alive: only the collector would free them"
+        client = Client(served.port)
+        await client.handshake()
+        await client.send(REQUEST)
+        assert (await client.until_closed()).startswith(b"HTTP/1.1 200 ")
+        client.close()
+        served.close()
+
+    with _no_collector():
+        _run(scenario)
