@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import gc
+import logging
 import select
 import socket
 import ssl
@@ -106,6 +108,11 @@ class Served:
         """Every handshake's task has ended (`Handshake.ended`: it let go of its protocol)."""
         return all((handshake := ref()) is None or handshake.task is None for ref in self.handshakes)
 
+    def settled(self, handshakes: int) -> bool:
+        """`handshakes` began, they ended, and the connections of those that completed were lost."""
+        lost = all((protocol := ref()) is None or protocol.transport is None for ref in self.protocols)
+        return len(self.handshakes) == handshakes and self.handshakes_ended() and lost
+
     def counted(self) -> int:
         return self.connections.per_listener.get("TLS", 0)
 
@@ -133,7 +140,10 @@ class Client:
             except ssl.SSLWantReadError:
                 if sent := self.outgoing.read():
                     await loop.sock_sendall(self.sock, sent)
-                received = await loop.sock_recv(self.sock, 65536)
+                try:
+                    received = await loop.sock_recv(self.sock, 65536)
+                except ConnectionResetError:
+                    received = b""
                 assert received, "serve closed the connection in its handshake"
                 self.incoming.write(received)
 
@@ -323,3 +333,73 @@ def test_a_failed_handshake_gives_up_its_place_and_its_protocol(fail: Callable[[
 
     with _no_collector():
         _run(scenario)
+
+
+class Listening:
+    """A listening socket whose accept fails for the first connections, as `faults` says (each takes the socket
+    accepted for that connection: it closes it and raises, or returns what `TlsListener` is given instead)."""
+
+    def __init__(self, faults: list[Callable[[socket.socket], Any]]) -> None:
+        self.real = socket.socket()
+        self.real.bind(("127.0.0.1", 0))
+        self.faults = faults
+
+    def accept(self) -> tuple[Any, Any]:
+        sock, peer = self.real.accept()
+        return (self.faults.pop(0)(sock) if self.faults else sock), peer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def _aborted(sock: socket.socket) -> Any:
+    """The connection was reset while it waited in the backlog (accept fails with ECONNABORTED)."""
+    sock.close()
+    raise ConnectionAbortedError(errno.ECONNABORTED, "Software caused connection abort")
+
+
+async def _closed_by_serve(sock: socket.socket) -> bool:
+    try:
+        return await asyncio.get_running_loop().sock_recv(sock, 1) == b""
+    except ConnectionResetError:
+        return True
+
+
+async def _answered(client: Client) -> bytes:
+    await client.handshake()
+    await client.send(REQUEST)
+    answer = await client.until_closed()
+    client.close()
+    return answer
+
+
+def _loop_errors(errors: list[dict[str, Any]]) -> None:
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+
+
+def test_an_aborted_accept_skips_that_connection_only(caplog: pytest.LogCaptureFixture) -> None:
+    """A connection aborted in the backlog fails its accept (ECONNABORTED, accept(2); faked: loopback cannot be made
+    to): the connections behind it in the same wake-up are accepted and served, and so are later ones; no pause, no
+    "accept failed" warning (EMFILE's), nothing for the loop's exception handler."""
+
+    async def scenario() -> None:
+        errors: list[dict[str, Any]] = []
+        _loop_errors(errors)
+        served = Served(LIMITS, Listening([_aborted]))
+        reset = socket.create_connection(("127.0.0.1", served.port))
+        reset.setblocking(False)
+        behind = [Client(served.port) for _ in range(2)]  # in the backlog with it: the same wake-up
+        answers = await asyncio.gather(*(_answered(client) for client in behind))
+        assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers), answers
+        assert await _closed_by_serve(reset)
+        reset.close()
+        assert served.tls.watching and served.tls._resume is None and served.tls.failed == 0, "accepting paused"
+        assert (await _answered(Client(served.port))).startswith(b"HTTP/1.1 200 "), "a later connection"
+        await _until(lambda: served.settled(3))
+        assert not served.connections.open and served.counted() == 0
+        assert errors == []
+        served.close()
+
+    with caplog.at_level(logging.WARNING):
+        _run(scenario)
+    assert caplog.records == [], [record.getMessage() for record in caplog.records]
