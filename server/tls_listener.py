@@ -163,14 +163,18 @@ class TlsListener:
             return
         handshake = Handshake(sock, name, self.connections, self.loop.time() + self.handshake_timeout_s)
         self.connections.add(handshake, name, self.loop, peer)
-        if probation:
-            self.connections.on_probation(handshake, name)
-        sock.setblocking(False)
-        if _has_bytes(sock):  # a client's ClientHello is usually here by now
-            self._begin(handshake)
-            return
-        fd = sock.fileno()
-        self.loop.add_reader(fd, self._heard, handshake)  # TLS begins with its first bytes
+        try:
+            if probation:
+                self.connections.on_probation(handshake, name)
+            sock.setblocking(False)
+            if _has_bytes(sock):  # a client's ClientHello is usually here by now
+                self._begin(handshake)
+                return
+            fd = sock.fileno()
+            self.loop.add_reader(fd, self._heard, handshake)  # TLS begins with its first bytes
+        except BaseException:
+            handshake.abort()  # not set up: its place is given up now (it was kept until request.timeout.ms)
+            raise
 
         def unheard() -> None:
             self.loop.remove_reader(fd)

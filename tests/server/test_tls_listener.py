@@ -358,6 +358,19 @@ def _aborted(sock: socket.socket) -> Any:
     raise ConnectionAbortedError(errno.ECONNABORTED, "Software caused connection abort")
 
 
+class _Unsettable:
+    """An accepted socket that cannot be set up (its first call from `TlsListener._admit` fails)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def setblocking(self, flag: bool) -> None:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
 async def _closed_by_serve(sock: socket.socket) -> bool:
     try:
         return await asyncio.get_running_loop().sock_recv(sock, 1) == b""
@@ -403,3 +416,32 @@ def test_an_aborted_accept_skips_that_connection_only(caplog: pytest.LogCaptureF
     with caplog.at_level(logging.WARNING):
         _run(scenario)
     assert caplog.records == [], [record.getMessage() for record in caplog.records]
+
+
+def test_a_connection_that_cannot_be_set_up_holds_no_place(caplog: pytest.LogCaptureFixture) -> None:
+    """An accepted socket whose setup fails (`TlsListener._admit`) is closed and logged, and the connection behind
+    it on a listener with one place is served: the failed one gave its place up at once (it held it, counted,
+    until request.timeout.ms, and the one behind it was refused)."""
+    limits = dataclasses.replace(LIMITS, max_connections=1, reserved_broker_connections=0)
+
+    async def scenario() -> None:
+        errors: list[dict[str, Any]] = []
+        _loop_errors(errors)
+        served = Served(limits, Listening([_Unsettable]))
+        failed = socket.create_connection(("127.0.0.1", served.port))
+        failed.setblocking(False)
+        behind = Client(served.port)  # in the backlog with it: the same wake-up
+        answer = await _answered(behind)
+        assert answer.startswith(b"HTTP/1.1 200 "), f"the connection behind a failed setup was not served: {answer!r}"
+        assert await _closed_by_serve(failed)
+        failed.close()
+        assert served.connections.refused == {}, served.connections.refused
+        await _until(lambda: served.settled(1))
+        assert not served.connections.open and served.counted() == 0, "the failed connection kept its place"
+        assert served.tls.watching and served.tls._resume is None
+        assert errors == []
+        served.close()
+
+    with caplog.at_level(logging.WARNING):
+        _run(scenario)
+    assert [record.getMessage() for record in caplog.records] == ["listener TLS: accepting a connection failed"]
