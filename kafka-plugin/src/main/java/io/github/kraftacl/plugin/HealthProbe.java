@@ -25,6 +25,7 @@ final class HealthProbe implements AutoCloseable {
     private final int timeoutMs;
     private final Thread thread;
     private final Object signal = new Object();
+    private final RateLimitedLog unexpectedLog = new RateLimitedLog(60_000);
     private boolean woken;
     private volatile boolean closed;
 
@@ -71,7 +72,10 @@ final class HealthProbe implements AutoCloseable {
         }
     }
 
-    /** One probe of one URL: true when it answered the empty decision with 200. */
+    /**
+     * One probe of one URL: true when it answered the empty decision with 200. Never throws: a probe thread ended by
+     * an unexpected exception would leave every skipped URL skipped for good (decisions denied once none is left).
+     */
     private boolean answers(int index) {
         try {
             ServeClient.Reply reply = client.send(index, PATH, EMPTY_DECISION, timeoutMs);
@@ -83,6 +87,12 @@ final class HealthProbe implements AutoCloseable {
             }
         } catch (IOException e) {
             LOG.debug("kraft-acl: probe of {}: {}", client.routes().url(index), ServeClient.describe(e));
+        } catch (RuntimeException e) {
+            long skipped = unexpectedLog.due(System.currentTimeMillis());
+            if (skipped >= 0) {
+                LOG.warn("kraft-acl: probe of {} failed with an unexpected error ({} more since the last such message; "
+                        + "probing goes on): {}", client.routes().url(index), skipped, e.toString());
+            }
         }
         return false;
     }

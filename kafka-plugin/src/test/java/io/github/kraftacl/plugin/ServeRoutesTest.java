@@ -9,9 +9,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.net.Proxy;
+import java.net.ProxySelector;
+import java.net.SocketAddress;
+import java.net.URI;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
@@ -134,5 +140,49 @@ class ServeRoutesTest {
         waitFor(() -> !plugin.routes().isOpen(0), "serve is ready again");
         assertEquals(ALLOWED, bob());
         assertFalse(CapturedLogs.lines(ServeRoutes.class.getName(), "INFO").isEmpty());
+    }
+
+    /**
+     * A probe that fails with a RuntimeException (here the JVM's ProxySelector throwing once on the probe thread, as
+     * any bug or JDK surprise under it could) is logged and the probing goes on: the skipped serve is asked again once
+     * it answers. Before, the probe thread ended and the serve stayed skipped for good (every decision DENIED).
+     */
+    @Test
+    void aProbeFailingWithAnUnexpectedExceptionDoesNotEndTheProbing() throws Exception {
+        ProxySelector prior = ProxySelector.getDefault();
+        AtomicBoolean armed = new AtomicBoolean();
+        AtomicBoolean thrown = new AtomicBoolean();
+        ProxySelector.setDefault(new ProxySelector() {
+            @Override
+            public List<Proxy> select(URI uri) {
+                if (Thread.currentThread().getName().equals("kraft-acl-probe") && armed.compareAndSet(true, false)) {
+                    thrown.set(true);
+                    throw new IllegalStateException("a proxy selector bug");
+                }
+                return prior == null ? List.of(Proxy.NO_PROXY) : prior.select(uri);
+            }
+
+            @Override
+            public void connectFailed(URI uri, SocketAddress address, IOException e) {
+                if (prior != null) {
+                    prior.connectFailed(uri, address, e);
+                }
+            }
+        });
+        try {
+            started(local.url());
+            armed.set(true);
+            localDecider.status = 503; // restarted and loading: skipped, and probed at once
+            assertEquals(DENIED, bob());
+            assertTrue(plugin.routes().isOpen(0));
+            waitFor(thrown::get, "the probe met the exception");
+            localDecider.status = 200;
+            waitFor(() -> !plugin.routes().isOpen(0), "the probe goes on and finds serve answering");
+            assertEquals(ALLOWED, bob());
+            String warn = CapturedLogs.lines(HealthProbe.class.getName(), "WARN").get(0).message();
+            assertTrue(warn.contains("a proxy selector bug") && warn.contains("probing goes on"), warn);
+        } finally {
+            ProxySelector.setDefault(prior);
+        }
     }
 }
