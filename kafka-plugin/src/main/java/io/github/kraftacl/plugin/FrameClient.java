@@ -200,7 +200,11 @@ final class FrameClient implements AutoCloseable {
         }
     }
 
-    /** Send the upgrade and read its answer: null when the connection now carries frames, else serve's refusal. */
+    /**
+     * Send the upgrade and read its answer: null when the connection now carries frames, else serve's refusal. Any
+     * failure is an IOException (a RuntimeException is wrapped in one), so the decision fails over, or is denied, and
+     * that serve is skipped, as after any other failure to reach it.
+     */
     private ServeClient.Reply upgrade(FrameConnection c) throws IOException {
         URI server = c.server;
         String head = "GET " + PATH + " HTTP/1.1\r\nHost: " + server.getHost() + ":" + server.getPort()
@@ -208,11 +212,11 @@ final class FrameClient implements AutoCloseable {
                 + (authorization == null ? "" : "Authorization: " + authorization + "\r\n") + "\r\n";
         try {
             c.out.write(head.getBytes(StandardCharsets.US_ASCII));
-            String[] lines = readHead(c.in, server).split("\r\n");
-            String[] status = lines[0].split(" ", 3);
+            String[] lines = readHead(c.in, server).split("\r\n"); // none for an empty head ("\r\n\r\n")
+            String[] status = lines.length == 0 ? new String[0] : lines[0].split(" ", 3);
             if (status.length < 2 || !status[0].startsWith("HTTP/1.") || !status[1].matches("[0-9]{3}")) {
                 throw new IOException(server + " answered the upgrade to decision frames with no HTTP status line: "
-                        + lines[0]);
+                        + (lines.length == 0 ? "(an empty head)" : lines[0]));
             }
             int code = Integer.parseInt(status[1]);
             if (code == 101) {
@@ -226,9 +230,10 @@ final class FrameClient implements AutoCloseable {
         } catch (IOException e) {
             c.fail(e);
             throw e;
-        } catch (RuntimeException e) {
-            c.fail(new IOException(e));
-            throw e;
+        } catch (RuntimeException e) { // never out of authorize(): Kafka would answer UNKNOWN_SERVER_ERROR, not DENIED
+            IOException failure = new IOException(server + ": the upgrade to decision frames failed: " + e, e);
+            c.fail(failure);
+            throw failure;
         }
     }
 

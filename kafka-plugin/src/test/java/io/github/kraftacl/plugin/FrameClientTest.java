@@ -524,4 +524,53 @@ class FrameClientTest extends FakeServeTest {
             assertFalse(sender.isAlive(), "the client closed the trickled connection");
         }
     }
+
+    /**
+     * A peer answering the upgrade with an empty head (a blank line, no status line) once made the upgrade throw an
+     * ArrayIndexOutOfBoundsException out of authorize() (Kafka answers UNKNOWN_SERVER_ERROR, and the serve was not
+     * skipped): it is an IOException like any other failure to reach a serve, so the decision goes on to the next
+     * serve and that one is skipped, or, with no other, the actions are DENIED (fail closed).
+     */
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void anUpgradeAnsweredWithAnEmptyHeadFailsOverAndIsNeverAnException() throws Exception {
+        try (ServerSocket peer = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            Thread answering = new Thread(() -> {
+                while (!peer.isClosed()) {
+                    try (Socket s = peer.accept()) {
+                        byte[] request = new byte[4096];
+                        int n = 0;
+                        while (n < 4 || !new String(request, 0, n, StandardCharsets.US_ASCII).contains("\r\n\r\n")) {
+                            int read = s.getInputStream().read(request, n, request.length - n);
+                            if (read < 0) {
+                                break;
+                            }
+                            n += read;
+                        }
+                        s.getOutputStream().write("\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                        s.getOutputStream().flush();
+                        s.getInputStream().read(); // until the client closes it
+                    } catch (IOException e) {
+                        // closed: the end of the test, or the client reset it
+                    }
+                }
+            }, "empty-head-peer");
+            answering.setDaemon(true);
+            answering.start();
+            String url = "http://127.0.0.1:" + peer.getLocalPort();
+            plugin = plugin(dir, url + "," + frames.url(), PluginConfig.CACHE_ENABLED, "false");
+            assertEquals(List.of(ALLOWED), plugin.authorize(ctx("alice"), List.of(read("a"))));
+            assertTrue(plugin.routes().isOpen(0), "skipped from now on");
+            assertTrue(plugin.routes().why(0).contains("no HTTP status line"), plugin.routes().why(0));
+            assertEquals(1, frames.received.size(), "the next serve answered");
+            plugin.close();
+            plugin = plugin(dir, url, PluginConfig.CACHE_ENABLED, "false");
+            assertEquals(List.of(DENIED), plugin.authorize(ctx("alice"), List.of(read("a"))), "fail closed");
+            try (FrameClient client = client(url)) {
+                IOException e = assertThrows(IOException.class,
+                        () -> client.decide(0, "/v1/authorize", ALICE_READS_A, 500));
+                assertTrue(e.getMessage().contains("no HTTP status line"), e.toString());
+            }
+        }
+    }
 }
