@@ -159,6 +159,11 @@ abstract class AbstractKraftAclAuthorizer implements Authorizer {
         return admin.count();
     }
 
+    /** The acls-total-count metric: serve's count, never waiting long for it ({@link AclAdmin#countForMetric}). */
+    final int aclCountForMetric() {
+        return admin.countForMetric(AclAdmin.COUNT_METRIC_WAIT_MS);
+    }
+
     /** Decisions are counted in these metrics from now on. */
     final void useMetrics(DecisionMetrics metrics) {
         this.metrics = metrics;

@@ -5,10 +5,12 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.apache.kafka.common.acl.AclBinding;
@@ -48,6 +50,20 @@ final class AclAdmin implements AutoCloseable {
         t.setDaemon(true);
         return t;
     });
+
+    /** How long a reading of the count metric waits for serve's answer before it gives the last count known. */
+    static final long COUNT_METRIC_WAIT_MS = 500;
+    /** A count serve gave this recently is the metric's value without asking again. */
+    private static final long COUNT_METRIC_REUSE_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private final ExecutorService counter = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "kraft-acl-count");
+        t.setDaemon(true);
+        return t;
+    });
+    private final Object counting = new Object();
+    private CompletableFuture<Integer> countCall; // under counting: the count being asked, or null
+    private volatile int lastCount = -1;
+    private long countedAt = System.nanoTime() - COUNT_METRIC_REUSE_NANOS; // under counting
 
     AclAdmin(ServeClient client, int timeoutMs) {
         this.client = client;
@@ -185,6 +201,45 @@ final class AclAdmin implements AutoCloseable {
         return -1;
     }
 
+    /**
+     * The {@code acls-total-count} metric: {@link #count()} asked on a thread of its own (one call at a time), waited
+     * for at most {@code waitMs}, else the last count known (-1 before any, or after serve did not answer). A reading
+     * within a second of serve's last answer is that answer. A metrics reporter's thread never waits for a serve that
+     * does not answer ({@link #count()} may take {@code kraft.acl.admin.timeout.ms} per URL).
+     */
+    int countForMetric(long waitMs) {
+        CompletableFuture<Integer> call;
+        synchronized (counting) {
+            call = countCall;
+            if (call == null) {
+                if (System.nanoTime() - countedAt < COUNT_METRIC_REUSE_NANOS) {
+                    return lastCount;
+                }
+                try {
+                    call = CompletableFuture.supplyAsync(this::count, counter);
+                } catch (RejectedExecutionException e) {
+                    return lastCount; // closed
+                }
+                countCall = call;
+                call.whenComplete((count, e) -> {
+                    synchronized (counting) {
+                        lastCount = count == null ? -1 : count;
+                        countedAt = System.nanoTime();
+                        countCall = null;
+                    }
+                });
+            }
+        }
+        try {
+            return call.get(waitMs, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException | ExecutionException e) {
+            return lastCount;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return lastCount;
+        }
+    }
+
     /** A 200 reply, or the ApiException that stands for serve's error (or for no serve answering). */
     private ServeClient.Reply call(String path, byte[] body) {
         ServeClient.Reply reply;
@@ -220,5 +275,6 @@ final class AclAdmin implements AutoCloseable {
     @Override
     public void close() {
         writer.shutdownNow();
+        counter.shutdownNow();
     }
 }

@@ -33,7 +33,7 @@ public final class KraftAclAuthorizer extends AbstractKraftAclAuthorizer impleme
                 rate(metrics, "kraft-acl-unanswered", "authorization-unanswered-rate-per-minute",
                         "The number of actions denied per minute because no kraft-acl serve answered (fail closed)")));
         metrics.addMetric(metrics.metricName("acls-total-count", "The number of acls defined", new LinkedHashMap<>()),
-                (Gauge<Integer>) (cfg, now) -> aclCount());
+                (Gauge<Integer>) (cfg, now) -> aclCountForMetric());
         cacheMetrics(metrics);
         gauge(metrics, "serve-urls-skipped", "The number of kraft.acl.urls skipped until they answer again "
                 + "(circuit open)", now -> routes().openCount());

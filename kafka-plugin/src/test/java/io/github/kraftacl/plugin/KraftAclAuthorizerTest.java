@@ -5,6 +5,7 @@ import static io.github.kraftacl.plugin.TestPlugins.ctx;
 import static io.github.kraftacl.plugin.TestPlugins.deadPort;
 import static io.github.kraftacl.plugin.TestPlugins.info;
 import static io.github.kraftacl.plugin.TestPlugins.read;
+import static io.github.kraftacl.plugin.TestPlugins.waitFor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -28,6 +29,9 @@ import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.errors.AuthorizerNotReadyException;
 import org.apache.kafka.common.errors.InvalidRequestException;
 import org.apache.kafka.common.errors.UnknownServerException;
+import org.apache.kafka.common.metrics.KafkaMetric;
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.metrics.internals.PluginMetricsImpl;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourcePatternFilter;
@@ -281,4 +285,29 @@ class KraftAclAuthorizerTest extends FakeServeTest {
                 new AccessControlEntry("User:bob", "*", AclOperation.READ, AclPermissionType.ALLOW));
     }
 
+
+    /**
+     * The acls-total-count gauge is read on whichever thread reads the metrics (a JMX or reporter thread): it waits
+     * at most {@link AclAdmin#COUNT_METRIC_WAIT_MS} for serve, then gives the last count known while the call goes on
+     * in the background (one at a time), and serve's answer once it arrives. Before, a reading waited for serve up to
+     * kraft.acl.admin.timeout.ms (30 s) per URL.
+     */
+    @Test
+    void theAclCountMetricNeverWaitsLongForServe() throws Exception {
+        serve.answer("/v1/acls/count", 200, "{\"count\":12,\"offset\":4}");
+        try (Metrics metrics = new Metrics()) {
+            plugin(serve.url()).withPluginMetrics(new PluginMetricsImpl(metrics, Map.of("plugin", "kraft-acl")));
+            KafkaMetric gauge = metrics.metrics().values().stream()
+                    .filter(m -> m.metricName().name().equals("acls-total-count")).findFirst().orElseThrow();
+            assertEquals(12, gauge.metricValue(), "a serve that answers at once: its count, at once");
+            serve.answer("/v1/acls/count", 200, "{\"count\":13,\"offset\":5}", 3000); // now slow
+            Thread.sleep(1100); // a count a second old is asked again
+            long start = System.nanoTime();
+            assertEquals(12, gauge.metricValue(), "the last count known");
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(ms < AclAdmin.COUNT_METRIC_WAIT_MS + 1000, "the reading waited " + ms + " ms");
+            waitFor(() -> gauge.metricValue().equals(13), "the slow answer is the value once it arrives");
+            assertEquals(2, serve.on("/v1/acls/count").size(), "one call at a time, none again within a second");
+        }
+    }
 }
