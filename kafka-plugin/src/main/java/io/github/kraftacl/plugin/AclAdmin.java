@@ -53,8 +53,6 @@ final class AclAdmin implements AutoCloseable {
 
     /** How long a reading of the count metric waits for serve's answer before it gives the last count known. */
     static final long COUNT_METRIC_WAIT_MS = 500;
-    /** A count serve gave this recently is the metric's value without asking again. */
-    private static final long COUNT_METRIC_REUSE_NANOS = TimeUnit.SECONDS.toNanos(1);
     private final ExecutorService counter = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "kraft-acl-count");
         t.setDaemon(true);
@@ -63,7 +61,6 @@ final class AclAdmin implements AutoCloseable {
     private final Object counting = new Object();
     private CompletableFuture<Integer> countCall; // under counting: the count being asked, or null
     private volatile int lastCount = -1;
-    private long countedAt = System.nanoTime() - COUNT_METRIC_REUSE_NANOS; // under counting
 
     AclAdmin(ServeClient client, int timeoutMs) {
         this.client = client;
@@ -203,18 +200,15 @@ final class AclAdmin implements AutoCloseable {
 
     /**
      * The {@code acls-total-count} metric: {@link #count()} asked on a thread of its own (one call at a time), waited
-     * for at most {@code waitMs}, else the last count known (-1 before any, or after serve did not answer). A reading
-     * within a second of serve's last answer is that answer. A metrics reporter's thread never waits for a serve that
-     * does not answer ({@link #count()} may take {@code kraft.acl.admin.timeout.ms} per URL).
+     * for at most {@code waitMs}, else the last count known (-1 before any, or after serve did not answer); a reading
+     * while a call is under way waits for that call. A metrics reporter's thread never waits for a serve that does not
+     * answer ({@link #count()} may take {@code kraft.acl.admin.timeout.ms} per URL).
      */
     int countForMetric(long waitMs) {
         CompletableFuture<Integer> call;
         synchronized (counting) {
             call = countCall;
             if (call == null) {
-                if (System.nanoTime() - countedAt < COUNT_METRIC_REUSE_NANOS) {
-                    return lastCount;
-                }
                 try {
                     call = CompletableFuture.supplyAsync(this::count, counter);
                 } catch (RejectedExecutionException e) {
@@ -224,7 +218,6 @@ final class AclAdmin implements AutoCloseable {
                 call.whenComplete((count, e) -> {
                     synchronized (counting) {
                         lastCount = count == null ? -1 : count;
-                        countedAt = System.nanoTime();
                         countCall = null;
                     }
                 });

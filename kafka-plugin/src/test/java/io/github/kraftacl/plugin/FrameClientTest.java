@@ -537,22 +537,34 @@ class FrameClientTest extends FakeServeTest {
         try (ServerSocket peer = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             Thread answering = new Thread(() -> {
                 while (!peer.isClosed()) {
-                    try (Socket s = peer.accept()) {
-                        byte[] request = new byte[4096];
-                        int n = 0;
-                        while (n < 4 || !new String(request, 0, n, StandardCharsets.US_ASCII).contains("\r\n\r\n")) {
-                            int read = s.getInputStream().read(request, n, request.length - n);
-                            if (read < 0) {
-                                break;
-                            }
-                            n += read;
-                        }
-                        s.getOutputStream().write("\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
-                        s.getOutputStream().flush();
-                        s.getInputStream().read(); // until the client closes it
+                    Socket accepted;
+                    try {
+                        accepted = peer.accept();
                     } catch (IOException e) {
-                        // closed: the end of the test, or the client reset it
+                        return; // closed: the end of the test
                     }
+                    // each connection on its own thread: one the client keeps open (a probe's) holds no other back
+                    Thread one = new Thread(() -> {
+                        try (Socket s = accepted) {
+                            byte[] request = new byte[4096];
+                            int n = 0;
+                            while (n < 4
+                                    || !new String(request, 0, n, StandardCharsets.US_ASCII).contains("\r\n\r\n")) {
+                                int read = s.getInputStream().read(request, n, request.length - n);
+                                if (read < 0) {
+                                    break;
+                                }
+                                n += read;
+                            }
+                            s.getOutputStream().write("\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+                            s.getOutputStream().flush();
+                            s.getInputStream().read(); // until the client closes it
+                        } catch (IOException e) {
+                            // the client reset it
+                        }
+                    }, "empty-head-answer");
+                    one.setDaemon(true);
+                    one.start();
                 }
             }, "empty-head-peer");
             answering.setDaemon(true);
