@@ -195,5 +195,8 @@ def test_a_host_name_the_resolver_does_not_answer_for_is_one_line_not_a_hang(
         with pytest.raises(ServeConfigError) as err:
             _parse(tmp_path, listeners="A://serve-a.example:9000,B://serve-b.example:9000")
         assert "listeners=" in str(err.value) and "did not resolve" in str(err.value)
+        with pytest.raises(ServeConfigError) as err:  # alone on its port: bound by name, the bind would hang
+            _parse(tmp_path, listeners="A://serve-a.example:9000")
+        assert "listeners=" in str(err.value) and "host 'serve-a.example' did not resolve" in str(err.value)
     finally:
         hung.set()
