@@ -358,6 +358,7 @@ def _per_ip(r: PropertyReader) -> tuple[int, dict[str, int]]:
         if not entry:
             continue
         host, _, count = entry.rpartition(":")
+        count = count.strip()  # Kafka trims both sides of the last colon (CoreUtils.parseCsvMap)
         if not host or not re.fullmatch(r"[0-9]+", count):
             raise r.error(key, raw, f"{entry!r} is not host:count")
         try:

@@ -200,3 +200,8 @@ def test_a_host_name_the_resolver_does_not_answer_for_is_one_line_not_a_hang(
         assert "listeners=" in str(err.value) and "host 'serve-a.example' did not resolve" in str(err.value)
     finally:
         hung.set()
+
+
+def test_connections_per_ip_overrides_trimmed_around_the_colon_as_kafka_does(tmp_path: Path) -> None:
+    limits = _parse(tmp_path, max_connections_per_ip_overrides="10.0.0.1 : 5 ,10.0.0.2:\t6").limits  # type: ignore[attr-defined]
+    assert limits.per_ip_limit("10.0.0.1") == 5 and limits.per_ip_limit("10.0.0.2") == 6
