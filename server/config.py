@@ -358,6 +358,7 @@ def _per_ip(r: PropertyReader) -> tuple[int, dict[str, int]]:
         if not entry:
             continue
         host, _, count = entry.rpartition(":")
+        count = count.strip()  # Kafka trims both sides of the last colon (CoreUtils.parseCsvMap)
         if not host or not re.fullmatch(r"[0-9]+", count):
             raise r.error(key, raw, f"{entry!r} is not host:count")
         try:
@@ -366,8 +367,8 @@ def _per_ip(r: PropertyReader) -> tuple[int, dict[str, int]]:
             raise r.error(key, raw, str(exc)) from exc
         if not addresses:
             raise r.error(key, raw, f"host {host!r} does not resolve to any address")
-        for address in addresses:
-            overrides[java_host_address(address)] = min(int(count), 2**31 - 1)
+        for address in addresses:  # without its %scope: a peer's address never has one (Java's equals ignores it)
+            overrides[java_host_address(address.partition("%")[0])] = min(int(count), 2**31 - 1)
     per_ip = r.integer("max.connections.per.ip", 2**31 - 1, 0)
     if per_ip == 0 and not overrides:
         raise r.error("max.connections.per.ip", "0", f"0 refuses every client unless {key} names some")

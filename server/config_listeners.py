@@ -132,7 +132,14 @@ def parse_listeners(
 
 
 def _check_addresses(r: PropertyReader, raw: str, listeners: list[Listener]) -> None:
-    """Two listeners may not claim one address and port (port 0 picks a free port for each)."""
+    """Two listeners may not claim one address and port (port 0 picks a free port for each). Every host name is
+    resolved here once, within RESOLVE_TIMEOUT_S: a listener alone on its port is bound by name too, and a hung DNS
+    would hang the bind without a word."""
+    for listener in listeners:
+        try:
+            _address_keys(listener.host)
+        except TimeoutError as exc:
+            raise r.error("listeners", raw, str(exc)) from exc
     for i, a in enumerate(listeners):
         for b in listeners[:i]:
             try:

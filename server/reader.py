@@ -61,7 +61,9 @@ READER_POLL_MS = 60_000  # the reader reads new records when asked (each request
 POOL = 32  # connections serve keeps to its reader; each relayed answer holds one until its client has read it
 OTHERS_POOL = 24  # of them, what callers other than brokers and super users may hold at once (the rest wait)
 _NOT_THE_CALLERS = (401, 403, 421)  # the reader refusing serve itself: serve answers, the caller was admitted
-_DROPPED_PREFIXES = ("listener", "ssl.", "auth.", "heavy.reads.", EARLY_START_LISTENERS)
+# max.connections.per.ip: serve is the reader's one client (from 127.0.0.1, up to POOL connections); a limit meant
+# for brokers and clients (0 with overrides for the brokers, as Kafka configures it) would refuse serve itself
+_DROPPED_PREFIXES = ("listener", "ssl.", "auth.", "heavy.reads.", "max.connections.per.ip", EARLY_START_LISTENERS)
 DECISION_LOG_SUFFIX = ".reader"  # the reader writes the decisions it makes (explain) next to serve's decision log
 
 

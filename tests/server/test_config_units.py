@@ -195,5 +195,20 @@ def test_a_host_name_the_resolver_does_not_answer_for_is_one_line_not_a_hang(
         with pytest.raises(ServeConfigError) as err:
             _parse(tmp_path, listeners="A://serve-a.example:9000,B://serve-b.example:9000")
         assert "listeners=" in str(err.value) and "did not resolve" in str(err.value)
+        with pytest.raises(ServeConfigError) as err:  # alone on its port: bound by name, the bind would hang
+            _parse(tmp_path, listeners="A://serve-a.example:9000")
+        assert "listeners=" in str(err.value) and "host 'serve-a.example' did not resolve" in str(err.value)
     finally:
         hung.set()
+
+
+def test_connections_per_ip_overrides_trimmed_around_the_colon_as_kafka_does(tmp_path: Path) -> None:
+    limits = _parse(tmp_path, max_connections_per_ip_overrides="10.0.0.1 : 5 ,10.0.0.2:\t6").limits  # type: ignore[attr-defined]
+    assert limits.per_ip_limit("10.0.0.1") == 5 and limits.per_ip_limit("10.0.0.2") == 6
+
+
+def test_a_connections_per_ip_override_with_a_scope_matches_its_address_as_peers_show_it(tmp_path: Path) -> None:
+    """A peer's address never carries a %scope (asyncio's and socket.accept's peername), and Java's InetAddress
+    equality ignores it: `fe80::1%eth0:3` is an override for fe80::1."""
+    limits = _parse(tmp_path, max_connections_per_ip_overrides="fe80::1%eth0:3").limits  # type: ignore[attr-defined]
+    assert limits.per_ip_limit("fe80:0:0:0:0:0:0:1") == 3

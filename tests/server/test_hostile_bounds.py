@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from kraftacl.api.frames import upgrade_head
 from kraftacl.authorizer.state.controller import MAX_REPORTED_PER_DELETE
 from kraftacl.harness.rss import rss_kb
 from kraftacl.server.admin import MAX_DELETE_FILTERS
@@ -27,6 +28,7 @@ from tests.server.serve_process import (
     ServeProcess,
     add_tls_listener,
     base_properties,
+    free_port,
     reader_pid,
 )
 
@@ -312,6 +314,42 @@ def test_one_client_address_holds_at_most_max_connections_per_ip(tmp_path: Path)
         metrics = httpx.get(serve.url("CONTROLLER") + "/metrics", timeout=10).text
         assert 'kraft_acl_connections_refused_total{listener="CLIENT",reason="ip"} 2.0' in metrics
         assert 'kraft_acl_connections_refused_total{listener="TLS",reason="ip"} 1.0' in metrics
+
+
+def test_a_connection_upgraded_to_frames_and_an_ipv4_mapped_peer_hold_their_address_place(tmp_path: Path) -> None:
+    """max.connections.per.ip: the HTTP -> frames upgrade moves the connection's place, it neither frees nor doubles
+    it (a second connection from the address is refused while the frames connection is open, admitted once it
+    closed); on a dual-stack listener an IPv4 client (::ffff:127.0.0.2) is its IPv4 address, as in Kafka."""
+    props = base_properties(tmp_path, max_connections_per_ip="1", max_connections_per_ip_overrides="127.0.0.3:2")
+    v6 = free_port()
+    props["listeners"] += f",V6://[::]:{v6}"
+
+    def second(host: str, port: int, source: str) -> int:
+        with Raw(f"http://{host}:{port}", source=source) as raw:
+            raw.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            return raw.answer().status
+
+    with ServeProcess(tmp_path, props).start() as serve:
+        host, port = address(serve.url("CLIENT"))
+        frames = socket.create_connection((host, port), timeout=10, source_address=("127.0.0.2", 0))
+        try:
+            frames.sendall(upgrade_head(host, BROKER_TOKEN))
+            got = b""
+            while not got.endswith(b"\r\n\r\n"):
+                got += frames.recv(1)
+            assert got.startswith(b"HTTP/1.1 101 "), got
+            time.sleep(0.2)
+            assert second(host, port, "127.0.0.2") == 503, "the upgraded connection gave its place up"
+        finally:
+            frames.close()
+        time.sleep(0.5)
+        assert second(host, port, "127.0.0.2") == 200, "the closed frames connection still holds its place"
+        mapped = f"http://127.0.0.1:{v6}"
+        with Raw(mapped, source="127.0.0.3"), Raw(mapped, source="127.0.0.3") as two:  # ::ffff:127.0.0.3: 2
+            two.send(head("GET", "/v1/acls/count", BROKER_TOKEN))
+            assert two.answer().status == 200
+            with Raw(mapped, source="127.0.0.3") as third:
+                assert [a.status for a in third.until_closed()] == [503]
 
 
 def test_a_new_connection_must_bring_its_first_request_within_the_request_timeout(tmp_path: Path) -> None:

@@ -281,3 +281,19 @@ def test_the_reader_is_asked_for_serves_offset_not_the_logs_end_again() -> None:
     assert relayed == DescribeIn(filter=body.filter, min_offset=41) and not relayed.consistent
     plain = request(b'{"filter": {"principal": "User:u1"}}')
     assert _relayed(plain, msgspec.json.decode(plain.body, type=DescribeIn), 41) is plain
+
+
+def test_reader_properties_drop_the_per_ip_limits_serve_itself_would_be_refused_by(tmp_path: Path) -> None:
+    """serve is the reader's only client, from 127.0.0.1, with up to POOL connections: a limit meant for brokers and
+    clients (max.connections.per.ip=0 with overrides for the brokers, as Kafka configures it) refused serve, and
+    every heavy read waited min.offset.wait.max.ms before serve answered it itself."""
+    props = {
+        "listeners": "CLIENT://0.0.0.0:9191",
+        "metadata.log.dir": "/log",
+        "max.connections": "50",
+        "max.connections.per.ip": "0",
+        "max.connections.per.ip.overrides": "10.0.0.1:100",
+    }
+    out = reader_properties(props, tmp_path / "tokens", tmp_path)
+    assert "max.connections.per.ip" not in out and "max.connections.per.ip.overrides" not in out
+    assert out["max.connections"] == "50"
