@@ -82,6 +82,8 @@ def reader_properties(props: dict[str, str], token_file: Path, private: Path) ->
             "metadata.log.poll.on.request": "true",
         }
     )
+    if (limit := props.get("max.connections", "").strip()).isdigit() and int(limit) < 2 * POOL:
+        out["max.connections"] = str(2 * POOL)  # serve's relays and status calls: a lower limit would refuse serve
     if props.get("decision.log.file"):
         out["decision.log.file"] = props["decision.log.file"] + DECISION_LOG_SUFFIX
     if props.get("metadata.log.bootstrap.servers"):  # every serve of a Kafka log writes snapshots: its own

@@ -247,7 +247,7 @@ def test_reader_properties_keep_the_log_and_authorizer_and_nothing_of_the_networ
         "metadata.log.poll.on.request": "true",
         "decision.log.file": "/var/log/decisions.jsonl.reader",
         "heavy.reads.process": "off",
-        "max.connections": "50",
+        "max.connections": "64",  # at least twice serve's pool to the reader: a lower limit would refuse serve
     }
     kafka = reader_properties({"metadata.log.bootstrap.servers": "k:9092"}, tmp_path / "t", tmp_path)
     assert kafka["metadata.log.snapshot.dir"] == str(tmp_path / "snapshots")
@@ -290,10 +290,10 @@ def test_reader_properties_drop_the_per_ip_limits_serve_itself_would_be_refused_
     props = {
         "listeners": "CLIENT://0.0.0.0:9191",
         "metadata.log.dir": "/log",
-        "max.connections": "50",
+        "max.connections": "500",
         "max.connections.per.ip": "0",
         "max.connections.per.ip.overrides": "10.0.0.1:100",
     }
     out = reader_properties(props, tmp_path / "tokens", tmp_path)
     assert "max.connections.per.ip" not in out and "max.connections.per.ip.overrides" not in out
-    assert out["max.connections"] == "50"
+    assert out["max.connections"] == "500"
