@@ -99,6 +99,10 @@ def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:
         ),
         ({"controller.election.session.timeout.ms": "10"}, "must be between 1000 and 1800000"),
         ({"min.offset.wait.max.ms": "x"}, "min.offset.wait.max.ms='x': not an integer"),
+        # more digits than int() converts (4300): the key's range, not "internal error: ValueError", exit 1
+        ({"max.connections": "1" * 5000}, "must be between 1 and 2147483647"),
+        ({"queued.max.request.bytes": "-" + "9" * 4301}, "must be between 4096 and"),
+        ({"request.timeout.ms": "0" * 5000}, "must be between 1 and 2147483647"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, props: dict[str, str], words: str) -> None:
