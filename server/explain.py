@@ -67,7 +67,7 @@ async def authorize_large(state: ServeState, request: Request, caller: Caller) -
     async with state.lane.slicer() as slicer:
         for start in range(0, len(body.actions), CODES_STEP):
             chunk = body.actions[start : start + CODES_STEP]
-            codes += decide_codes(state, index, ctx, chunk, base=start, timed=False)
+            codes += decide_codes(state, index, ctx, chunk, base=start, timed=False, trusted=trusted)
             await slicer.pause()
         state.metrics.figures.observe(time.perf_counter() - started)
         return Response(200, _ENCODE.encode(AuthorizeOut([RESULT_NAME[code] for code in codes], offset)))
