@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from kraftacl.api.wire import MAX_STRING_BYTES, ActionIn, AuthorizeIn
 from kraftacl.authorizer.decision.audit import AUDIT_LOGGER, audit_level
@@ -130,13 +131,32 @@ def audit(
         if AUDIT_LOGGER.isEnabledFor(audit_level(RESULT_OF[codes[i]] is ALLOWED, a.log_if_allowed, a.log_if_denied))
     ]
     if not trusted and wanted:
-        if state.self_audit is None:
-            state.self_audit = SelfQueryBudget(state.config.self_query_rate)
-        granted = state.self_audit.take(len(wanted))
+        granted = _self_audit_budget(state).take(len(wanted))
         state.metrics.figures.audit_skipped += len(wanted) - granted
         wanted = wanted[:granted]
     for i in wanted:
         authz.maybe_audit(index, ctx, action_of(actions[i], f"$.actions[{base + i}]"), RESULT_OF[codes[i]])
+
+
+def _self_audit_budget(state: ServeState) -> SelfQueryBudget:
+    if state.self_audit is None:
+        state.self_audit = SelfQueryBudget(state.config.self_query_rate)
+    return state.self_audit
+
+
+def self_audit_gate(state: ServeState) -> Callable[[], bool]:
+    """For `StandardAuthorizer.authorize_at` (explain, rule texts, the decision log) deciding for a caller asking
+    about itself: one audit line of the budget `audit` takes from, or False (the line is counted, not written)."""
+    budget = _self_audit_budget(state)
+    figures = state.metrics.figures
+
+    def may_audit() -> bool:
+        if budget.take(1):
+            return True
+        figures.audit_skipped += 1
+        return False
+
+    return may_audit
 
 
 def rule_texts(
