@@ -84,7 +84,7 @@ KEYS: dict[str, str] = {
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
     "decision.log.self.query.rate": "decision lines per second for callers asking about themselves, not brokers "
-    "(default 1000); the rest are counted, not written",
+    "(default 1000), and as many audit lines (with or without a decision log); the rest are counted, not written",
     "decision.log.max.pending.bytes": "decision lines waiting for the disk before new ones are counted and dropped "
     "(default 67108864)",
     "request.max.bytes": "largest request body accepted (default 16777216)",
@@ -210,6 +210,7 @@ class ServeConfig:
     log_level: int
     heavy_reads_process: str = "auto"  # auto | on | off (server.reader)
     bulk_threads_nice: int = 5  # bulk threads' nice steps below serve's others (metadata_log.pace)
+    self_query_rate: int = 1000  # decision.log.self.query.rate: also the audit lines of callers asking about themselves
     warnings: tuple[str, ...] = field(default=())
     unknown_keys: tuple[str, ...] = field(default=())  # keys serve does not know (each has its warning)
 
@@ -421,6 +422,7 @@ def parse(path: Path, props: Mapping[str, str]) -> ServeConfig:
         log_level=LOG_LEVELS[r.choice("log.level", "info", tuple(LOG_LEVELS))],
         heavy_reads_process=r.choice("heavy.reads.process", "auto", ("auto", "on", "off")),
         bulk_threads_nice=r.integer("bulk.threads.nice", 5, 0, 19),
+        self_query_rate=r.integer("decision.log.self.query.rate", 1000, 0),
     )
     unknown = tuple(sorted(k for k in props if k not in r.used and not _is_known(k)))
     warnings = tuple(unknown_key_message(path, k) for k in unknown)

@@ -49,8 +49,11 @@ class PropertyReader:
             return default
         if not re.fullmatch(r"[+-]?[0-9]+", value):
             raise self.error(key, value, "not an integer")
-        number = int(value)
-        if not low <= number <= high:
+        # int() refuses more than 4300 digits, leading zeros too (ValueError: an "internal error", exit 1)
+        digits = value.lstrip("+-").lstrip("0") or "0"
+        too_long = len(digits) > len(str(max(abs(low), abs(high))))  # beyond every bound
+        number = 0 if too_long else int(digits) * (-1 if value.startswith("-") else 1)
+        if too_long or not low <= number <= high:
             raise self.error(key, value, f"must be between {low} and {high}")
         return number
 

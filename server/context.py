@@ -17,7 +17,7 @@ from kraftacl.authorizer.state.tailer import Tailer
 from kraftacl.server.change_feed import ChangeFeed
 from kraftacl.server.config import ServeConfig
 from kraftacl.server.controller_role import ControllerRole
-from kraftacl.server.decision_log import AclIds, DecisionLog
+from kraftacl.server.decision_log import AclIds, DecisionLog, SelfQueryBudget
 from kraftacl.server.freeze_guard import FreezeGuard
 from kraftacl.server.metrics import ServeMetrics
 from kraftacl.server.reader import Reader
@@ -47,6 +47,9 @@ class ServeState:
     changes: ChangeFeed = field(default_factory=ChangeFeed)  # told of every publish by the node's loader
     freeze: FreezeGuard = field(default_factory=FreezeGuard)  # no decision from a state the process slept through
     reader: Reader | None = None  # the reader process heavy reads are handed to (heavy.reads.process)
+    # the audit lines of callers asking about themselves (not brokers or super users): decision.log.self.query.rate a
+    # second (`server.decision_inputs.audit`); made at the first such line
+    self_audit: SelfQueryBudget | None = None
 
     @property
     def authorizer(self) -> StandardAuthorizer:

@@ -78,7 +78,7 @@ def _decide(state: ServeState, request: Request, body: AuthorizeIn, trusted: boo
     ctx = context(body.principal, body.client_address, body.listener, body.request, "Authorize")
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
-    codes = decide_codes(state, index, ctx, body.actions)
+    codes = decide_codes(state, index, ctx, body.actions, trusted=trusted)
     results = [RESULT_NAME[code] for code in codes]
     if body.rules is None:
         return Response(200, _ENCODE.encode(AuthorizeOut(results, offset)))

@@ -601,8 +601,10 @@ class HttpProtocol(asyncio.Protocol):
 
     # ---- answering --------------------------------------------------------------------------------
     def _handle(self, request: Request, reserved: int) -> None:
-        # an upgrade is never deferred, nor what a TLS client sent before it left (`eof_received`)
-        public = request.caller is None and b"upgrade" not in request.headers and not self.last_words
+        # an upgrade is never deferred, nor what a TLS client sent before it left (`eof_received`); callers other than
+        # brokers and super users share the turn of calls without credentials (`Connections.take_public_turn`)
+        untrusted = request.caller is None or request.caller.principal not in self.trusted
+        public = untrusted and b"upgrade" not in request.headers and not self.last_words
         if public and not self.connections.take_public_turn(self.loop):
             self.pending.insert(0, (request, reserved))  # a public call without credentials: at a later turn
             self.awaiting_public_turn = True

@@ -45,6 +45,7 @@ class RequestFigures:
         self.not_ready = 0
         self.refused: dict[tuple[str, str], int] = {}  # (listener, reason) -> requests refused for a connection limit
         self.heavy_reads = {"reader": 0, "serve": 0}  # heavy reads with a reader process, by who answered them
+        self.audit_skipped = 0  # audit lines of callers asking about themselves beyond their budget (not logged)
 
     def observe(self, seconds: float) -> None:
         """One authorize call's decision time."""
@@ -93,6 +94,12 @@ class RequestFigures:
             requests.add_metric([endpoint, str(status)], n)
         yield requests
         yield CounterMetricFamily("kraft_acl_not_ready", "Calls answered AUTHORIZER_NOT_READY", value=self.not_ready)
+        yield CounterMetricFamily(
+            "kraft_acl_audit_lines_skipped",
+            "Audit lines of callers asking about themselves (not brokers or super users) beyond their budget of "
+            "decision.log.self.query.rate lines per second: counted, not logged",
+            value=self.audit_skipped,
+        )
         heavy = CounterMetricFamily(
             "kraft_acl_heavy_reads",
             "Heavy reads (describe, image, history, large explains) of a serve with a reader process, by who answered",

@@ -7,7 +7,7 @@ state; each call reads the current index reference once, so it sees one batch bo
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -167,10 +167,16 @@ class StandardAuthorizer:
         return self.authorize_at(self._index, ctx, actions)[0]
 
     def authorize_at(
-        self, index: AclIndex, ctx: RequestContext, actions: Sequence[Action], explain: bool = False
+        self,
+        index: AclIndex,
+        ctx: RequestContext,
+        actions: Sequence[Action],
+        explain: bool = False,
+        may_audit: Callable[[], bool] | None = None,
     ) -> tuple[list[AuthorizationResult], list[int], list[Rule] | None]:
         """`authorize` against a given index (one read of `state()`): results, their BY_* codes, and each
-        action's rule when `explain` is set.
+        action's rule when `explain` is set; an audit line the logger wants is written only when `may_audit` (if
+        given) says so (a budget of lines).
 
         Raises InvalidActionError for a non-LITERAL action and AuthorizerNotReadyError before the
         initial load (super users excepted), as Kafka does, before deciding anything.
@@ -194,7 +200,7 @@ class StandardAuthorizer:
             result = RESULT_OF[code]
             if rules is not None:
                 rules.append(SUPER_USER if superuser else self._rule(index, ctx, action, result))
-            self._maybe_audit(index, ctx, action, result, superuser)
+            self._maybe_audit(index, ctx, action, result, superuser, may_audit)
             results.append(result)
             codes.append(code)
         return results, codes, rules
@@ -281,9 +287,10 @@ class StandardAuthorizer:
         action: Action,
         result: AuthorizationResult,
         superuser: bool,
+        may_audit: Callable[[], bool] | None = None,
     ) -> None:
         level = audit_level(result is ALLOWED, action.log_if_allowed, action.log_if_denied)
-        if not AUDIT_LOGGER.isEnabledFor(level):
+        if not AUDIT_LOGGER.isEnabledFor(level) or (may_audit is not None and not may_audit()):
             return
         rule = SUPER_USER if superuser else self._rule(index, ctx, action, result)
         line = audit_line(

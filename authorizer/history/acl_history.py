@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kraftacl.authorizer.model.acls import StandardAcl
 from kraftacl.authorizer.state.records import batch_rows
 from kraftacl.metadata_log.backend import LogBackend
+from kraftacl.metadata_log.pace import breathe
 from kraftacl.metadata_log.replayer import Replayer
 
 
@@ -47,6 +48,7 @@ def acl_history(backend: LogBackend, acl_ids: Iterable[str], to_offset: int | No
     start = backend.log_start_offset()
     end = backend.high_watermark() if to_offset is None else to_offset
     for batch in Replayer(backend).batches(start, end):
+        breathe()  # a paced thread (serve's history thread) rests here
         ids, rows = batch_rows(batch.records)
         if wanted.isdisjoint(ids):
             continue

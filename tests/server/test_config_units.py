@@ -104,6 +104,10 @@ def test_per_listener_tls_overrides_the_global_keys(tmp_path: Path) -> None:
         ({"max.connections.per.ip.overrides": "10.0.0.1"}, "'10.0.0.1' is not host:count"),
         ({"max.connections.per.ip.overrides": "10.0.0.1:x"}, "'10.0.0.1:x' is not host:count"),
         ({"max.connections.per.ip.overrides": "no-such-host.invalid:3"}, "'no-such-host.invalid' does not resolve"),
+        # more digits than int() converts (4300): the key's range, not "internal error: ValueError", exit 1
+        ({"max.connections": "1" * 5000}, "must be between 1 and 2147483647"),
+        ({"queued.max.request.bytes": "-" + "9" * 4301}, "must be between 4096 and"),
+        ({"request.timeout.ms": "0" * 5000}, "must be between 1 and 2147483647"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, props: dict[str, str], words: str) -> None:

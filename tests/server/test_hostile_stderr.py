@@ -46,10 +46,10 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
         actions = [{"operation": "WRITE", "resource_type": "TOPIC", "resource_name": f"t-{n}"} for n in range(1000)]
         with httpx.Client(timeout=10) as http:
             for _ in range(20):  # 20,000 denials, each an INFO audit line of about 250 bytes: 5 MB
-                answer = http.post(
+                answer = http.post(  # a broker's: a caller asking about itself has a budget of audit lines
                     client + "/v1/authorize",
                     json={**DENIED, "actions": actions},
-                    headers={"Authorization": f"Bearer {ALICE_TOKEN}"},
+                    headers={"Authorization": f"Bearer {BROKER_TOKEN}"},
                 )
                 assert answer.status_code == 200
             explained = http.post(  # more than 32 actions with explain: the reader's work, and its audit lines

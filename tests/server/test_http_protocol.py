@@ -11,6 +11,7 @@ import socket
 import time
 from typing import Any
 
+import pytest
 import uvloop
 
 from kraftacl.server.auth import Caller
@@ -240,9 +241,12 @@ def test_requests_pipelined_before_a_half_close_take_turns_with_other_connection
     assert kept_open and closed, "open for the answers after the end of file, closed after the last"
 
 
-def test_calls_without_credentials_share_one_answer_per_turn() -> None:
+@pytest.mark.parametrize("noisy", [None, Caller("User:alice", "127.0.0.1")], ids=["no credentials", "not a broker"])
+def test_calls_without_credentials_share_one_answer_per_turn(noisy: Caller | None) -> None:
     """Public calls (no credentials: `caller` None) take one turn of the loop over all connections, not one per
-    connection: 32 connections pipelining an unauthenticated /metrics made a broker's decision wait for 32 of them."""
+    connection: 32 connections pipelining an unauthenticated /metrics made a broker's decision wait for 32 of them.
+    Calls of any other caller that is not a broker or super user share that turn: any principal may ask about
+    itself (no ACL needed), and 16 connections of 1000-action self-queries took a broker's p50 from 0.2 to 46-50 ms."""
 
     async def run() -> list[list[str]]:
         answered: list[str] = []
@@ -262,12 +266,12 @@ def test_calls_without_credentials_share_one_answer_per_turn() -> None:
         def open_one(caller: Caller | None) -> HttpProtocol:
             protocol = HttpProtocol(
                 admit(caller), answer, Listener("CLIENT", "127.0.0.1", 0, early_start=False), LIMITS, shared,
-                lambda cert: None, frozenset(),
+                lambda cert: None, frozenset({"User:broker"}),
             )  # fmt: skip
             protocol.connection_made(FakeTransport())  # type: ignore[arg-type]
             return protocol
 
-        public = [open_one(None) for _ in range(3)]
+        public = [open_one(noisy) for _ in range(3)]
         broker = open_one(Caller("User:broker", "127.0.0.1"))
         for n, protocol in enumerate(public):
             protocol.data_received(f"GET /metrics/{n} HTTP/1.1\r\nHost: s\r\n\r\n".encode() * 2)
