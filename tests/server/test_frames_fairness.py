@@ -65,6 +65,15 @@ def _connection(answered: list[str], name: str, cost_s: float) -> FrameConnectio
     return conn
 
 
+async def _turns_until(answered: list[str], count: int) -> list[str]:
+    """`answered` once it holds `count` frames' answers (or after 1000 turns of the loop)."""
+    for _ in range(1000):
+        if len(answered) == count:
+            break
+        await asyncio.sleep(0)
+    return answered
+
+
 def test_frames_of_one_read_take_turns_with_other_connections() -> None:
     async def run() -> list[str]:
         answered: list[str] = []
@@ -72,11 +81,7 @@ def test_frames_of_one_read_take_turns_with_other_connections() -> None:
         broker = _connection(answered, "broker", 0.0)
         noisy.data_received(b"".join(request_frame(n, 1, ONE) for n in range(500)))  # one read, 500 frames
         broker.data_received(request_frame(1, 1, ONE))
-        for _ in range(1000):
-            if len(answered) == 501:
-                break
-            await asyncio.sleep(0)
-        return answered
+        return await _turns_until(answered, 501)
 
     answered = uvloop.run(run())
     assert len(answered) == 501, "every frame is answered"
@@ -161,11 +166,7 @@ def test_callers_other_than_brokers_share_one_turn_over_all_their_connections() 
             conn.data_received(b"".join(request_frame(n, 1, ONE) for n in range(4)))
         await asyncio.sleep(0)
         broker.data_received(request_frame(1, 1, ONE))
-        for _ in range(1000):
-            if len(answered) == 65:
-                break
-            await asyncio.sleep(0)
-        return answered
+        return await _turns_until(answered, 65)
 
     answered = uvloop.run(run())
     assert len(answered) == 65, "every frame is answered"
