@@ -44,7 +44,11 @@ ONE = msgspec.json.encode(
 )
 
 
-def _connection(answered: list[str], name: str, cost_s: float) -> FrameConnection:
+def _connection(
+    answered: list[str], name: str, cost_s: float, registry: Connections | None = None, trusted: bool = False
+) -> FrameConnection:
+    """A frame connection whose every decision costs `cost_s` on the loop and is recorded in `answered` by name."""
+
     def dispatch(request: Request) -> Response:
         end = time.perf_counter() + cost_s  # a decision's work on the loop
         while time.perf_counter() < end:
@@ -54,12 +58,12 @@ def _connection(answered: list[str], name: str, cost_s: float) -> FrameConnectio
 
     kinds: dict[int, Any] = {1: ("/v1/authorize", None, 1 << 20, "request.max.bytes")}
     upgrade = Request("GET", "/v1/frames", "", {}, "127.0.0.1", "CLIENT", None)
-    conn = FrameConnection(dispatch, kinds, upgrade, trusted=False)
+    conn = FrameConnection(dispatch, kinds, upgrade, trusted=trusted)
     conn.take_over(
         FakeTransport(),  # type: ignore[arg-type]
         b"",
         LIMITS,
-        Connections(LIMITS),
+        Connections(LIMITS) if registry is None else registry,
         Listener("CLIENT", "127.0.0.1", 0, early_start=False),
     )
     return conn
@@ -145,23 +149,8 @@ def test_callers_other_than_brokers_share_one_turn_over_all_their_connections() 
         answered: list[str] = []
         registry = Connections(LIMITS)
 
-        def connection(name: str, cost_s: float, trusted: bool) -> FrameConnection:
-            def dispatch(request: Request) -> Response:
-                end = time.perf_counter() + cost_s
-                while time.perf_counter() < end:
-                    pass
-                answered.append(name)
-                return Response(200, b"{}")
-
-            kinds: dict[int, Any] = {1: ("/v1/authorize", None, 1 << 20, "request.max.bytes")}
-            upgrade = Request("GET", "/v1/frames", "", {}, "127.0.0.1", "CLIENT", None)
-            conn = FrameConnection(dispatch, kinds, upgrade, trusted=trusted)
-            listener = Listener("CLIENT", "127.0.0.1", 0, early_start=False)
-            conn.take_over(FakeTransport(), b"", LIMITS, registry, listener)  # type: ignore[arg-type]
-            return conn
-
-        noisy = [connection(f"noisy-{n}", 0.001, trusted=False) for n in range(16)]
-        broker = connection("broker", 0.0, trusted=True)
+        noisy = [_connection(answered, f"noisy-{n}", 0.001, registry) for n in range(16)]
+        broker = _connection(answered, "broker", 0.0, registry, trusted=True)
         for conn in noisy:
             conn.data_received(b"".join(request_frame(n, 1, ONE) for n in range(4)))
         await asyncio.sleep(0)
