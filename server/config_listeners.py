@@ -135,27 +135,24 @@ def _check_addresses(r: PropertyReader, raw: str, listeners: list[Listener]) -> 
     """Two listeners may not claim one address and port (port 0 picks a free port for each). Every host name is
     resolved here once, within RESOLVE_TIMEOUT_S: a listener alone on its port is bound by name too, and a hung DNS
     would hang the bind without a word."""
+    keys: list[set[str]] = []
     for listener in listeners:
         try:
-            _address_keys(listener.host)
+            keys.append(_address_keys(listener.host))
         except TimeoutError as exc:
             raise r.error("listeners", raw, str(exc)) from exc
     for i, a in enumerate(listeners):
-        for b in listeners[:i]:
-            try:
-                both = a.port != 0 and a.port == b.port and overlap(a.host, b.host)
-            except TimeoutError as exc:
-                raise r.error("listeners", raw, str(exc)) from exc
-            if both:
+        for j, b in enumerate(listeners[:i]):
+            if a.port != 0 and a.port == b.port and overlap(keys[i], keys[j]):
                 raise r.error("listeners", raw, f"listeners {b.name} and {a.name} both bind {a.url().split('://')[1]}")
 
 
-def overlap(a: str, b: str) -> bool:
-    """True when binding both hosts on one port would conflict: an address both stand for (a host name stands for
-    every address it resolves to, as serve binds them all; an IPv4-mapped IPv6 address for its IPv4 address), or a
-    wildcard that covers the other (`0.0.0.0` or the empty host covers IPv4, the dual-stack `::` covers
-    everything)."""
-    return any(_overlap(ka, kb) for ka in _address_keys(a) for kb in _address_keys(b))
+def overlap(a: set[str], b: set[str]) -> bool:
+    """True when binding hosts of these address keys (`_address_keys`) on one port would conflict: an address both
+    stand for (a host name stands for every address it resolves to, as serve binds them all; an IPv4-mapped IPv6
+    address for its IPv4 address), or a wildcard that covers the other (`0.0.0.0` or the empty host covers IPv4, the
+    dual-stack `::` covers everything)."""
+    return any(_overlap(ka, kb) for ka in a for kb in b)
 
 
 def _overlap(ka: str, kb: str) -> bool:
