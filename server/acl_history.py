@@ -1,5 +1,6 @@
 """POST /v1/acls/history: when each ACL id was added and removed, read from serve's metadata log (what
-`kraft-acl shell --server` shows for `history`); handed to the reader process when there is one (`server.reader`).
+`kraft-acl shell --server` shows for `history`); handed to the reader process when there is one (`server.reader`),
+which heavy.reads.process=auto starts for it once the log holds AUTO_MIN_ACLS offsets, however few ACLs are loaded.
 
 Each call opens its own read-only reader of the log (the node's reader belongs to its tailer) and scans the log
 once on serve's history thread: one call at a time, paced and niced as serve's other bulk threads
@@ -39,7 +40,8 @@ async def history(state: ServeState, request: Request, caller: Caller) -> Respon
     ids = list(dict.fromkeys(body.ids))
     if state.reader is not None:
         index, offset = state.authorizer.state()
-        if (handed := await state.reader.answer(request, len(index), offset)) is not None:
+        # the scan reads the whole log: its length, not the ACL count, says whether it belongs in the reader
+        if (handed := await state.reader.answer(request, max(len(index), offset + 1), offset)) is not None:
             return handed
     try:
         found = await asyncio.get_running_loop().run_in_executor(_SCANS, lambda: _scan(state, ids))

@@ -6,6 +6,7 @@ sockets."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -214,6 +215,37 @@ def test_no_reader_when_off_or_with_few_acls(tmp_path: Path) -> None:
             assert _heavy(serve)["reader"] == 0
 
 
+def test_history_of_a_long_log_starts_the_reader_however_few_acls_are_loaded(tmp_path: Path) -> None:
+    """A history call scans the whole log: with 12,000 offsets and never more than 3,000 ACLs loaded, auto starts
+    the reader for it (the ACL count alone never would) and the reader answers as serve did."""
+    props = base_properties(tmp_path, heavy_reads_process="auto")
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN) as c:
+        ids: list[str] = []
+        for round_ in range(2):
+            acls = [{**_acl(0), "resource_name": f"t-{round_}-{i}"} for i in range(3_000)]
+            created = c.post("/v1/acls/create", json={"acls": acls})
+            assert created.status_code == 200, created.text
+            ids += [r["id"] for r in created.json()["results"][:2]]
+            filters = [{"resource_name": f"t-{round_}-{i}"} for i in range(3_000)]
+            deleted = c.post("/v1/acls/delete", json={"filters": filters})
+            assert deleted.status_code == 200, deleted.text
+        assert c.post("/v1/acls/describe", json={}).status_code == 200  # 0 ACLs: no reader for a describe
+        time.sleep(0.5)
+        assert "reader process" not in serve.output()
+        first = c.post("/v1/acls/history", json={"ids": ids})
+        assert first.status_code == 200, first.text
+        assert len(first.json()["events"]) == 2 * len(ids)  # each added, then removed
+        _reader(serve)
+        for _ in range(100):
+            again = c.post("/v1/acls/history", json={"ids": ids})
+            assert again.status_code == 200, again.text
+            if _heavy(serve)["reader"] >= 1:
+                break
+            time.sleep(0.1)
+        assert _heavy(serve)["reader"] >= 1, "the reader never answered a history call"
+        assert again.json() == first.json()
+
+
 def test_reader_properties_keep_the_log_and_authorizer_and_nothing_of_the_network(tmp_path: Path) -> None:
     props = {
         "listeners": "CLIENT://0.0.0.0:9191,SSL://0.0.0.0:9443",
@@ -297,3 +329,35 @@ def test_reader_properties_drop_the_per_ip_limits_serve_itself_would_be_refused_
     out = reader_properties(props, tmp_path / "tokens", tmp_path)
     assert "max.connections.per.ip" not in out and "max.connections.per.ip.overrides" not in out
     assert out["max.connections"] == "500"
+
+
+def test_a_call_at_an_offset_the_reader_was_seen_to_have_applied_asks_no_status_first() -> None:
+    """Each heavy read asked the reader's status before the call itself, even at an offset the reader had already
+    answered: half of serve's relaying when callers ask over and over. A new reader (another client) is asked."""
+    from types import SimpleNamespace
+
+    from kraftacl.server.reader import Reader
+
+    class Client:
+        def __init__(self, applied: int) -> None:
+            self.applied, self.asked = applied, 0
+
+        async def get(self, path: str) -> Any:
+            self.asked += 1
+            return SimpleNamespace(json=lambda: {"ready": True, "last_applied_offset": self.applied})
+
+    config: Any = SimpleNamespace(min_offset_wait_s=1.0, trusted_principals=frozenset())
+    reader = Reader(config, lambda *a, **k: None, {"reader": 0, "serve": 0})
+    first, second = Client(10), Client(10)
+
+    async def asks() -> list[int]:
+        counts = []
+        for client, offset in ((first, 5), (first, 10), (first, 3), (second, 5), (first, 7)):
+            assert await reader._caught_up(client, offset)  # type: ignore[arg-type]
+            counts.append(first.asked + second.asked)
+        first.applied = 12
+        assert await reader._caught_up(first, 11)  # type: ignore[arg-type]
+        counts.append(first.asked + second.asked)
+        return counts
+
+    assert asyncio.run(asks()) == [1, 1, 1, 2, 3, 4]
