@@ -119,7 +119,8 @@ KEYS: dict[str, str] = {
     "heavy.reads.process": "auto | on | off: answer describe, the ACL image, ACL history and large explains from a "
     "reader process (a "
     "second, broker-role serve on the same log, started by this one), so that their work never shares the interpreter "
-    "that answers brokers' decisions (default auto: on once 10000 or more ACLs are loaded)",
+    "that answers brokers' decisions (default auto: on once 10000 or more ACLs are loaded, or at a history call on a "
+    "log of 10000 or more offsets)",
     "bulk.threads.nice": "how many nice steps below serve's other threads its bulk threads run (the writer, the "
     "tailer, the graveyard; Linux; 0-19, default 5): decisions get a CPU before bulk work",
     "log.format": "text | json (default text)",
