@@ -230,18 +230,21 @@ class DecisionLog:
 
 
 class SelfQueryBudget:
-    """A token bucket: `rate` lines per second, up to one second's worth at once (0: none at all)."""
+    """A token bucket: `rate` lines per second, up to one second's worth at once (0: none at all); taken from by
+    the event loop and serve's rules thread alike (the audit budget), so each take holds a lock."""
 
     def __init__(self, rate: int) -> None:
         self.rate = rate
         self.tokens = float(rate)
         self.last = time.monotonic()
+        self._lock = threading.Lock()
 
     def take(self, wanted: int) -> int:
         """How many of `wanted` lines may be written now."""
-        now = time.monotonic()
-        self.tokens = min(float(self.rate), self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        granted = min(wanted, int(self.tokens))
-        self.tokens -= granted
-        return granted
+        with self._lock:
+            now = time.monotonic()
+            self.tokens = min(float(self.rate), self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            granted = min(wanted, int(self.tokens))
+            self.tokens -= granted
+            return granted

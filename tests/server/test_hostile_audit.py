@@ -165,3 +165,32 @@ def test_the_budget_of_audit_lines_holds_with_a_reader_process(tmp_path: Path) -
         assert len(_lines(serve, "Topic:LITERAL:reader-probe")) == 1
         time.sleep(1.0)  # the reader's lines (it shares serve's stderr) would have arrived by now
         assert [line for line in serve.stderr if "for request = ReaderSelfQuery " in line] == []
+
+
+def test_the_budget_of_audit_lines_holds_when_two_threads_take_from_it() -> None:
+    """The event loop and the rules thread take from one budget: without a lock both read the same tokens and
+    together granted more lines than the budget held (up to 4 over a budget of 100 in 20 tries of 4 threads)."""
+    import sys
+    import threading
+
+    from kraftacl.server.decision_log import SelfQueryBudget
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):
+            budget, began = SelfQueryBudget(100), time.monotonic()
+            granted = [0] * 4
+
+            def take(budget: SelfQueryBudget, granted: list[int], i: int) -> None:
+                for _ in range(5_000):
+                    granted[i] += budget.take(1)
+
+            threads = [threading.Thread(target=take, args=(budget, granted, i)) for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert sum(granted) <= 100 + (time.monotonic() - began) * 100
+    finally:
+        sys.setswitchinterval(interval)
