@@ -126,16 +126,17 @@ def test_pipelined_frames_are_matched_by_id(framed: tuple[ServeProcess, ssl.SSLC
 
 def test_a_waiting_frame_does_not_hold_back_later_ones(framed: tuple[ServeProcess, ssl.SSLContext]) -> None:
     """A frame with `min_offset` past serve's state waits; a later frame is answered first; the waiting one is
-    answered once an ACL write reaches that offset."""
+    answered once an ACL write reaches that offset. The write is sent at once: serve answers a `min_offset` that a
+    poll begun after the frame arrived found beyond the log's end with a 400 (no write answered it), so a write
+    sent only after the later frame's answer came back, on a loaded host more than 50 ms later, raced that poll."""
     serve, _ = framed
-    with serve.client(token=BROKER_TOKEN) as http, _frames(serve) as frames:
+    acl = {**ALICE_READ_ORDERS, "resource_name": f"waiting-{time.monotonic_ns()}"}
+    with serve.client(token=BROKER_TOKEN) as http, serve.client(token=ADMIN_TOKEN) as admin, _frames(serve) as frames:
         offset = http.post("/v1/authorize", json=_subject(actions=[READ_ORDERS])).json()["offset"]
         waiting = frames.send(AUTHORIZE, _json(_subject(actions=[READ_ORDERS], min_offset=offset + 1)))
         later = frames.send(AUTHORIZE, _json(_subject(actions=[READ_ORDERS])))
+        assert admin.post("/v1/acls/create", json={"acls": [acl]}).status_code == 200
         assert frames.receive()[0] == later
-        with serve.client(token=ADMIN_TOKEN) as admin:
-            acl = {**ALICE_READ_ORDERS, "resource_name": f"waiting-{time.monotonic_ns()}"}
-            assert admin.post("/v1/acls/create", json={"acls": [acl]}).status_code == 200
         frame_id, status, body = frames.receive()
         assert (frame_id, status) == (waiting, 200)
         assert msgspec.json.decode(body)["offset"] > offset
