@@ -55,6 +55,10 @@ AUTO_MIN_ACLS = 10_000  # heavy.reads.process=auto starts the reader once this m
 RESTART_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits before restarting a reader that ended, growing while it fails
 STABLE_S = 60.0  # a reader that ran this long before it ended starts again after the first wait
 POLL_S = 0.005  # how often serve asks the reader's status while it catches up with an offset
+# A relayed call's answer must begin, and each piece of it come when serve asks for it, within this: a reader that
+# stopped answering (hung, frozen) held every heavy read (describe, image, history) for good (read=None), and those of
+# callers other than brokers took the places they share (OTHERS_POOL) for good
+RELAY_READ_S = 30.0
 PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
 OWNER = "serve.pid"  # in it: the pid of the serve that made it
 READER_POLL_MS = 60_000  # the reader reads new records when asked (each request pokes its tailer), else this often
@@ -175,8 +179,13 @@ class Reader:
         wait = max(1.0, self.config.min_offset_wait_s)
         deadline = time.monotonic() + wait
         while True:
-            try:
-                status = (await client.get(STATUS.path)).json()
+            try:  # bounded by the wait: a reader that stopped answering (hung, or frozen) is not waited for forever
+                status = (await client.get(STATUS.path, timeout=max(deadline - time.monotonic(), POLL_S))).json()
+            except httpx.TimeoutException:
+                log.warning(
+                    "heavy reads: the reader did not answer its status within %.0f s; serve answers itself", wait
+                )
+                return False
             except (httpx.HTTPError, ValueError):
                 return False
             if status.get("ready") and status.get("last_applied_offset", -1) >= offset:
@@ -241,7 +250,9 @@ class Reader:
                     self._client = httpx.AsyncClient(
                         base_url=url,
                         headers={"authorization": f"Bearer {self._token}"},
-                        timeout=httpx.Timeout(30.0, read=None),
+                        timeout=httpx.Timeout(
+                            RELAY_READ_S
+                        ),  # reads too: a reader that stops answering is not waited for
                         limits=httpx.Limits(max_connections=POOL, max_keepalive_connections=8),
                         verify=tls,
                     )
