@@ -245,3 +245,15 @@ class SelfQueryBudget:
         granted = min(wanted, int(self.tokens))
         self.tokens -= granted
         return granted
+
+    def take_line(self, cost: int) -> bool:
+        """Whether one line counting as `cost` lines (at most a second's worth) may be written now; nothing is
+        taken when it may not."""
+        now = time.monotonic()
+        self.tokens = min(float(self.rate), self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        cost = min(cost, self.rate)
+        if self.rate <= 0 or self.tokens < cost:
+            return False
+        self.tokens -= cost
+        return True

@@ -149,6 +149,40 @@ def test_a_caller_asking_about_itself_has_a_budget_of_audit_lines(tmp_path: Path
         assert skipped and float(skipped[0].split()[1]) == 4000 - len(self_lines), skipped
 
 
+def test_the_budget_of_audit_lines_bounds_their_bytes(tmp_path: Path) -> None:
+    """Counted one line each, the lines of a caller asking about itself with 32,767-character resource and request
+    names wrote 65 MB a second to stderr (381 MB in 5.8 s), and with stderr not read 10,000 of them waited in the log
+    queue (650 MB). A line takes one line of the budget per KiB of the names it writes (short lines one each, as
+    before), on the fast path and with explain."""
+    props = base_properties(tmp_path, decision_log_self_query_rate="100")
+    long = "x" * 32_767
+    with ServeProcess(tmp_path, props).start() as serve:
+        started = time.monotonic()
+        for call in range(40):
+            answer = _ask(serve, ALICE_TOKEN, [_read(f"{call:02d}{long[2:]}")], long)
+            assert answer.status_code == 200 and answer.json()["results"] == ["DENIED"]
+        body = {"principal": "User:alice", "client_address": "10.0.0.7", "request": long, "explain": True}
+        with serve.client(token=ALICE_TOKEN) as http:
+            for call in range(40):
+                answer = http.post("/v1/authorize", json={**body, "actions": [_read(f"e{call:02d}{long[3:]}")]})
+                assert answer.status_code == 200 and answer.json()["results"] == ["DENIED"]
+        seconds = time.monotonic() - started
+        assert _ask(serve, BROKER_TOKEN, [_read("broker-after")], "Fetch").json()["results"] == ["DENIED"]
+        assert len(_lines(serve, "Topic:LITERAL:broker-after")) == 1
+        written = [line for line in serve.stderr if f"for request = {long[:100]}" in line]
+        # 100 lines of one KiB a second, a second's worth at once: a line of 64 KiB of names takes 64 of them
+        assert 0 < len(written) <= 2 + 100 / 64 * seconds, f"{len(written)} lines of 64 KiB in {seconds:.1f} s"
+        time.sleep(1.0)  # the budget fills again
+        with serve.client(token=ALICE_TOKEN) as http:  # short lines: one each, as before
+            for _ in range(5):
+                assert (
+                    http.post("/v1/authorize", json={**body, "request": "Short", "actions": [_read("s")]}).status_code
+                    == 200
+                )
+        time.sleep(1.0)
+        assert len(_lines(serve, "for request = Short ")) == 5
+
+
 def test_the_budget_of_audit_lines_holds_with_a_reader_process(tmp_path: Path) -> None:
     """The reader answers as its own broker principal: a large explain of a caller asking about itself, handed to it,
     had every audit line written (277,000 in 12 s from four connections), its budget bypassed. Such a call stays on
