@@ -84,7 +84,8 @@ KEYS: dict[str, str] = {
     "decision.log.max.bytes": "rotate the decision log at this size (default 104857600)",
     "decision.log.backups": "rotated decision logs kept (default 5)",
     "decision.log.self.query.rate": "decision lines per second for callers asking about themselves, not brokers "
-    "(default 1000), and as many audit lines (with or without a decision log); the rest are counted, not written",
+    "(default 1000), and as many audit lines (with or without a decision log; a line of more than 1 KiB of names "
+    "counts as one per KiB); the rest are counted, not written",
     "decision.log.max.pending.bytes": "decision lines waiting for the disk before new ones are counted and dropped "
     "(default 67108864)",
     "request.max.bytes": "largest request body accepted (default 16777216)",

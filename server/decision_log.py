@@ -33,6 +33,7 @@ from kraftacl.authorizer.state.loader import Update
 from kraftacl.server.config import DecisionLogConfig
 
 GROUP_BYTES = 64 * 1024  # lines written at once: the file rotates between two groups
+LINE_CHARS = 1024  # a self-query's decision line takes one line of its budget per this many characters of names
 
 
 class DecisionLine(msgspec.Struct, frozen=True):
@@ -132,6 +133,21 @@ class DecisionLog:
         self._thread = threading.Thread(target=self._run, name="kraft-acl-decision-log", daemon=True)
         self._thread.start()
 
+    def _self_lines(self, ctx: RequestContext, actions: Sequence[Action]) -> int:
+        """How many of a self-query's lines its budget takes: one line of it per LINE_CHARS characters of the names a
+        line writes (the caller's resource, request and listener names, up to 32,767 characters each). Counted one
+        line each, lines of 98 KB were written at 76 MB a second at the default rate (a rotation every 1.3 s), so the
+        backups held brokers' decisions for seconds: the self-query budget is meant to keep them in the rotation."""
+        fixed = len(ctx.request) + len(ctx.listener)
+        if fixed < LINE_CHARS and all(len(action.resource_name) < LINE_CHARS for action in actions):
+            return self.budget.take(len(actions))  # the usual call: short names, a line each
+        count = 0
+        for action in actions:
+            if not self.budget.take_line(1 + (len(action.resource_name) + fixed) // LINE_CHARS):
+                break
+            count += 1
+        return count
+
     def write(
         self,
         ctx: RequestContext,
@@ -141,8 +157,9 @@ class DecisionLog:
         offset: int,
         trusted: bool = True,
     ) -> None:
-        """One line per action of one call (a caller asking about itself: as many as its budget allows)."""
-        count = len(actions) if trusted else self.budget.take(len(actions))
+        """One line per action of one call (a caller asking about itself: as many as its budget allows, a line
+        counting as one per LINE_CHARS characters of the names it writes)."""
+        count = len(actions) if trusted else self._self_lines(ctx, actions)
         self.skipped += len(actions) - count
         if not count:
             return
@@ -248,3 +265,16 @@ class SelfQueryBudget:
             granted = min(wanted, int(self.tokens))
             self.tokens -= granted
             return granted
+
+    def take_line(self, cost: int) -> bool:
+        """Whether one line counting as `cost` lines (at most a second's worth) may be written now; nothing is
+        taken when it may not."""
+        with self._lock:
+            now = time.monotonic()
+            self.tokens = min(float(self.rate), self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            cost = min(cost, self.rate)
+            if self.rate <= 0 or self.tokens < cost:
+                return False
+            self.tokens -= cost
+            return True

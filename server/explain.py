@@ -100,7 +100,7 @@ def decide_at(
     within the budget of audit lines such callers share), with each rule when asked (explain, rule texts) or
     logged."""
     authz = state.authorizer
-    gate = None if trusted else self_audit_gate(state)
+    gate = None if trusted else self_audit_gate(state, ctx)
     try:
         return authz.authorize_at(index, ctx, actions, with_rules or state.decision_log is not None, gate)
     except AuthorizerNotReadyError as exc:

@@ -1,7 +1,8 @@
 """serve's log records leave the threads that make them through a bounded queue and one writer thread: a stderr
 that is not read (a pipe nobody drains, a slow log shipper) blocks only that thread, never the event loop that
 answers brokers' decisions (with stderr blocked, one caller's denied self-queries, each an INFO audit line, froze
-decisions and SIGTERM). When the queue is full a record is dropped and counted, and the count is logged once the
+decisions and SIGTERM). When the queue is full (QUEUE_RECORDS records, or QUEUE_CHARS characters) a record is
+dropped and counted, and the count is logged once the
 writer catches up, as log4j's asynchronous appenders discard when their buffer is full."""
 
 from __future__ import annotations
@@ -18,8 +19,34 @@ from logging.handlers import QueueHandler, QueueListener
 from typing import NoReturn
 
 QUEUE_RECORDS = 10_000  # records waiting for stderr at most (a few MB)
+# and at most this many characters of them: a record's text is up to two 32,767-character names (a Kafka client's group
+# id, asked by its broker), so 10,000 records alone let a stderr not read hold 650 MB of serve
+QUEUE_CHARS = 16 << 20
 FLUSH_AT_EXIT_S = 2.0  # how long an exit waits for the records still queued (a blocked stderr loses them)
 log = logging.getLogger("kraft_acl.serve")
+
+
+class _RecordQueue(queue.Queue[logging.LogRecord]):
+    """A queue of prepared records that also counts their characters (under the queue's own lock)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.chars = 0
+
+    def _put(self, item: logging.LogRecord) -> None:
+        self.chars += _chars(item)
+        super()._put(item)
+
+    def _get(self) -> logging.LogRecord:
+        item = super()._get()
+        self.chars -= _chars(item)
+        return item
+
+
+def _chars(record: logging.LogRecord | None) -> int:
+    """A queued record's characters (0 for QueueListener's stop sentinel, None)."""
+    msg = getattr(record, "msg", None)
+    return len(msg) + len(getattr(record, "exc_text", None) or "") if isinstance(msg, str) else 0
 
 
 class DroppingQueueHandler(QueueHandler):
@@ -43,6 +70,9 @@ class DroppingQueueHandler(QueueHandler):
 
     def enqueue(self, record: logging.LogRecord) -> None:
         try:
+            held = self.queue.chars if isinstance(self.queue, _RecordQueue) else 0
+            if held and held + _chars(record) > QUEUE_CHARS:
+                raise queue.Full
             self.queue.put_nowait(record)
         except queue.Full:
             with self._lock:
@@ -77,7 +107,7 @@ class LogQueue:
     """The root logger's handler (a DroppingQueueHandler) and its writer thread, writing to `handler`."""
 
     def __init__(self, handler: logging.Handler, size: int = QUEUE_RECORDS) -> None:
-        self.records: queue.Queue[logging.LogRecord] = queue.Queue(size)
+        self.records: queue.Queue[logging.LogRecord] = _RecordQueue(size)
         self.handler = DroppingQueueHandler(self.records)
         _installed.append(self.handler)
         self._listener = QueueListener(self.records, handler)

@@ -56,6 +56,11 @@ AUTO_MIN_ACLS = 10_000  # heavy.reads.process=auto starts the reader once this m
 RESTART_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits before restarting a reader that ended, growing while it fails
 STABLE_S = 60.0  # a reader that ran this long before it ended starts again after the first wait
 POLL_S = 0.005  # how often serve asks the reader's status while it catches up with an offset
+# A relayed call's answer must begin, and each piece of it come when serve asks for it, within this: a reader that
+# stopped answering (hung, frozen) held every heavy read (describe, image, history) for good (read=None), and those of
+# callers other than brokers took the places they share (OTHERS_POOL) for good
+RELAY_READ_S = 30.0
+PROBE_S = 1.0  # how often serve asks a reader that stopped answering whether it answers again
 PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
 OWNER = "serve.pid"  # in it: the pid of the serve that made it
 READER_POLL_MS = 60_000  # the reader reads new records when asked (each request pokes its tailer), else this often
@@ -112,6 +117,9 @@ class Reader:
         # a caller allowed DESCRIBE (not a broker) that asked 32 images and read none of them held every connection
         # to the reader: every heavy read (a broker's batch with rule texts) waited 30 s, then ran on serve's loop
         self._others = asyncio.Semaphore(OTHERS_POOL)
+        # set while the reader does not answer its status (hung, frozen, starved): heavy reads are answered by serve at
+        # once meanwhile, not each after min.offset.wait.max.ms, until `_probe` hears from it again
+        self._silent: asyncio.Task[None] | None = None
 
     def maybe_start(self, size: int) -> None:
         """Start the reader when heavy.reads.process asks for one now (on; auto once `size`, the ACLs loaded or for
@@ -146,7 +154,7 @@ class Reader:
 
     async def _ask(self, request: Request, offset: int, whole: bool) -> Response | StreamedResponse | None:
         client = self._client
-        if client is None or not await self._caught_up(client, offset):
+        if client is None or self._silent is not None or not await self._caught_up(client, offset):
             return None
         import httpx
 
@@ -183,8 +191,17 @@ class Reader:
         wait = max(1.0, self.config.min_offset_wait_s)
         deadline = time.monotonic() + wait
         while True:
-            try:
-                status = (await client.get(STATUS.path)).json()
+            try:  # bounded by the wait: a reader that stopped answering (hung, or frozen) is not waited for forever
+                status = (await client.get(STATUS.path, timeout=max(deadline - time.monotonic(), POLL_S))).json()
+            except httpx.TimeoutException:
+                if self._silent is None:
+                    log.warning(
+                        "heavy reads: the reader did not answer its status within %.0f s; serve answers the heavy "
+                        "reads itself until it does",
+                        wait,
+                    )
+                    self._silent = asyncio.get_running_loop().create_task(self._probe(client))
+                return False
             except (httpx.HTTPError, ValueError):
                 return False
             if status.get("ready") and status.get("last_applied_offset", -1) >= offset:
@@ -196,6 +213,22 @@ class Reader:
                 log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, wait)
                 return False
             await asyncio.sleep(POLL_S)
+
+    async def _probe(self, client: httpx.AsyncClient) -> None:
+        """Ask the silent reader's status every PROBE_S until it answers (or it is replaced), then use it again."""
+        import httpx
+
+        try:
+            while self._client is client:
+                try:
+                    await client.get(STATUS.path, timeout=PROBE_S)
+                except (httpx.HTTPError, RuntimeError):  # RuntimeError: the client was closed (the reader replaced)
+                    await asyncio.sleep(PROBE_S)
+                    continue
+                log.warning("heavy reads: the reader answers again")
+                return
+        finally:
+            self._silent = None
 
     async def _supervise(self) -> None:
         failures = 0
@@ -252,7 +285,9 @@ class Reader:
                     self._client = httpx.AsyncClient(
                         base_url=url,
                         headers={"authorization": f"Bearer {self._token}"},
-                        timeout=httpx.Timeout(30.0, read=None),
+                        timeout=httpx.Timeout(
+                            RELAY_READ_S
+                        ),  # reads too: a reader that stops answering is not waited for
                         limits=httpx.Limits(max_connections=POOL, max_keepalive_connections=8),
                         verify=tls,
                     )
@@ -265,6 +300,8 @@ class Reader:
         await proc.wait()
 
     async def _forget(self) -> None:
+        if self._silent is not None:
+            self._silent.cancel()
         client, self._client = self._client, None
         self._applied = (None, -1)
         if client is not None:

@@ -172,11 +172,11 @@ class StandardAuthorizer:
         ctx: RequestContext,
         actions: Sequence[Action],
         explain: bool = False,
-        may_audit: Callable[[], bool] | None = None,
+        may_audit: Callable[[Action], bool] | None = None,
     ) -> tuple[list[AuthorizationResult], list[int], list[Rule] | None]:
         """`authorize` against a given index (one read of `state()`): results, their BY_* codes, and each
         action's rule when `explain` is set; an audit line the logger wants is written only when `may_audit` (if
-        given) says so (a budget of lines).
+        given) says so for its action (a budget of lines).
 
         Raises InvalidActionError for a non-LITERAL action and AuthorizerNotReadyError before the
         initial load (super users excepted), as Kafka does, before deciding anything.
@@ -287,10 +287,10 @@ class StandardAuthorizer:
         action: Action,
         result: AuthorizationResult,
         superuser: bool,
-        may_audit: Callable[[], bool] | None = None,
+        may_audit: Callable[[Action], bool] | None = None,
     ) -> None:
         level = audit_level(result is ALLOWED, action.log_if_allowed, action.log_if_denied)
-        if not AUDIT_LOGGER.isEnabledFor(level) or (may_audit is not None and not may_audit()):
+        if not AUDIT_LOGGER.isEnabledFor(level) or (may_audit is not None and not may_audit(action)):
             return
         rule = SUPER_USER if superuser else self._rule(index, ctx, action, result)
         line = audit_line(

@@ -60,7 +60,7 @@ class NameMap(OverlayMap[str, Grants]):
 class PrincipalView:
     """One principal's ACLs of one resource type (see the module docstring); immutable once published."""
 
-    __slots__ = ("history", "literal", "other", "trie")
+    __slots__ = ("history", "hosts", "literal", "other", "trie")
 
     def __init__(
         self, literal: Names, tree: trie.Node | None, other: Mapping[str, Grants], history: History | None = None
@@ -69,6 +69,8 @@ class PrincipalView:
         self.trie = tree
         self.other = other
         self.history = history  # its version and recent changes, for `authorize_by_resource_type`
+        # the hosts its grants name but `*` (or ever named since they were first asked: a superset), None until asked
+        self.hosts: frozenset[str] | None = None
 
     @property
     def prefixed(self) -> dict[str, Grants]:
@@ -82,6 +84,22 @@ class PrincipalView:
         if kind == "prefixed":
             return trie.get(self.trie, name)
         return self.other.get(name)
+
+    def named_hosts(self) -> frozenset[str]:
+        """Every host its grants name, `*` aside, and maybe hosts they named before (a superset: never fewer): one
+        walk over the view the first time a version of it is asked, then carried to each next version with the hosts
+        its changes add (`updated`), so that a change to a large view costs no walk (a field set once; two threads
+        that race compute the same set)."""
+        hosts = self.hosts
+        if hosts is None:
+            named: set[str] = set()
+            for grants in (*self.literal.values(), *self.other.values()):
+                named.update(grants)
+            for _, grants in trie.items(self.trie):
+                named.update(grants)
+            named.discard("*")
+            hosts = self.hosts = frozenset(named)
+        return hosts
 
     def is_empty(self) -> bool:
         """True when the principal has no ACL of this type left."""
@@ -123,6 +141,10 @@ class PrincipalView:
                 other = dict(other)
                 _apply(other, names)
         fresh = PrincipalView(literal, tree, other, self._next_history(serial, bits))
+        if self.hosts is not None:  # asked before: carried over with what the changes add (a removed host stays)
+            added = {host for names in changes.values() for grants in names.values() if grants for host in grants}
+            added.discard("*")
+            fresh.hosts = self.hosts if added <= self.hosts else self.hosts | added
         return None if fresh.is_empty() else fresh
 
     def _next_history(self, serial: int, bits: Mapping[tuple[str, str], Bits]) -> History:

@@ -157,6 +157,18 @@ def test_remembered_tokens_answer_as_the_token_file_does(tmp_path: Path) -> None
     assert 0 < len(auth._verified) <= Authenticator.MAX_REMEMBERED
 
 
+def test_a_padded_token_is_accepted_and_not_remembered(tmp_path: Path) -> None:
+    """Whitespace around a token is accepted, but only the plain header is remembered: each padded variant (up to
+    serve's 64 KiB head) was kept, 1024 of them 60 MB of serve."""
+    (tmp_path / "tokens").write_text("User:alice 0123456789abcdefgh\n")
+    auth = Authenticator(load_tokens(tmp_path / "tokens"))
+    for n in range(50):
+        assert auth.from_header(b"Bearer" + b" " * (60_000 + n) + b"0123456789abcdefgh") == ("User:alice", True)
+        assert auth.from_header(b"Bearer 0123456789abcdefgh" + b" " * (60_000 + n)) == ("User:alice", True)
+    assert auth.from_header(b"BEARER 0123456789abcdefgh") == ("User:alice", True)
+    assert sum(map(len, auth._verified)) < 1000, f"{sum(map(len, auth._verified))} bytes of headers remembered"
+
+
 def test_connections_per_ip_and_overrides_in_kafkas_address_form(tmp_path: Path) -> None:
     config = parse(
         tmp_path / "p",

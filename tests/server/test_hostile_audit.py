@@ -107,6 +107,31 @@ def test_the_decision_log_rotates_within_one_large_call_and_self_queries_have_th
     assert metrics["skipped"] >= 194 and metrics["written"] == 1000 + len(self_lines)
 
 
+def test_the_self_query_budget_of_the_decision_log_bounds_its_bytes(tmp_path: Path) -> None:
+    """Counted one line each, a caller asking about itself wrote decision lines of 98 KB (its resource, request and
+    listener names of 32,767 characters), 1000 a second by default: the log rotated every 1.5 s and brokers' lines
+    left the backups within seconds. A line now takes one line of the budget per KiB of the names it writes."""
+    path = tmp_path / "decisions.log"
+    props = base_properties(tmp_path, decision_log_file=str(path), decision_log_self_query_rate="100")
+    long = "x" * 32_767
+    with ServeProcess(tmp_path, props).start() as serve, serve.client(token=ALICE_TOKEN) as http:
+        started = time.monotonic()
+        for call in range(40):
+            body = {"principal": "User:alice", "client_address": "10.0.0.7", "request": long, "listener": long}
+            answer = http.post("/v1/authorize", json={**body, "actions": [_read(f"{call:02d}{long[2:]}")]})
+            assert answer.status_code == 200 and answer.json()["results"] == ["DENIED"]
+        seconds = time.monotonic() - started
+        assert _ask(serve, BROKER_TOKEN, [_read("broker-after")]).status_code == 200
+        deadline = time.monotonic() + 10
+        while "broker-after" not in path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    self_lines = [d for d in lines if d["resource_name"] != "broker-after"]
+    # 100 lines of one KiB a second, a second's worth at once: a line of 96 KiB of names takes 96 of them
+    assert 0 < len(self_lines) <= 2 + 100 / 96 * seconds, f"{len(self_lines)} lines of 96 KiB in {seconds:.1f} s"
+    assert lines[-1]["resource_name"] == "broker-after"
+
+
 def test_a_caller_cannot_write_a_line_of_its_own_into_the_log(tmp_path: Path) -> None:
     """A request name or resource name holding a newline is written escaped on the audit line: no caller can
     append a forged line (an `is Allowed` decision for User:admin) to the text log."""
@@ -147,6 +172,40 @@ def test_a_caller_asking_about_itself_has_a_budget_of_audit_lines(tmp_path: Path
         metrics = httpx.get(serve.url("CLIENT") + "/metrics").text
         skipped = [line for line in metrics.splitlines() if line.startswith("kraft_acl_audit_lines_skipped_total ")]
         assert skipped and float(skipped[0].split()[1]) == 4000 - len(self_lines), skipped
+
+
+def test_the_budget_of_audit_lines_bounds_their_bytes(tmp_path: Path) -> None:
+    """Counted one line each, the lines of a caller asking about itself with 32,767-character resource and request
+    names wrote 65 MB a second to stderr (381 MB in 5.8 s), and with stderr not read 10,000 of them waited in the log
+    queue (650 MB). A line takes one line of the budget per KiB of the names it writes (short lines one each, as
+    before), on the fast path and with explain."""
+    props = base_properties(tmp_path, decision_log_self_query_rate="100")
+    long = "x" * 32_767
+    with ServeProcess(tmp_path, props).start() as serve:
+        started = time.monotonic()
+        for call in range(40):
+            answer = _ask(serve, ALICE_TOKEN, [_read(f"{call:02d}{long[2:]}")], long)
+            assert answer.status_code == 200 and answer.json()["results"] == ["DENIED"]
+        body = {"principal": "User:alice", "client_address": "10.0.0.7", "request": long, "explain": True}
+        with serve.client(token=ALICE_TOKEN) as http:
+            for call in range(40):
+                answer = http.post("/v1/authorize", json={**body, "actions": [_read(f"e{call:02d}{long[3:]}")]})
+                assert answer.status_code == 200 and answer.json()["results"] == ["DENIED"]
+        seconds = time.monotonic() - started
+        assert _ask(serve, BROKER_TOKEN, [_read("broker-after")], "Fetch").json()["results"] == ["DENIED"]
+        assert len(_lines(serve, "Topic:LITERAL:broker-after")) == 1
+        written = [line for line in serve.stderr if f"for request = {long[:100]}" in line]
+        # 100 lines of one KiB a second, a second's worth at once: a line of 64 KiB of names takes 64 of them
+        assert 0 < len(written) <= 2 + 100 / 64 * seconds, f"{len(written)} lines of 64 KiB in {seconds:.1f} s"
+        time.sleep(1.0)  # the budget fills again
+        with serve.client(token=ALICE_TOKEN) as http:  # short lines: one each, as before
+            for _ in range(5):
+                assert (
+                    http.post("/v1/authorize", json={**body, "request": "Short", "actions": [_read("s")]}).status_code
+                    == 200
+                )
+        time.sleep(1.0)
+        assert len(_lines(serve, "for request = Short ")) == 5
 
 
 def test_the_budget_of_audit_lines_holds_with_a_reader_process(tmp_path: Path) -> None:

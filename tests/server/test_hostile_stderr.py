@@ -77,3 +77,45 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def test_the_records_waiting_for_a_stderr_nobody_reads_are_bounded_in_size(tmp_path: Path) -> None:
+    """A broker's denial is an INFO audit line with the names its Kafka client chose (a group id of 32,767
+    characters): 10,000 records of two such names waited for stderr, 650 MB of serve (437 MB after 6000). The queue
+    holds at most QUEUE_CHARS characters of records; the rest are dropped and counted."""
+    props = base_properties(tmp_path, heavy_reads_process="off")
+    config = tmp_path / "server.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    client = "http://" + re.findall(r"CLIENT://([^,]+)", props["listeners"])[0]
+    proc = subprocess.Popen(
+        [*kraft_acl_command(), "serve", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+
+    def rss_mb() -> int:
+        with open(f"/proc/{proc.pid}/status") as status:
+            return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(client + "/v1/status", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
+        before = rss_mb()
+        long = "g" * 32_767
+        body = {**DENIED, "request": long, "actions": [{"operation": "READ", "resource_type": "GROUP"}]}
+        with httpx.Client(timeout=10, headers={"Authorization": f"Bearer {BROKER_TOKEN}"}) as http:
+            for n in range(5000):
+                body["actions"][0]["resource_name"] = f"{n:04d}{long[4:]}"  # type: ignore[index]
+                assert http.post(client + "/v1/authorize", json=body).json()["results"] == ["DENIED"]
+        grown = rss_mb() - before
+        assert grown < 120, f"serve grew by {grown} MB holding log records stderr did not take"
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()

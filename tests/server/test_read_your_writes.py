@@ -15,7 +15,14 @@ import httpx
 import pytest
 
 from kraftacl.harness.serve_process import kraft_acl_command
-from tests.server.serve_process import ADMIN_TOKEN, ALICE_READ_ORDERS, BROKER_TOKEN, ServeProcess, base_properties
+from tests.server.serve_process import (
+    ADMIN_TOKEN,
+    ALICE_READ_ORDERS,
+    ALICE_TOKEN,
+    BROKER_TOKEN,
+    ServeProcess,
+    base_properties,
+)
 
 ACL = ALICE_READ_ORDERS
 
@@ -117,6 +124,32 @@ def test_a_consistent_describe_on_a_serve_that_cannot_read_its_log_is_a_503_at_o
                 (tmp_path / "moved").rename(log_dir)
     assert answer.status_code == 503 and answer.json()["error"]["field"] == "$.consistent", answer.text
     assert "cannot read its metadata log" in answer.json()["error"]["message"]
+    assert took < 20, f"answered after {took:.1f} s: min.offset.wait.max.ms (30 s) was waited"
+
+
+def test_min_offset_on_a_serve_that_cannot_read_its_log_is_a_503_at_once(tmp_path: Path) -> None:
+    """A serve that cannot read its log (a poll begun after the call failed, or it diverged) cannot reach the offset
+    by waiting: 503 OFFSET_NOT_REACHED naming `$.min_offset` at once (the caller asks another serve), not after
+    min.offset.wait.max.ms, during which any caller asking about itself could hold 16 such waits per connection."""
+    log_dir = tmp_path / "log"
+    with ServeProcess(tmp_path / "controller", base_properties(tmp_path / "controller", log_dir)).start():
+        props = base_properties(tmp_path / "reader", log_dir, process_roles="broker")
+        props["metadata.log.poll.interval.ms"] = "200"
+        props["min.offset.wait.max.ms"] = "30000"
+        with ServeProcess(tmp_path / "reader", props).start() as reader:
+            with reader.client(token=BROKER_TOKEN) as client:
+                applied = client.post("/v1/authorize", json=_body(None)).json()["offset"]
+            log_dir.rename(tmp_path / "moved")
+            try:
+                with reader.client(token=ALICE_TOKEN, timeout=60) as alice:
+                    started = time.monotonic()
+                    answer = alice.post("/v1/authorize", json=_body(applied + 1))
+                    took = time.monotonic() - started
+            finally:
+                (tmp_path / "moved").rename(log_dir)
+    assert answer.status_code == 503 and answer.json()["error"]["field"] == "$.min_offset", answer.text
+    assert "cannot read its metadata log" in answer.json()["error"]["message"]
+    assert str(tmp_path) not in answer.text  # the log's error names its files: for the operator, not any caller
     assert took < 20, f"answered after {took:.1f} s: min.offset.wait.max.ms (30 s) was waited"
 
 

@@ -176,6 +176,39 @@ def test_serve_answers_itself_while_the_reader_is_gone_and_starts_it_again(tmp_p
         assert len(admin.post("/v1/acls/describe", json={}).json()["acls"]) == 1
 
 
+def test_serve_answers_itself_when_the_reader_stops_answering(tmp_path: Path) -> None:
+    """A reader that hangs (SIGSTOP here; a reader starved of CPU alike) is not waited for beyond
+    min.offset.wait.max.ms: serve answers the heavy read itself, as when the reader is gone, and the next ones at once
+    until the reader answers again; then the reader answers them again."""
+    props = base_properties(tmp_path, heavy_reads_process="on", min_offset_wait_max_ms="2000")
+    with ServeProcess(tmp_path / "serve", props).start() as serve, serve.client(token=ADMIN_TOKEN, timeout=40) as admin:
+        assert admin.post("/v1/acls/create", json={"acls": [_acl(1)]}).status_code == 200
+        pid, _ = _reader(serve)
+        assert admin.post("/v1/acls/describe", json={}).status_code == 200
+        os.kill(pid, signal.SIGSTOP)
+        took: list[float] = []
+        try:
+            for _ in range(3):
+                started = time.monotonic()
+                try:
+                    answer = admin.post("/v1/acls/describe", json={})
+                except httpx.TimeoutException:
+                    answer = None
+                took.append(time.monotonic() - started)
+                assert answer is not None and answer.status_code == 200, f"no answer within {took[-1]:.0f} s"
+                assert len(answer.json()["acls"]) == 1
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert took[0] < 10 and max(took[1:]) < 1, took  # the first waited the 2 s, the next ones nothing
+        assert "the reader did not answer its status" in serve.output()
+        deadline = time.monotonic() + 10
+        while "the reader answers again" not in serve.output() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        by_reader = _heavy(serve).get("reader", 0)
+        assert admin.post("/v1/acls/describe", json={}).status_code == 200
+        assert _heavy(serve).get("reader", 0) == by_reader + 1, "the reader is not used again once it answers"
+
+
 def test_the_reader_ends_with_serve_even_when_serve_is_killed(tmp_path: Path) -> None:
     stale = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))  # a reader's, whose serve was killed with its group
     (stale / OWNER).write_text(str(_dead_pid()))

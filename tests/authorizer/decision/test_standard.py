@@ -370,6 +370,61 @@ def test_v27_unrelated_deny_does_not_dominate() -> None:
     assert by_type(auth, OP.READ, RT.TOPIC, address=h2) is ALLOWED
 
 
+def test_by_resource_type_memo_is_shared_by_hosts_no_acl_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A caller asking about itself picks its client address: a new one on each call must not make each call scan
+    # every User:* ACL of the type (the memo's key takes one host for all the hosts no grant names).
+    from kraftacl.authorizer.decision import by_resource_type
+    from kraftacl.authorizer.index.views import Grants
+
+    scans = 0
+    real_scan = by_resource_type._Query.scan
+
+    def counted(query: by_resource_type._Query) -> by_resource_type.Witness | None:
+        nonlocal scans
+        scans += 1
+        return real_scan(query)
+
+    monkeypatch.setattr(by_resource_type._Query, "scan", counted)
+    h1 = "10.9.9.9"
+    public = [acl(RT.TOPIC, f"pub-{i}", PT.LITERAL, "User:*", OP.READ, PERM.ALLOW) for i in range(200)]
+    auth = authorizer([*public, acl(RT.TOPIC, "w", PT.LITERAL, "User:*", OP.WRITE, PERM.ALLOW, host=h1)])
+    for i in range(100):
+        assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", f"10.0.{i // 256}.{i % 256}") is DENIED
+    assert scans == 1
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", h1) is ALLOWED  # a host an ACL names keeps its own key
+    assert scans == 2
+    # the shared facts follow changes, for every host no grant names
+    auth.apply_changes([], [("any-host", acl(RT.TOPIC, "w2", PT.LITERAL, "User:*", OP.WRITE, PERM.ALLOW))])
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.1.0.1") is ALLOWED
+    auth.apply_changes(["any-host"], [])
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.1.0.2") is DENIED
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", h1) is ALLOWED
+    # a host that a new ACL names stops sharing the key
+    named = acl(RT.TOPIC, "w3", PT.LITERAL, "User:alice", OP.WRITE, PERM.ALLOW, host="10.0.0.7")
+    auth.apply_changes([], [("h2", named)])
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.0.0.7") is ALLOWED
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.0.0.8") is DENIED
+    # the hosts a view names are walked once, then carried to its next versions (a change walks no large view)
+    from kraftacl.authorizer.index import trie
+
+    walks = 0
+    real_items = trie.items
+
+    def walked(node: trie.Node | None) -> Iterator[tuple[str, Grants]]:
+        nonlocal walks
+        walks += 1
+        return real_items(node)
+
+    monkeypatch.setattr(trie, "items", walked)
+    for i in range(5):
+        auth.apply_changes([], [(f"more-{i}", acl(RT.TOPIC, f"m{i}", PT.LITERAL, "User:*", OP.READ, PERM.ALLOW))])
+        assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", f"10.2.0.{i}") is DENIED
+    assert walks == 0
+    auth.apply_changes([], [("h3", acl(RT.TOPIC, "w4", PT.LITERAL, "User:*", OP.WRITE, PERM.ALLOW, host="10.3.0.1"))])
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.3.0.1") is ALLOWED
+    assert by_type(auth, OP.WRITE, RT.TOPIC, "User:alice", "10.3.0.2") is DENIED
+
+
 # ---- §13 authorized operations ---------------------------------------------------------------------------
 
 

@@ -36,7 +36,7 @@ from kraftacl.authorizer.model.filters import (
     AclBindingFilter,
     ResourcePatternFilter,
 )
-from kraftacl.authorizer.model.hosts import java_host_address
+from kraftacl.authorizer.model.hosts import ip_host_address, java_host_address
 
 RT = ResourceType
 PT = PatternType
@@ -597,3 +597,21 @@ def test_load_config_from_a_properties_file(tmp_path: Path) -> None:
 )
 def test_java_host_address(address: str, text: str) -> None:
     assert java_host_address(address) == text
+
+
+def test_text_longer_than_any_address_is_not_kept_by_the_host_cache() -> None:
+    # serve's callers state their client_address (up to 32,767 characters): 4096 distinct long ones, each a 400,
+    # were all kept by the cache, 530 MB of serve for good
+    import tracemalloc
+
+    longest = "1111:2222:3333:4444:5555:6666:255.255.255.255%abcdefghijklmno"
+    assert ip_host_address(longest) == "1111:2222:3333:4444:5555:6666:ffff:ffff%abcdefghijklmno"
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(100):
+            assert ip_host_address(f"{i:04d}" + "x" * 100_000) is None
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 1_000_000, f"{kept} bytes kept after 100 long texts"
