@@ -154,14 +154,28 @@ class Reader:
 
     async def _ask(self, request: Request, offset: int, whole: bool) -> Response | StreamedResponse | None:
         client = self._client
-        if client is None or self._silent is not None or not await self._caught_up(client, offset):
+        if client is None or self._silent is not None:
+            return None
+        seen_by, seen = self._applied
+        # at an offset the reader was seen to have applied no status is asked first (8 callers asking histories over
+        # and over spent a third of serve's relaying on it); the call itself is then bounded as the status would be
+        known = seen_by is client and seen >= offset
+        if not known and not await self._caught_up(client, offset):
             return None
         import httpx
 
+        wait = max(1.0, self.config.min_offset_wait_s)
         try:
             body = bytes(request.body)  # a large body arrives as a bytearray (`server.http`); httpx sends bytes
-            outgoing = client.build_request(request.method, request.path, content=body)
+            timeout = wait if known else httpx.USE_CLIENT_DEFAULT
+            outgoing = client.build_request(request.method, request.path, content=body, timeout=timeout)
             answer = await client.send(outgoing, stream=True)
+        except httpx.TimeoutException as exc:
+            if known:
+                self._gone_silent(client, f"a call within {wait:.0f} s")
+            else:
+                log.warning("heavy reads: the reader did not answer (%s); serve answers this call itself", exc)
+            return None
         except httpx.HTTPError as exc:
             log.warning("heavy reads: the reader process did not answer (%s); serve answers this call itself", exc)
             return None
@@ -181,26 +195,17 @@ class Reader:
         return StreamedResponse(200, _relay(answer))
 
     async def _caught_up(self, client: httpx.AsyncClient, offset: int) -> bool:
-        """True once the reader has applied `offset` (known from an earlier answer of this reader, else asked every
-        POLL_S, each ask making it read the log, for min.offset.wait.max.ms at most)."""
+        """True once the reader has applied `offset` (asked every POLL_S, each ask making it read the log, for
+        min.offset.wait.max.ms at most)."""
         import httpx
 
-        seen_by, seen = self._applied
-        if seen_by is client and seen >= offset:
-            return True
         wait = max(1.0, self.config.min_offset_wait_s)
         deadline = time.monotonic() + wait
         while True:
             try:  # bounded by the wait: a reader that stopped answering (hung, or frozen) is not waited for forever
                 status = (await client.get(STATUS.path, timeout=max(deadline - time.monotonic(), POLL_S))).json()
             except httpx.TimeoutException:
-                if self._silent is None:
-                    log.warning(
-                        "heavy reads: the reader did not answer its status within %.0f s; serve answers the heavy "
-                        "reads itself until it does",
-                        wait,
-                    )
-                    self._silent = asyncio.get_running_loop().create_task(self._probe(client))
+                self._gone_silent(client, f"its status within {wait:.0f} s")
                 return False
             except (httpx.HTTPError, ValueError):
                 return False
@@ -213,6 +218,14 @@ class Reader:
                 log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, wait)
                 return False
             await asyncio.sleep(POLL_S)
+
+    def _gone_silent(self, client: httpx.AsyncClient, what: str) -> None:
+        """The reader did not answer `what` in time: serve answers the heavy reads itself until it answers again."""
+        if self._silent is None:
+            log.warning(
+                "heavy reads: the reader did not answer %s; serve answers the heavy reads itself until it does", what
+            )
+            self._silent = asyncio.get_running_loop().create_task(self._probe(client))
 
     async def _probe(self, client: httpx.AsyncClient) -> None:
         """Ask the silent reader's status every PROBE_S until it answers (or it is replaced), then use it again."""

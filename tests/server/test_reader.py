@@ -200,7 +200,7 @@ def test_serve_answers_itself_when_the_reader_stops_answering(tmp_path: Path) ->
         finally:
             os.kill(pid, signal.SIGCONT)
         assert took[0] < 10 and max(took[1:]) < 1, took  # the first waited the 2 s, the next ones nothing
-        assert "the reader did not answer its status" in serve.output()
+        assert "heavy reads: the reader did not answer" in serve.output()
         deadline = time.monotonic() + 10
         while "the reader answers again" not in serve.output() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -366,31 +366,47 @@ def test_reader_properties_drop_the_per_ip_limits_serve_itself_would_be_refused_
 
 def test_a_call_at_an_offset_the_reader_was_seen_to_have_applied_asks_no_status_first() -> None:
     """Each heavy read asked the reader's status before the call itself, even at an offset the reader had already
-    answered: half of serve's relaying when callers ask over and over. A new reader (another client) is asked."""
+    answered: a third of serve's relaying when callers ask over and over. A new reader (another client) is asked;
+    a call sent without asking is bounded as the status would be (min.offset.wait.max.ms, at least 1 s)."""
     from types import SimpleNamespace
 
+    from kraftacl.server.http_wire import Request
     from kraftacl.server.reader import Reader
 
     class Client:
         def __init__(self, applied: int) -> None:
             self.applied, self.asked = applied, 0
+            self.timeouts: list[Any] = []
 
-        async def get(self, path: str) -> Any:
+        async def get(self, path: str, timeout: float) -> Any:
             self.asked += 1
             return SimpleNamespace(json=lambda: {"ready": True, "last_applied_offset": self.applied})
 
-    config: Any = SimpleNamespace(min_offset_wait_s=1.0, trusted_principals=frozenset())
+        def build_request(self, method: str, path: str, content: bytes, timeout: Any) -> Any:
+            self.timeouts.append(timeout)
+            return None
+
+        async def send(self, request: Any, stream: bool) -> Any:
+            async def nothing() -> None:
+                return None
+
+            return SimpleNamespace(status_code=200, aread=lambda: asyncio.sleep(0, b"{}"), aclose=nothing)
+
+    config: Any = SimpleNamespace(min_offset_wait_s=3.0, trusted_principals=frozenset())
     reader = Reader(config, lambda *a, **k: None, {"reader": 0, "serve": 0})
     first, second = Client(10), Client(10)
+    request = Request("POST", "/v1/acls/describe", "", {}, "127.0.0.1", "CLIENT", None, b"{}")
 
     async def asks() -> list[int]:
         counts = []
         for client, offset in ((first, 5), (first, 10), (first, 3), (second, 5), (first, 7)):
-            assert await reader._caught_up(client, offset)  # type: ignore[arg-type]
+            reader._client = client  # type: ignore[assignment]
+            assert await reader._ask(request, offset, whole=True) is not None
             counts.append(first.asked + second.asked)
         first.applied = 12
-        assert await reader._caught_up(first, 11)  # type: ignore[arg-type]
+        assert await reader._ask(request, 11, whole=True) is not None
         counts.append(first.asked + second.asked)
         return counts
 
     assert asyncio.run(asks()) == [1, 1, 1, 2, 3, 4]
+    assert first.timeouts[1:3] == [3.0, 3.0]  # the calls sent without a status first, bounded
