@@ -163,6 +163,25 @@ class KraftAclAuthorizerTest extends FakeServeTest {
         assertThrows(ExecutionException.class, () -> future.toCompletableFuture().get(5, TimeUnit.SECONDS));
     }
 
+    /**
+     * A create queued behind another on the writer thread when the authorizer closes fails with UNKNOWN_SERVER_ERROR
+     * at once: before, close dropped it from the queue and its caller waited on its future forever.
+     */
+    @Test
+    void closeFailsTheCreatesStillQueued() throws Exception {
+        serve.answer("/v1/acls/create", 200, "{\"results\":[{\"error_code\":0,\"error\":\"NONE\",\"id\":\"x\"}],"
+                + "\"offset\":3}", 1_000);
+        plugin(serve.url());
+        CompletionStage<AclCreateResult> running = plugin.createAcls(ctx("admin"), List.of(binding("a"))).get(0);
+        CompletionStage<AclCreateResult> queued = plugin.createAcls(ctx("admin"), List.of(binding("b"))).get(0);
+        waitFor(() -> !serve.on("/v1/acls/create").isEmpty(), "the first create reached serve");
+        plugin.close();
+        AclCreateResult result = queued.toCompletableFuture().get(500, TimeUnit.MILLISECONDS);
+        assertTrue(result.exception().get() instanceof UnknownServerException, result.exception().toString());
+        assertTrue(result.exception().get().getMessage().contains("closed"), result.exception().get().getMessage());
+        running.toCompletableFuture().get(5, TimeUnit.SECONDS); // the one under way ends with serve's answer
+    }
+
     @Test
     void aclManagementHasKafkasResultsAndErrorCodes() throws Exception {
         serve.answer("/v1/acls/create", 200, "{\"results\":[{\"error_code\":0,\"error\":\"NONE\",\"id\":\"x\"},"
