@@ -118,7 +118,8 @@ final class FrameConnection {
 
     /**
      * Send one request frame of this kind and wait for its answer until the deadline ({@link System#nanoTime()}).
-     * {@code timeoutMs}: the request timeout, within which a frame whose first byte arrived must arrive whole.
+     * {@code timeoutMs}: the request timeout (for messages). An answer frame this call began to read must arrive whole
+     * by its deadline, else the connection breaks: no serve sending a byte now and then holds a thread past it.
      */
     ServeClient.Reply call(int kind, byte[] body, long deadline, int timeoutMs) throws IOException {
         int id = ids.getAndIncrement();
@@ -283,21 +284,42 @@ final class FrameConnection {
             if (first < 0) {
                 throw new EOFException("end of stream");
             }
-            soTimeout(timeoutMs); // a frame begun must arrive whole within the request timeout
-            int length = first << 24 | in.readUnsignedByte() << 16 | in.readUnsignedShort();
+            // a frame begun must arrive whole by this call's deadline, not within a timeout per read (a serve sending
+            // a byte now and then would hold this thread for ever): else the connection breaks
+            byte[] head = new byte[9];
+            readFully(head, deadline, timeoutMs);
+            ByteBuffer fields = ByteBuffer.wrap(head);
+            int length = first << 24 | (fields.getShort() & 0xffff) << 8 | (fields.get() & 0xff);
             if (length < 6 || length > MAX_ANSWER) {
                 throw new IOException(server + " sent a decision frame of length " + Integer.toUnsignedString(length)
                         + " (expected 6 to " + MAX_ANSWER + ")");
             }
-            int id = in.readInt();
-            int status = in.readUnsignedShort();
+            int id = fields.getInt();
+            int status = fields.getShort() & 0xffff;
             byte[] body = new byte[length - 6];
-            in.readFully(body);
+            readFully(body, deadline, timeoutMs);
             complete(id, new ServeClient.Reply(status, body, server)); // an id nobody waits for: dropped
             if (framingError(status, body)) {
                 fail(new EOFException("serve closes the connection after an HTTP " + status + " answer about a "
                         + "frame's length"));
             }
+        }
+    }
+
+    /** Read these bytes whole before the deadline: a SocketTimeoutException past it (the frame came too slowly). */
+    private void readFully(byte[] bytes, long deadline, int timeoutMs) throws IOException {
+        for (int at = 0; at < bytes.length; ) {
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                throw new SocketTimeoutException("a decision frame did not arrive whole within the call's " + timeoutMs
+                        + " ms (serve sent it too slowly)");
+            }
+            soTimeout((int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999)));
+            int n = in.read(bytes, at, bytes.length - at);
+            if (n < 0) {
+                throw new EOFException("end of stream");
+            }
+            at += n;
         }
     }
 

@@ -112,6 +112,44 @@ class FrameConnectionTest {
         }
     }
 
+    /**
+     * A serve that trickles an answer frame (one byte just before each read would time out) cannot hold the call
+     * reading it past that call's deadline: the frame must arrive whole by then, else the connection is reset. Before,
+     * each read had the whole request timeout, so a 40-byte frame could hold a broker thread 40 timeouts.
+     */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aTrickledAnswerFrameEndsTheCallAtItsDeadline() throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+                Socket serve = listener.accept()) {
+            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
+                    + listener.getLocalPort()));
+            long start = System.nanoTime();
+            Future<ServeClient.Reply> call = pool.submit(() -> c.call(1, BODY, deadline(1_000), 1_000));
+            int id = frameId(new DataInputStream(serve.getInputStream()));
+            Future<?> trickle = pool.submit(() -> {
+                OutputStream out = serve.getOutputStream();
+                for (byte b : answer(id)) {
+                    out.write(b);
+                    out.flush();
+                    Thread.sleep(300); // well within each read's timeout
+                }
+                return null;
+            });
+            ExecutionException e = assertThrows(ExecutionException.class, () -> call.get(20, TimeUnit.SECONDS));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            org.junit.jupiter.api.Assertions.assertTrue(ms < 1_500, "the call ended after " + ms + " ms: "
+                    + e.getCause());
+            assertInstanceOf(FrameConnection.Broken.class, e.getCause());
+            org.junit.jupiter.api.Assertions.assertTrue(c.isBroken(), "a frame begun and not whole breaks it");
+            trickle.cancel(true);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     private static long deadline(int ms) {
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     }
