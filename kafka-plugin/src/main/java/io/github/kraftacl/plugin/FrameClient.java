@@ -139,7 +139,7 @@ final class FrameClient implements AutoCloseable {
             if (httpOnly.get(index) == 1) {
                 throw new Refused(null);
             }
-            c = connect(server, timeoutMs);
+            c = connect(server, deadline, timeoutMs);
             ServeClient.Reply refused;
             String late = server + ": the TLS handshake and upgrade to decision frames did not end within the call's "
                     + timeoutMs + " ms";
@@ -177,11 +177,18 @@ final class FrameClient implements AutoCloseable {
         }
     }
 
-    private FrameConnection connect(URI server, int timeoutMs) throws IOException {
+    /** A TCP (and TLS) connection to this serve: the connect ends by the call's deadline, or by the connect timeout. */
+    private FrameConnection connect(URI server, long deadline, int timeoutMs) throws IOException {
+        long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (remainingMs <= 0) {
+            throw new SocketTimeoutException("no time left to connect to " + server + " within the call's "
+                    + timeoutMs + " ms");
+        }
         Socket tcp = new Socket();
         try {
             tcp.setTcpNoDelay(true);
-            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
+            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()),
+                    (int) Math.min(connectTimeoutMs, remainingMs)); // never 0, which waits for ever
             tcp.setSoTimeout(timeoutMs);
             Socket socket = tcp;
             if (server.getScheme().equals("https")) {
