@@ -33,16 +33,16 @@ final class FrameConnection {
     private static final int MAX_ANSWER = 1 << 28;
 
     /**
-     * Where the write deadlines of every connection (and the deadline of each upgrade) are checked: one daemon thread,
-     * only while frames are written or a connection is upgraded.
+     * Where the write deadlines of every connection (and the deadline of each upgrade, and of each HTTP exchange:
+     * {@link ServeClient}) are checked: one daemon thread, only while frames are written or a connection is upgraded.
      * A connection keeps at most one check scheduled (not one per frame), so a busy connection costs it one wake-up
      * per request timeout, not one per decision.
      */
-    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
+    static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     private static ScheduledThreadPoolExecutor watchdog() {
         ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "kraft-acl-frames-write-deadline");
+            Thread t = new Thread(r, "kraft-acl-deadline");
             t.setDaemon(true);
             return t;
         });

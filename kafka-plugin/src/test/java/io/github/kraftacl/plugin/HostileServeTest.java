@@ -1,0 +1,99 @@
+package io.github.kraftacl.plugin;
+
+import static io.github.kraftacl.plugin.HostileHttp.send;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A hostile or broken serve (or a man in the middle on a plaintext link) over HTTP: whatever it sends, a decision
+ * ends by its deadline, and without an answer the plugin can use it is a failure (denied), never an ALLOW.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class HostileServeTest {
+    private static final byte[] ALICE_READS_A = ("{\"principal\":\"User:alice\",\"client_address\":\"10.0.0.7\","
+            + "\"actions\":[{\"operation\":\"READ\",\"resource_type\":\"TOPIC\",\"resource_name\":\"a\"}]}")
+            .getBytes(StandardCharsets.UTF_8);
+    private static final int TIMEOUT_MS = 500;
+    private static final long BOUND_MS = 900;
+
+    /** A decision over HTTP to this URL; fails unless it ends without an answer within BOUND_MS. */
+    private static void unansweredInTime(String url, String... more) throws Exception {
+        Map<String, Object> props = new java.util.HashMap<>(Map.of(PluginConfig.URLS, url, PluginConfig.TRANSPORT,
+                "http"));
+        for (int i = 0; i < more.length; i += 2) {
+            props.put(more[i], more[i + 1]);
+        }
+        try (ServeClient client = new ServeClient(PluginConfig.parse(props))) {
+            long start = System.nanoTime();
+            assertThrows(ServeClient.UnavailableException.class,
+                    () -> client.decide("/v1/authorize", ALICE_READS_A, TIMEOUT_MS));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(ms < BOUND_MS, "a decision with a " + TIMEOUT_MS + " ms timeout ended after " + ms + " ms");
+        }
+    }
+
+    /** A 200 whose chunked body never ends (a chunk now and then, each within the read timeout). */
+    @Test
+    void aChunkedBodyThatNeverEndsEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> {
+            send(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+            for (int i = 0; i < 100; i++) {
+                send(out, "1\r\n \r\n");
+                Thread.sleep(200);
+            }
+        })) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    /** An endless run of 100 Continue heads, one now and then. */
+    @Test
+    void aStormOf100ContinueEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> {
+            for (int i = 0; i < 100; i++) {
+                send(out, "HTTP/1.1 100 Continue\r\n\r\n");
+                Thread.sleep(200);
+            }
+        })) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    /** A head trickled a byte at a time. */
+    @Test
+    void aTrickledHeadEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> {
+            for (char c : "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}".toCharArray()) {
+                send(out, String.valueOf(c));
+                Thread.sleep(200);
+            }
+        })) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    /** A connect that does not complete ends by the decision's deadline, not kraft.acl.connect.timeout.ms. */
+    @Test
+    void aConnectEndsByTheDeadlineNotTheConnectTimeout() throws Exception {
+        List<Socket> queued = new ArrayList<>();
+        try (ServerSocket full = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            FrameClientTest.fillAcceptQueue(full, queued);
+            unansweredInTime("http://127.0.0.1:" + full.getLocalPort(), PluginConfig.CONNECT_TIMEOUT_MS, "3000");
+        } finally {
+            for (Socket s : queued) {
+                s.close();
+            }
+        }
+    }
+}
