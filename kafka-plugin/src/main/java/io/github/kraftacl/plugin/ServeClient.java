@@ -148,7 +148,11 @@ final class ServeClient implements AutoCloseable {
                 try {
                     reply = decision ? decision(index, server, path, body, timeoutMs)
                             : exchange(server, path, body, timeoutMs, once);
-                } catch (IOException e) {
+                } catch (IOException | RuntimeException failure) {
+                    // a RuntimeException under the JDK's networking (a ProxySelector's, say) is that serve failing
+                    // too: never out of authorize(), where Kafka would answer UNKNOWN_SERVER_ERROR, not DENIED
+                    IOException e = failure instanceof IOException io ? io
+                            : new IOException("an unexpected error: " + failure, failure);
                     problems.failed(server, e);
                     failures.add(server + ": " + describe(e));
                     routes.open(index, describe(e));
