@@ -51,6 +51,24 @@ class DecisionCacheTest extends FakeServeTest {
         return plugin.authorize(ctx("alice"), actions);
     }
 
+    /**
+     * A decision answered at an older offset than the one remembered for the same key (a slow broker thread storing
+     * ALLOWED at 8 after another stored DENIED at 10, an ACL change at 9 the feed has not reported yet) does not
+     * replace it: before, the cache went back to the older answer, a wrong ALLOW until the feed's notice.
+     */
+    @Test
+    void anOlderAnswerNeverReplacesANewerOneOfTheSameKey() throws Exception {
+        DecisionCache cache = new DecisionCache(100, 1 << 20);
+        DecisionKey key = DecisionKey.of(ctx("alice").principal(), "10.0.0.7", read("a"));
+        cache.put(key, new Remembered(DENIED, 10, 3, null));
+        cache.put(key, new Remembered(ALLOWED, 8, 3, null));
+        assertEquals(new Remembered(DENIED, 10, 3, null), cache.get(key));
+        cache.put(key, new Remembered(ALLOWED, 11, 3, null));
+        assertEquals(ALLOWED, cache.get(key).result(), "a newer answer replaces it");
+        cache.put(key, new Remembered(DENIED, 2, 4, null));
+        assertEquals(DENIED, cache.get(key).result(), "one of a newer generation replaces it whatever its offset");
+    }
+
     @Test
     void aRepeatedDecisionIsAnsweredFromMemory() throws Exception {
         decider.allowed.add("a");
