@@ -11,6 +11,7 @@ import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
@@ -287,7 +288,7 @@ final class FrameConnection {
             // a frame begun must arrive whole by this call's deadline, not within a timeout per read (a serve sending
             // a byte now and then would hold this thread for ever): else the connection breaks
             byte[] head = new byte[9];
-            readFully(head, deadline, timeoutMs);
+            readFully(head, 0, deadline, timeoutMs);
             ByteBuffer fields = ByteBuffer.wrap(head);
             int length = first << 24 | (fields.getShort() & 0xffff) << 8 | (fields.get() & 0xff);
             if (length < 6 || length > MAX_ANSWER) {
@@ -296,8 +297,14 @@ final class FrameConnection {
             }
             int id = fields.getInt();
             int status = fields.getShort() & 0xffff;
-            byte[] body = new byte[length - 6];
-            readFully(body, deadline, timeoutMs);
+            // the heap it takes grows with what arrives, not with the length declared (up to 256 MiB)
+            byte[] body = new byte[Math.min(length - 6, 1 << 16)];
+            readFully(body, 0, deadline, timeoutMs);
+            while (body.length < length - 6) {
+                int from = body.length;
+                body = Arrays.copyOf(body, (int) Math.min(length - 6, 2L * from));
+                readFully(body, from, deadline, timeoutMs);
+            }
             complete(id, new ServeClient.Reply(status, body, server)); // an id nobody waits for: dropped
             if (framingError(status, body)) {
                 fail(new EOFException("serve closes the connection after an HTTP " + status + " answer about a "
@@ -306,9 +313,9 @@ final class FrameConnection {
         }
     }
 
-    /** Read these bytes whole before the deadline: a SocketTimeoutException past it (the frame came too slowly). */
-    private void readFully(byte[] bytes, long deadline, int timeoutMs) throws IOException {
-        for (int at = 0; at < bytes.length; ) {
+    /** Fill these bytes from {@code from} before the deadline: a SocketTimeoutException past it (a frame too slow). */
+    private void readFully(byte[] bytes, int from, long deadline, int timeoutMs) throws IOException {
+        for (int at = from; at < bytes.length; ) {
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 throw new SocketTimeoutException("a decision frame did not arrive whole within the call's " + timeoutMs
