@@ -60,7 +60,7 @@ final class HostileHttp implements AutoCloseable {
         out.flush();
     }
 
-    private static void readRequest(InputStream in) throws IOException {
+    static void readRequest(InputStream in) throws IOException {
         ByteArrayOutputStream head = new ByteArrayOutputStream();
         int matched = 0;
         while (matched < 4) {

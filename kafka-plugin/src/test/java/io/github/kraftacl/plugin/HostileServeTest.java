@@ -1,23 +1,31 @@
 package io.github.kraftacl.plugin;
 
 import static io.github.kraftacl.plugin.HostileHttp.send;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * A hostile or broken serve (or a man in the middle on a plaintext link) over HTTP: whatever it sends, a decision
- * ends by its deadline, and without an answer the plugin can use it is a failure (denied), never an ALLOW.
+ * A hostile or broken serve (or a man in the middle on a plaintext link), over HTTP and over decision frames: whatever
+ * it sends, a decision ends by its deadline, and without an answer the plugin can use it is a failure (denied), never
+ * an ALLOW.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class HostileServeTest {
@@ -26,6 +34,9 @@ class HostileServeTest {
             .getBytes(StandardCharsets.UTF_8);
     private static final int TIMEOUT_MS = 500;
     private static final long BOUND_MS = 900;
+
+    @TempDir
+    Path dir;
 
     /** A decision over HTTP to this URL; fails unless it ends without an answer within BOUND_MS. */
     private static void unansweredInTime(String url, String... more) throws Exception {
@@ -94,6 +105,93 @@ class HostileServeTest {
             for (Socket s : queued) {
                 s.close();
             }
+        }
+    }
+
+    private static final String ALLOWED_BODY = "{\"results\":[\"ALLOWED\"],\"offset\":1}";
+
+    /** A decision over frames to this URL (cache off): DENIED, within BOUND_MS. */
+    private void deniedInTime(String url) throws Exception {
+        try (KraftAclAuthorizer plugin = TestPlugins.plugin(dir, url, PluginConfig.CACHE_ENABLED, "false")) {
+            long start = System.nanoTime();
+            assertEquals(List.of(AuthorizationResult.DENIED), plugin.authorize(TestPlugins.ctx("bob"),
+                    List.of(TestPlugins.read("a"))));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            assertTrue(ms < BOUND_MS, "a decision with a " + TIMEOUT_MS + " ms timeout ended after " + ms + " ms");
+        }
+    }
+
+    /** Answers that carry only ids nobody asked for, again and again: the call times out, denied. */
+    @Test
+    void answerFramesWithWrongIdsOnly() throws Exception {
+        try (HostileFrames serve = new HostileFrames((in, out) -> {
+            while (true) {
+                int id = HostileFrames.frameId(in);
+                for (int i = 1; i <= 50; i++) {
+                    out.write(HostileFrames.answer(id + i, 200, ALLOWED_BODY));
+                    out.write(HostileFrames.answer(id - i, 200, ALLOWED_BODY));
+                    out.flush();
+                    Thread.sleep(20);
+                }
+            }
+        })) {
+            deniedInTime(serve.url());
+        }
+    }
+
+    /** A status that is no HTTP status (0, 999, 65535) with an ALLOWED body: denied. */
+    @ParameterizedTest
+    @ValueSource(ints = {0, 99, 204, 299, 999, 65535})
+    void answerFramesWithAStatusOutOfRange(int status) throws Exception {
+        try (HostileFrames serve = new HostileFrames((in, out) -> {
+            while (true) {
+                out.write(HostileFrames.answer(HostileFrames.frameId(in), status, ALLOWED_BODY));
+                out.flush();
+            }
+        })) {
+            deniedInTime(serve.url());
+        }
+    }
+
+    /** Half an answer frame, then the connection closed (every time): denied, within the timeout. */
+    @Test
+    void aTruncatedAnswerFrameThenClose() throws Exception {
+        try (HostileFrames serve = new HostileFrames((in, out) -> {
+            byte[] answer = HostileFrames.answer(HostileFrames.frameId(in), 200, ALLOWED_BODY);
+            out.write(answer, 0, answer.length / 2);
+            out.flush();
+        })) {
+            deniedInTime(serve.url());
+        }
+    }
+
+    /** A declared length over the limit (and one below the header's 6 bytes): denied, the connection dropped. */
+    @ParameterizedTest
+    @ValueSource(ints = {Integer.MAX_VALUE, (1 << 28) + 1, -1, 5, 0})
+    void answerFramesWithALengthOutOfRange(int length) throws Exception {
+        try (HostileFrames serve = new HostileFrames((in, out) -> {
+            while (true) {
+                int id = HostileFrames.frameId(in);
+                out.write(ByteBuffer.allocate(10).putInt(length).putInt(id).putShort((short) 200).array());
+                out.flush();
+            }
+        })) {
+            deniedInTime(serve.url());
+        }
+    }
+
+    /** Answer frames of one action with the wrong count of results, or the wrong types: denied. */
+    @ParameterizedTest
+    @ValueSource(strings = {"{\"results\":[],\"offset\":1}", "{\"results\":[\"ALLOWED\",\"ALLOWED\"],\"offset\":1}",
+        "{\"results\":[1],\"offset\":1}", "{\"results\":[\"ALLOWED\"],\"offset\":true}", "ALLOWED"})
+    void answerFramesWithBodiesItCannotUse(String body) throws Exception {
+        try (HostileFrames serve = new HostileFrames((in, out) -> {
+            while (true) {
+                out.write(HostileFrames.answer(HostileFrames.frameId(in), 200, body));
+                out.flush();
+            }
+        })) {
+            deniedInTime(serve.url());
         }
     }
 }
