@@ -19,6 +19,8 @@ import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Decisions remembered by the offset they were made at: used only while the change feed proves them current, never
@@ -241,6 +243,42 @@ class DecisionCacheTest extends FakeServeTest {
         waitFor(() -> plugin.feed().view().usable(System.nanoTime()), "the feed is connected");
         alice("a");
         assertEquals(2, decider.asked.get());
+    }
+
+    /**
+     * A feed answer the plugin cannot use (garbage, a heartbeat without the offsets, a field of the wrong type, a
+     * field twice, text after the answer) breaks the feed: nothing remembered is used until it answers properly.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"garbage\n", "{\"instance\":\"fake-1\",\"held_us\":1}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":\"5\",\"applied_offset\":5}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":5,\"applied_offset\":5,\"acl_offset\":4}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":5,\"applied_offset\":5}\n{\"acl_offset\":4}",
+        "{\"instance\":7,\"acl_offset\":5,\"applied_offset\":5}"})
+    void aFeedAnswerItCannotUseBreaksTheFeed(String body) throws Exception {
+        decider.allowed.add("a");
+        connected();
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(1, decider.asked.get(), "remembered");
+        serve.answer(ChangeFeed.PATH, 200, body);
+        waitFor(() -> !plugin.feed().view().usable(System.nanoTime()), "the feed broke");
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "nothing remembered is used");
+    }
+
+    /** An offset that jumps ahead drops everything remembered (decisions made before it are not used). */
+    @Test
+    void anOffsetThatJumpsAheadDropsEverythingRemembered() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        alice("a");
+        serve.aclChange(1L << 60);
+        waitFor(() -> plugin.feed().view().minOffset() == 1L << 60, "the feed reports the jump");
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "answers at offset 5 are older than the change: never used");
     }
 
     @Test
