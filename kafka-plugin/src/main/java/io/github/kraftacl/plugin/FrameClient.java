@@ -83,7 +83,8 @@ final class FrameClient implements AutoCloseable {
 
     /**
      * serve's answer to this decision (the JSON body of that endpoint) from the serve at this index, as the HTTP
-     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer. Null when this serve has no
+     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer, and one answered with neither
+     * 101 nor an error status (a 200, a 3xx) an IOException. Null when this serve has no
      * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
      * connection open before this call that serve closes or resets before this call's answer (idle for
      * {@code connections.max.idle.ms}, or after another frame's framing error: a 413, or a 400 naming {@code length})
@@ -157,6 +158,10 @@ final class FrameClient implements AutoCloseable {
             }
             if (refused != null) {
                 c.fail(new IOException("the upgrade was refused"));
+                if (refused.status() < 400) { // no decision's answer, though a 200 may look like one: a failure
+                    throw new IOException(server + " answered the upgrade to decision frames with HTTP "
+                            + refused.status() + ", neither 101 nor a refusal");
+                }
                 if (refused.status() == 404 || refused.status() == 405 || refused.status() == 400) {
                     if (httpOnly.compareAndSet(index, 0, 1)) {
                         LOG.info("kraft-acl: serve {} answered the upgrade to decision frames with HTTP {} (a serve "

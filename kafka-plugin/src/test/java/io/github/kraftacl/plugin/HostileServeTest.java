@@ -194,4 +194,17 @@ class HostileServeTest {
             deniedInTime(serve.url());
         }
     }
+
+    /**
+     * The upgrade to frames answered with no 101 and no refusal (a 200 carrying an ALLOWED authorize answer, a 100
+     * Continue, a 3xx): no decision, denied. Before, the 200's body was taken for the decision's answer (ALLOWED).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"200 OK", "204 No Content", "100 Continue", "302 Found"})
+    void anUpgradeAnsweredWithNeither101NorARefusal(String status) throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> send(out, "HTTP/1.1 " + status + "\r\nContent-Length: "
+                + ALLOWED_BODY.length() + "\r\n\r\n" + ALLOWED_BODY))) {
+            deniedInTime(serve.url());
+        }
+    }
 }
