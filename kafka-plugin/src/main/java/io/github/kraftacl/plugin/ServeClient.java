@@ -244,6 +244,7 @@ final class ServeClient implements AutoCloseable {
         c.setConnectTimeout(Math.min(connectTimeoutMs, timeoutMs));
         c.setReadTimeout(timeoutMs);
         c.setUseCaches(false);
+        c.setInstanceFollowRedirects(false); // a redirect is serve's answer (never a decision), not another URL to ask
         c.setRequestProperty("Accept", "application/json");
         if (authorization != null) {
             c.setRequestProperty("Authorization", authorization);

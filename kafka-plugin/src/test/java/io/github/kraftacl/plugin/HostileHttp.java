@@ -22,6 +22,8 @@ final class HostileHttp implements AutoCloseable {
         void answer(OutputStream out) throws Exception;
     }
 
+    /** The head of every request read, in order. */
+    final java.util.Queue<String> heads = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final ServerSocket server;
     private final ExecutorService threads = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "hostile-http");
@@ -37,7 +39,7 @@ final class HostileHttp implements AutoCloseable {
                     Socket s = server.accept();
                     threads.execute(() -> {
                         try (s) {
-                            readRequest(s.getInputStream());
+                            heads.add(readRequest(s.getInputStream()));
                             behaviour.answer(s.getOutputStream());
                         } catch (Exception e) {
                             // the plugin closed it, or the test ended
@@ -60,7 +62,8 @@ final class HostileHttp implements AutoCloseable {
         out.flush();
     }
 
-    static void readRequest(InputStream in) throws IOException {
+    /** Read one request (its head and its Content-Length body); its head. */
+    static String readRequest(InputStream in) throws IOException {
         ByteArrayOutputStream head = new ByteArrayOutputStream();
         int matched = 0;
         while (matched < 4) {
@@ -76,6 +79,7 @@ final class HostileHttp implements AutoCloseable {
                 in.readNBytes(Integer.parseInt(line.substring(15).trim()));
             }
         }
+        return head.toString(StandardCharsets.ISO_8859_1);
     }
 
     @Override

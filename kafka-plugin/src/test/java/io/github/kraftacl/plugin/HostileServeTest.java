@@ -207,4 +207,28 @@ class HostileServeTest {
             deniedInTime(serve.url());
         }
     }
+
+    /**
+     * A decision answered with a redirect (to a host answering ALLOWED to anything) is not followed: denied, and the
+     * token goes nowhere else. Before, the JDK followed it (as a GET, with the Authorization header) and the other
+     * host's body was taken for the decision.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"301 Moved Permanently", "302 Found", "303 See Other", "307 Temporary Redirect"})
+    void aRedirectIsNotFollowed(String status) throws Exception {
+        java.util.concurrent.atomic.AtomicInteger followed = new java.util.concurrent.atomic.AtomicInteger();
+        try (HostileHttp elsewhere = new HostileHttp(out -> {
+            followed.incrementAndGet();
+            send(out, "HTTP/1.1 200 OK\r\nContent-Length: " + ALLOWED_BODY.length() + "\r\n\r\n" + ALLOWED_BODY);
+        });
+                HostileHttp serve = new HostileHttp(out -> send(out, "HTTP/1.1 " + status + "\r\nLocation: "
+                        + elsewhere.url() + "/v1/authorize\r\nContent-Length: 0\r\n\r\n"))) {
+            try (KraftAclAuthorizer plugin = TestPlugins.plugin(dir, serve.url(), PluginConfig.CACHE_ENABLED, "false",
+                    PluginConfig.TRANSPORT, "http")) {
+                assertEquals(List.of(AuthorizationResult.DENIED), plugin.authorize(TestPlugins.ctx("bob"),
+                        List.of(TestPlugins.read("a"))));
+            }
+            assertEquals(0, followed.get(), "the redirect was followed: " + elsewhere.heads);
+        }
+    }
 }
