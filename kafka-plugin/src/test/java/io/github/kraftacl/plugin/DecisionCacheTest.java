@@ -268,6 +268,25 @@ class DecisionCacheTest extends FakeServeTest {
         assertEquals(3, decider.asked.get(), "nothing remembered is used");
     }
 
+    /**
+     * A decision answered at an offset older than the newest ACL change the feed reported (a serve answering from a
+     * state behind its own feed) is never used from memory: each call asks serve again.
+     */
+    @Test
+    void aDecisionAnsweredBeforeTheFeedsNewestChangeIsNeverUsed() throws Exception {
+        decider.allowed.add("a");
+        serve.aclChange(7);
+        connected();
+        waitFor(() -> plugin.feed().view().minOffset() == 7, "the feed reports offset 7");
+        assertEquals(List.of(ALLOWED), alice("a")); // decided at offset 5
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(2, decider.asked.get(), "an answer at 5 is older than the change at 7");
+        decider.offset.set(7);
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "an answer at 7 is remembered");
+    }
+
     /** An offset that jumps ahead drops everything remembered (decisions made before it are not used). */
     @Test
     void anOffsetThatJumpsAheadDropsEverythingRemembered() throws Exception {
