@@ -32,6 +32,15 @@ final class HostileHttp implements AutoCloseable {
     });
 
     HostileHttp(Behaviour behaviour) throws IOException {
+        this(behaviour, true);
+    }
+
+    /** One that reads nothing first: the behaviour gets each connection as soon as it is accepted. */
+    static HostileHttp raw(Behaviour behaviour) throws IOException {
+        return new HostileHttp(behaviour, false);
+    }
+
+    private HostileHttp(Behaviour behaviour, boolean http) throws IOException {
         server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         threads.execute(() -> {
             while (!server.isClosed()) {
@@ -39,7 +48,9 @@ final class HostileHttp implements AutoCloseable {
                     Socket s = server.accept();
                     threads.execute(() -> {
                         try (s) {
-                            heads.add(readRequest(s.getInputStream()));
+                            if (http) {
+                                heads.add(readRequest(s.getInputStream()));
+                            }
                             behaviour.answer(s.getOutputStream());
                         } catch (Exception e) {
                             // the plugin closed it, or the test ended

@@ -94,6 +94,21 @@ class HostileServeTest {
         }
     }
 
+    /** A TLS handshake trickled a byte at a time (a ServerHello record that never ends) over HTTPS. */
+    @Test
+    void aTrickledTlsHandshakeEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = HostileHttp.raw(out -> {
+            out.write(new byte[] {0x16, 0x03, 0x03, 0x40, 0x00}); // a handshake record of 16 KiB
+            for (int i = 0; i < 100; i++) {
+                out.write(2);
+                out.flush();
+                Thread.sleep(200);
+            }
+        })) {
+            unansweredInTime(serve.url().replace("http:", "https:"));
+        }
+    }
+
     /** A connect that does not complete ends by the decision's deadline, not kraft.acl.connect.timeout.ms. */
     @Test
     void aConnectEndsByTheDeadlineNotTheConnectTimeout() throws Exception {
