@@ -83,9 +83,9 @@ final class FrameClient implements AutoCloseable {
 
     /**
      * serve's answer to this decision (the JSON body of that endpoint) from the serve at this index, as the HTTP
-     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer, and one answered with neither
-     * 101 nor an error status (a 200, a 3xx) an IOException. Null when this serve has no
-     * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
+     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer, one answered with neither 101
+     * nor an error status (a 200, a 3xx) an IOException. Null when this serve has no frames (it answered the upgrade
+     * 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
      * connection open before this call that serve closes or resets before this call's answer (idle for
      * {@code connections.max.idle.ms}, or after another frame's framing error: a 413, or a 400 naming {@code length})
      * gets the decision once more on a new connection (decisions are idempotent), never after a timeout. Any other 400

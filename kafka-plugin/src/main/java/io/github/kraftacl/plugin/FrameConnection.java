@@ -35,7 +35,8 @@ final class FrameConnection {
 
     /**
      * Where the write deadlines of every connection (and the deadline of each upgrade, and of each HTTP exchange:
-     * {@link ServeClient}) are checked: one daemon thread, only while frames are written or a connection is upgraded.
+     * {@link ServeClient}) are checked: one daemon thread, only while frames are written, a connection is upgraded or
+     * an HTTP exchange is under way. Nothing it runs may block.
      * A connection keeps at most one check scheduled (not one per frame), so a busy connection costs it one wake-up
      * per request timeout, not one per decision.
      */

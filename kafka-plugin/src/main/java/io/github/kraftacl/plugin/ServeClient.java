@@ -6,11 +6,13 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.MalformedURLException;
-import java.net.URI;
 import java.net.SocketTimeoutException;
+import java.net.URI;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -48,6 +50,20 @@ final class ServeClient implements AutoCloseable {
             super(message);
         }
     }
+
+    // the phases of an HTTP exchange, for its deadline: the response head not read yet, its body, past the deadline
+    private static final int HEAD = 0;
+    private static final int BODY = 1;
+    private static final int LATE = 2;
+    /**
+     * Where the connection of an exchange past its deadline is closed: not on the shared deadline thread, as closing
+     * a TLS socket waits for a write under way (an ACL write to a serve that stopped reading).
+     */
+    private static final ExecutorService CLOSER = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "kraft-acl-http-deadline");
+        t.setDaemon(true);
+        return t;
+    });
 
     private final ServeRoutes routes;
     private final MisconfigurationLog problems;
@@ -213,7 +229,8 @@ final class ServeClient implements AutoCloseable {
         AtomicInteger phase = new AtomicInteger(HEAD);
         ScheduledFuture<?> watch = FrameConnection.WATCHDOG.schedule(() -> {
             if (phase.compareAndSet(HEAD, LATE)) {
-                c.disconnect(); // no read of the body under way: it does not wait (and the JDK does not resend)
+                // no read of the body under way to wait for (and the JDK does not resend the request)
+                CLOSER.execute(c::disconnect);
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
         try {
@@ -228,10 +245,6 @@ final class ServeClient implements AutoCloseable {
             watch.cancel(false);
         }
     }
-
-    private static final int HEAD = 0;
-    private static final int BODY = 1;
-    private static final int LATE = 2;
 
     private Reply exchange(HttpURLConnection c, URI server, byte[] body, int timeoutMs, boolean once, long deadline,
             AtomicInteger phase) throws IOException {
