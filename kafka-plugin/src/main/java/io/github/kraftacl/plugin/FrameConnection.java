@@ -314,15 +314,19 @@ final class FrameConnection {
         }
     }
 
-    /** Fill these bytes from {@code from} before the deadline: a SocketTimeoutException past it (a frame too slow). */
+    /**
+     * Fill these bytes from {@code from}, waiting for them no later than the deadline: a SocketTimeoutException past
+     * it (a frame too slow). Bytes already arrived are read whatever the time (a thread descheduled meanwhile).
+     */
     private void readFully(byte[] bytes, int from, long deadline, int timeoutMs) throws IOException {
         for (int at = from; at < bytes.length; ) {
             long remaining = deadline - System.nanoTime();
-            if (remaining <= 0) {
+            if (remaining <= 0 && in.available() == 0) {
                 throw new SocketTimeoutException("a decision frame did not arrive whole within the call's " + timeoutMs
                         + " ms (serve sent it too slowly)");
             }
-            soTimeout((int) Math.min(Integer.MAX_VALUE, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999)));
+            long ms = TimeUnit.NANOSECONDS.toMillis(remaining + 999_999);
+            soTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, ms))); // never 0 (no timeout)
             int n = in.read(bytes, at, bytes.length - at);
             if (n < 0) {
                 throw new EOFException("end of stream");
