@@ -114,13 +114,24 @@ final class AclAdmin implements AutoCloseable {
                 futures.get(i).complete(results.get(i));
             }
         };
+        Runnable closed = () -> {
+            T result = failed.apply(new UnknownServerException("the kraft-acl authorizer is closed"));
+            futures.forEach(f -> f.complete(result));
+        };
         try {
-            writer.execute(work);
+            writer.execute(new Queued(work, closed));
         } catch (RejectedExecutionException e) {
-            T closed = failed.apply(new UnknownServerException("the kraft-acl authorizer is closed"));
-            futures.forEach(f -> f.complete(closed));
+            closed.run();
         }
         return futures;
+    }
+
+    /** A create or delete waiting for the writer thread, and how to fail its futures if the authorizer closes first. */
+    private record Queued(Runnable work, Runnable closed) implements Runnable {
+        @Override
+        public void run() {
+            work.run();
+        }
     }
 
     private <T> List<T> results(int n, byte[] body, String path, Function<WireJson.Outcome, T> each) {
@@ -265,9 +276,12 @@ final class AclAdmin implements AutoCloseable {
         return known != null ? known : new UnknownServerException(message);
     }
 
+    /** Stop the threads; the creates and deletes still queued fail (their callers are not left waiting). */
     @Override
     public void close() {
-        writer.shutdownNow();
+        for (Runnable queued : writer.shutdownNow()) {
+            ((Queued) queued).closed().run();
+        }
         counter.shutdownNow();
     }
 }

@@ -37,9 +37,13 @@ final class DecisionCache {
         return cache.getIfPresent(key);
     }
 
-    /** Remember a decision (replacing an older one for the key). */
+    /**
+     * Remember a decision, unless the one remembered for the key is newer (a later generation, or a later offset in
+     * the same): a thread that stores a decision made before another thread's, after it, must not bring it back.
+     */
     void put(DecisionKey key, Remembered decision) {
-        cache.put(key, decision);
+        cache.asMap().merge(key, decision, (old, made) -> old.generation() > made.generation()
+                || (old.generation() == made.generation() && old.offset() > made.offset()) ? old : made);
     }
 
     /** Forget everything (the feed's view moved on: nothing stored before is usable). */

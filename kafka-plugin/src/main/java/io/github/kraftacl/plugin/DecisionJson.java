@@ -48,7 +48,8 @@ final class DecisionJson {
             switch (name) {
                 case "results" -> {
                     WireJson.expect(value, JsonToken.START_ARRAY, "results to be an array");
-                    while (p.nextToken() == JsonToken.VALUE_STRING) {
+                    for (JsonToken t = p.nextToken(); t != JsonToken.END_ARRAY; t = p.nextToken()) {
+                        WireJson.expect(t, JsonToken.VALUE_STRING, "a result");
                         results.add(result(p.getText()));
                     }
                 }
@@ -113,12 +114,21 @@ final class DecisionJson {
         return p.getLongValue();
     }
 
-    /** The "result" of an authorize-by-resource-type answer. */
+    /** The "result" of an authorize-by-resource-type answer (the whole answer read: one object, one result). */
     static AuthorizationResult result(byte[] body) throws IOException {
-        try (JsonParser p = WireJson.JSON.createParser(body)) {
-            WireJson.expect(WireJson.seek(p, "result"), JsonToken.VALUE_STRING, "a result");
-            return result(p.getText());
+        AuthorizationResult[] result = {null};
+        WireJson.fields(body, (name, value, p) -> {
+            if (name.equals("result")) {
+                WireJson.expect(value, JsonToken.VALUE_STRING, "a result");
+                result[0] = result(p.getText());
+            } else {
+                p.skipChildren();
+            }
+        });
+        if (result[0] == null) {
+            throw new IOException("the answer has no result");
         }
+        return result[0];
     }
 
     private static AuthorizationResult result(String text) throws IOException {

@@ -83,8 +83,9 @@ final class FrameClient implements AutoCloseable {
 
     /**
      * serve's answer to this decision (the JSON body of that endpoint) from the serve at this index, as the HTTP
-     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer. Null when this serve has no
-     * frames (it answered the upgrade 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
+     * endpoint would have answered it; a refused upgrade (401, 503...) is that answer, one answered with neither 101
+     * nor an error status (a 200, a 3xx) an IOException. Null when this serve has no frames (it answered the upgrade
+     * 404, 405 or 400): the caller asks it over HTTP, as every later call does. A
      * connection open before this call that serve closes or resets before this call's answer (idle for
      * {@code connections.max.idle.ms}, or after another frame's framing error: a 413, or a 400 naming {@code length})
      * gets the decision once more on a new connection (decisions are idempotent), never after a timeout. Any other 400
@@ -139,7 +140,7 @@ final class FrameClient implements AutoCloseable {
             if (httpOnly.get(index) == 1) {
                 throw new Refused(null);
             }
-            c = connect(server, timeoutMs);
+            c = connect(server, deadline, timeoutMs);
             ServeClient.Reply refused;
             String late = server + ": the TLS handshake and upgrade to decision frames did not end within the call's "
                     + timeoutMs + " ms";
@@ -157,6 +158,10 @@ final class FrameClient implements AutoCloseable {
             }
             if (refused != null) {
                 c.fail(new IOException("the upgrade was refused"));
+                if (refused.status() < 400) { // no decision's answer, though a 200 may look like one: a failure
+                    throw new IOException(server + " answered the upgrade to decision frames with HTTP "
+                            + refused.status() + ", neither 101 nor a refusal");
+                }
                 if (refused.status() == 404 || refused.status() == 405 || refused.status() == 400) {
                     if (httpOnly.compareAndSet(index, 0, 1)) {
                         LOG.info("kraft-acl: serve {} answered the upgrade to decision frames with HTTP {} (a serve "
@@ -177,11 +182,18 @@ final class FrameClient implements AutoCloseable {
         }
     }
 
-    private FrameConnection connect(URI server, int timeoutMs) throws IOException {
+    /** A TCP (and TLS) connection to this serve: the connect ends by the call's deadline, or by the connect timeout. */
+    private FrameConnection connect(URI server, long deadline, int timeoutMs) throws IOException {
+        long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+        if (remainingMs <= 0) {
+            throw new SocketTimeoutException("no time left to connect to " + server + " within the call's "
+                    + timeoutMs + " ms");
+        }
         Socket tcp = new Socket();
         try {
             tcp.setTcpNoDelay(true);
-            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()), connectTimeoutMs);
+            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()),
+                    (int) Math.min(connectTimeoutMs, remainingMs)); // never 0, which waits for ever
             tcp.setSoTimeout(timeoutMs);
             Socket socket = tcp;
             if (server.getScheme().equals("https")) {

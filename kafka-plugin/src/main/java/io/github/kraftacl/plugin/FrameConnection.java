@@ -11,6 +11,7 @@ import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
@@ -33,16 +34,17 @@ final class FrameConnection {
     private static final int MAX_ANSWER = 1 << 28;
 
     /**
-     * Where the write deadlines of every connection (and the deadline of each upgrade) are checked: one daemon thread,
-     * only while frames are written or a connection is upgraded.
+     * Where the write deadlines of every connection (and the deadline of each upgrade, and of each HTTP exchange:
+     * {@link ServeClient}) are checked: one daemon thread, only while frames are written, a connection is upgraded or
+     * an HTTP exchange is under way. Nothing it runs may block.
      * A connection keeps at most one check scheduled (not one per frame), so a busy connection costs it one wake-up
      * per request timeout, not one per decision.
      */
-    private static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
+    static final ScheduledThreadPoolExecutor WATCHDOG = watchdog();
 
     private static ScheduledThreadPoolExecutor watchdog() {
         ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "kraft-acl-frames-write-deadline");
+            Thread t = new Thread(r, "kraft-acl-deadline");
             t.setDaemon(true);
             return t;
         });
@@ -118,7 +120,8 @@ final class FrameConnection {
 
     /**
      * Send one request frame of this kind and wait for its answer until the deadline ({@link System#nanoTime()}).
-     * {@code timeoutMs}: the request timeout, within which a frame whose first byte arrived must arrive whole.
+     * {@code timeoutMs}: the request timeout (for messages). An answer frame this call began to read must arrive whole
+     * by its deadline, else the connection breaks: no serve sending a byte now and then holds a thread past it.
      */
     ServeClient.Reply call(int kind, byte[] body, long deadline, int timeoutMs) throws IOException {
         int id = ids.getAndIncrement();
@@ -283,21 +286,52 @@ final class FrameConnection {
             if (first < 0) {
                 throw new EOFException("end of stream");
             }
-            soTimeout(timeoutMs); // a frame begun must arrive whole within the request timeout
-            int length = first << 24 | in.readUnsignedByte() << 16 | in.readUnsignedShort();
+            // a frame begun must arrive whole by this call's deadline, not within a timeout per read (a serve sending
+            // a byte now and then would hold this thread for ever): else the connection breaks
+            byte[] head = new byte[9];
+            readFully(head, 0, deadline, timeoutMs);
+            ByteBuffer fields = ByteBuffer.wrap(head);
+            int length = first << 24 | (fields.getShort() & 0xffff) << 8 | (fields.get() & 0xff);
             if (length < 6 || length > MAX_ANSWER) {
                 throw new IOException(server + " sent a decision frame of length " + Integer.toUnsignedString(length)
                         + " (expected 6 to " + MAX_ANSWER + ")");
             }
-            int id = in.readInt();
-            int status = in.readUnsignedShort();
-            byte[] body = new byte[length - 6];
-            in.readFully(body);
+            int id = fields.getInt();
+            int status = fields.getShort() & 0xffff;
+            // the heap it takes grows with what arrives, not with the length declared (up to 256 MiB)
+            byte[] body = new byte[Math.min(length - 6, 1 << 16)];
+            readFully(body, 0, deadline, timeoutMs);
+            while (body.length < length - 6) {
+                int from = body.length;
+                body = Arrays.copyOf(body, (int) Math.min(length - 6, 2L * from));
+                readFully(body, from, deadline, timeoutMs);
+            }
             complete(id, new ServeClient.Reply(status, body, server)); // an id nobody waits for: dropped
             if (framingError(status, body)) {
                 fail(new EOFException("serve closes the connection after an HTTP " + status + " answer about a "
                         + "frame's length"));
             }
+        }
+    }
+
+    /**
+     * Fill these bytes from {@code from}, waiting for them no later than the deadline: a SocketTimeoutException past
+     * it (a frame too slow). Bytes already arrived are read whatever the time (a thread descheduled meanwhile).
+     */
+    private void readFully(byte[] bytes, int from, long deadline, int timeoutMs) throws IOException {
+        for (int at = from; at < bytes.length; ) {
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0 && in.available() == 0) {
+                throw new SocketTimeoutException("a decision frame did not arrive whole within the call's " + timeoutMs
+                        + " ms (serve sent it too slowly)");
+            }
+            long ms = TimeUnit.NANOSECONDS.toMillis(remaining + 999_999);
+            soTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, ms))); // never 0 (no timeout)
+            int n = in.read(bytes, at, bytes.length - at);
+            if (n < 0) {
+                throw new EOFException("end of stream");
+            }
+            at += n;
         }
     }
 

@@ -1,14 +1,21 @@
 package io.github.kraftacl.plugin;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.HttpURLConnection;
 import java.net.MalformedURLException;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.net.URL;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLSocketFactory;
 import org.slf4j.Logger;
@@ -43,6 +50,20 @@ final class ServeClient implements AutoCloseable {
             super(message);
         }
     }
+
+    // the phases of an HTTP exchange, for its deadline: the response head not read yet, its body, past the deadline
+    private static final int HEAD = 0;
+    private static final int BODY = 1;
+    private static final int LATE = 2;
+    /**
+     * Where the connection of an exchange past its deadline is closed: not on the shared deadline thread, as closing
+     * a TLS socket waits for a write under way (an ACL write to a serve that stopped reading).
+     */
+    private static final ExecutorService CLOSER = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "kraft-acl-http-deadline");
+        t.setDaemon(true);
+        return t;
+    });
 
     private final ServeRoutes routes;
     private final MisconfigurationLog problems;
@@ -143,7 +164,11 @@ final class ServeClient implements AutoCloseable {
                 try {
                     reply = decision ? decision(index, server, path, body, timeoutMs)
                             : exchange(server, path, body, timeoutMs, once);
-                } catch (IOException e) {
+                } catch (IOException | RuntimeException failure) {
+                    // a RuntimeException under the JDK's networking (a ProxySelector's, say) is that serve failing
+                    // too: never out of authorize(), where Kafka would answer UNKNOWN_SERVER_ERROR, not DENIED
+                    IOException e = failure instanceof IOException io ? io
+                            : new IOException("an unexpected error: " + failure, failure);
                     problems.failed(server, e);
                     failures.add(server + ": " + describe(e));
                     routes.open(index, describe(e));
@@ -192,17 +217,47 @@ final class ServeClient implements AutoCloseable {
         return reply != null ? reply : exchange(server, path, body, timeoutMs, false);
     }
 
+    /**
+     * One HTTP exchange, ended by its deadline ({@code timeoutMs} from now) as a whole, not per read (a serve sending
+     * a byte now and then, a chunked body that never ends, endless 100 Continue heads): until the response head is
+     * read, the connection is closed under the call at the deadline; the body is read by the call itself, which stops
+     * at the deadline (a read under way ends within one read timeout: closing the JDK's stream would wait for it).
+     */
     private Reply exchange(URI server, String path, byte[] body, int timeoutMs, boolean once) throws IOException {
         HttpURLConnection c = (HttpURLConnection) url(server, path).openConnection();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        AtomicInteger phase = new AtomicInteger(HEAD);
+        ScheduledFuture<?> watch = FrameConnection.WATCHDOG.schedule(() -> {
+            if (phase.compareAndSet(HEAD, LATE)) {
+                // no read of the body under way to wait for (and the JDK does not resend the request)
+                CLOSER.execute(c::disconnect);
+            }
+        }, timeoutMs, TimeUnit.MILLISECONDS);
+        try {
+            return exchange(c, server, body, timeoutMs, once, deadline, phase);
+        } catch (IOException e) {
+            if (phase.get() == LATE) {
+                throw (SocketTimeoutException) new SocketTimeoutException(server + " did not answer " + path
+                        + " within " + timeoutMs + " ms").initCause(e);
+            }
+            throw e;
+        } finally {
+            watch.cancel(false);
+        }
+    }
+
+    private Reply exchange(HttpURLConnection c, URI server, byte[] body, int timeoutMs, boolean once, long deadline,
+            AtomicInteger phase) throws IOException {
         if (c instanceof HttpsURLConnection https) {
             https.setSSLSocketFactory(sockets);
             if (!verifyHostname) {
                 https.setHostnameVerifier((host, session) -> true);
             }
         }
-        c.setConnectTimeout(connectTimeoutMs);
+        c.setConnectTimeout(Math.min(connectTimeoutMs, timeoutMs));
         c.setReadTimeout(timeoutMs);
         c.setUseCaches(false);
+        c.setInstanceFollowRedirects(false); // a redirect is serve's answer (never a decision), not another URL to ask
         c.setRequestProperty("Accept", "application/json");
         if (authorization != null) {
             c.setRequestProperty("Authorization", authorization);
@@ -219,11 +274,21 @@ final class ServeClient implements AutoCloseable {
             }
         }
         int status = c.getResponseCode();
-        byte[] bytes;
-        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
-            bytes = in == null ? new byte[0] : in.readAllBytes();
+        if (!phase.compareAndSet(HEAD, BODY)) {
+            throw new SocketTimeoutException("the deadline passed");
         }
-        return new Reply(status, bytes, server);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+            byte[] buffer = new byte[8192];
+            for (int n; in != null && (n = in.read(buffer)) >= 0; ) {
+                bytes.write(buffer, 0, n);
+                if (deadline - System.nanoTime() <= 0) {
+                    phase.set(LATE);
+                    throw new SocketTimeoutException("the body did not arrive whole by the deadline");
+                }
+            }
+        }
+        return new Reply(status, bytes.toByteArray(), server);
     }
 
     private static URL url(URI server, String path) throws MalformedURLException {

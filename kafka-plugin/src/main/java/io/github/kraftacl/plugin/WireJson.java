@@ -29,7 +29,8 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  * ({@code TOPIC}, {@code READ}, {@code LITERAL}, {@code ALLOW}); fields at their API default are left out.
  */
 final class WireJson {
-    static final JsonFactory JSON = new JsonFactory();
+    /** A field twice in one object is an error, not the last (or first) one read: no answer is read two ways. */
+    static final JsonFactory JSON = new JsonFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     /** Who asks, from where: the fields every decision request starts with. */
     record Subject(String principal, String clientAddress, String listener, String request) {}
@@ -304,7 +305,10 @@ final class WireJson {
         void read(String name, JsonToken value, JsonParser p) throws IOException;
     }
 
-    /** Every top-level field of a JSON object body, in order, through {@code each}. */
+    /**
+     * Every top-level field of a JSON object body, in order, through {@code each}; an IOException unless the body is
+     * that one object whole, with nothing after it (a reader that stopped inside a value ends it too).
+     */
     static void fields(byte[] body, FieldReader each) throws IOException {
         try (JsonParser p = JSON.createParser(body)) {
             expect(p.nextToken(), JsonToken.START_OBJECT, "an object");
@@ -312,6 +316,8 @@ final class WireJson {
                 String name = p.currentName();
                 each.read(name, p.nextToken(), p);
             }
+            expect(p.currentToken(), JsonToken.END_OBJECT, "a field or the end of the object");
+            expect(p.nextToken(), null, "nothing after the object");
         }
     }
 

@@ -19,6 +19,8 @@ import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Decisions remembered by the offset they were made at: used only while the change feed proves them current, never
@@ -49,6 +51,24 @@ class DecisionCacheTest extends FakeServeTest {
             actions.add(read(t));
         }
         return plugin.authorize(ctx("alice"), actions);
+    }
+
+    /**
+     * A decision answered at an older offset than the one remembered for the same key (a slow broker thread storing
+     * ALLOWED at 8 after another stored DENIED at 10, an ACL change at 9 the feed has not reported yet) does not
+     * replace it: before, the cache went back to the older answer, a wrong ALLOW until the feed's notice.
+     */
+    @Test
+    void anOlderAnswerNeverReplacesANewerOneOfTheSameKey() throws Exception {
+        DecisionCache cache = new DecisionCache(100, 1 << 20);
+        DecisionKey key = DecisionKey.of(ctx("alice").principal(), "10.0.0.7", read("a"));
+        cache.put(key, new Remembered(DENIED, 10, 3, null));
+        cache.put(key, new Remembered(ALLOWED, 8, 3, null));
+        assertEquals(new Remembered(DENIED, 10, 3, null), cache.get(key));
+        cache.put(key, new Remembered(ALLOWED, 11, 3, null));
+        assertEquals(ALLOWED, cache.get(key).result(), "a newer answer replaces it");
+        cache.put(key, new Remembered(DENIED, 2, 4, null));
+        assertEquals(DENIED, cache.get(key).result(), "one of a newer generation replaces it whatever its offset");
     }
 
     @Test
@@ -225,13 +245,68 @@ class DecisionCacheTest extends FakeServeTest {
         assertEquals(2, decider.asked.get());
     }
 
+    /**
+     * A feed answer the plugin cannot use (garbage, a heartbeat without the offsets, a field of the wrong type, a
+     * field twice, text after the answer) breaks the feed: nothing remembered is used until it answers properly.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"garbage\n", "{\"instance\":\"fake-1\",\"held_us\":1}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":\"5\",\"applied_offset\":5}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":5,\"applied_offset\":5,\"acl_offset\":4}",
+        "{\"instance\":\"fake-1\",\"acl_offset\":5,\"applied_offset\":5}\n{\"acl_offset\":4}",
+        "{\"instance\":7,\"acl_offset\":5,\"applied_offset\":5}"})
+    void aFeedAnswerItCannotUseBreaksTheFeed(String body) throws Exception {
+        decider.allowed.add("a");
+        connected();
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(1, decider.asked.get(), "remembered");
+        serve.answer(ChangeFeed.PATH, 200, body);
+        waitFor(() -> !plugin.feed().view().usable(System.nanoTime()), "the feed broke");
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "nothing remembered is used");
+    }
+
+    /**
+     * A decision answered at an offset older than the newest ACL change the feed reported (a serve answering from a
+     * state behind its own feed) is never used from memory: each call asks serve again.
+     */
+    @Test
+    void aDecisionAnsweredBeforeTheFeedsNewestChangeIsNeverUsed() throws Exception {
+        decider.allowed.add("a");
+        serve.aclChange(7);
+        connected();
+        waitFor(() -> plugin.feed().view().minOffset() == 7, "the feed reports offset 7");
+        assertEquals(List.of(ALLOWED), alice("a")); // decided at offset 5
+        assertEquals(List.of(ALLOWED), alice("a"));
+        assertEquals(2, decider.asked.get(), "an answer at 5 is older than the change at 7");
+        decider.offset.set(7);
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "an answer at 7 is remembered");
+    }
+
+    /** An offset that jumps ahead drops everything remembered (decisions made before it are not used). */
+    @Test
+    void anOffsetThatJumpsAheadDropsEverythingRemembered() throws Exception {
+        decider.allowed.add("a");
+        connected();
+        alice("a");
+        serve.aclChange(1L << 60);
+        waitFor(() -> plugin.feed().view().minOffset() == 1L << 60, "the feed reports the jump");
+        alice("a");
+        alice("a");
+        assertEquals(3, decider.asked.get(), "answers at offset 5 are older than the change: never used");
+    }
+
     @Test
     void withoutAChangeFeedNothingIsRemembered() throws Exception {
         serve.removeFeed();
         plugin = plugin(dir, serve.url());
-        waitFor(() -> !CapturedLogs.lines(ChangeFeed.class.getName(), "INFO").isEmpty(), "the plugin says why");
-        assertTrue(CapturedLogs.lines(ChangeFeed.class.getName(), "INFO").get(0).message()
-                .contains("offers no change feed"));
+        // (a line of the previous test's feed thread, ending as its plugin closed, may come first)
+        waitFor(() -> CapturedLogs.lines(ChangeFeed.class.getName(), "INFO").stream()
+                .anyMatch(l -> l.message().contains("offers no change feed")), "the plugin says why");
         alice("a");
         alice("a");
         assertEquals(2, decider.asked.get());

@@ -98,6 +98,49 @@ class FrameClientTest extends FakeServeTest {
         return new String(reply.body(), StandardCharsets.UTF_8);
     }
 
+    /**
+     * A connect that does not complete (a peer whose accept queue is full drops the SYN) ends by the decision's own
+     * deadline, whatever {@code kraft.acl.connect.timeout.ms} says: before, it took the whole connect timeout (3 s
+     * here) on top of a 500 ms request timeout.
+     */
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aConnectEndsByTheDecisionsDeadlineNotTheConnectTimeout() throws Exception {
+        List<Socket> queued = new ArrayList<>();
+        try (ServerSocket full = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            fillAcceptQueue(full, queued);
+            String url = "http://127.0.0.1:" + full.getLocalPort();
+            PluginConfig config = PluginConfig.parse(Map.of(PluginConfig.URLS, url, PluginConfig.CONNECT_TIMEOUT_MS,
+                    "3000"));
+            try (FrameClient client = new FrameClient(new ServeRoutes(config.urls, 500), config)) {
+                long start = System.nanoTime();
+                assertThrows(SocketTimeoutException.class, () -> client.decide(0, "/v1/authorize", ALICE_READS_A,
+                        500));
+                long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertTrue(ms < 900, "the decision with a 500 ms timeout ended after " + ms + " ms");
+            }
+        } finally {
+            for (Socket s : queued) {
+                s.close();
+            }
+        }
+    }
+
+    /** Connect to this listener (which never accepts) until a connect no longer completes. */
+    static void fillAcceptQueue(ServerSocket full, List<Socket> queued) throws IOException {
+        for (int i = 0; i < 64; i++) {
+            Socket s = new Socket();
+            try {
+                s.connect(full.getLocalSocketAddress(), 200);
+            } catch (SocketTimeoutException e) {
+                s.close();
+                return;
+            }
+            queued.add(s);
+        }
+        throw new AssertionError("every connect completed: the accept queue never filled");
+    }
+
     @Test
     void decisionsGoOverFramesOnOneSharedConnection() throws Exception {
         plugin = plugin(dir, frames.url(), PluginConfig.CACHE_ENABLED, "false");

@@ -112,6 +112,105 @@ class FrameConnectionTest {
         }
     }
 
+    /**
+     * A serve that trickles an answer frame (one byte just before each read would time out) cannot hold the call
+     * reading it past that call's deadline: the frame must arrive whole by then, else the connection is reset. Before,
+     * each read had the whole request timeout, so a 40-byte frame could hold a broker thread 40 timeouts.
+     */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aTrickledAnswerFrameEndsTheCallAtItsDeadline() throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+                Socket serve = listener.accept()) {
+            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
+                    + listener.getLocalPort()));
+            long start = System.nanoTime();
+            Future<ServeClient.Reply> call = pool.submit(() -> c.call(1, BODY, deadline(1_000), 1_000));
+            int id = frameId(new DataInputStream(serve.getInputStream()));
+            Future<?> trickle = pool.submit(() -> {
+                OutputStream out = serve.getOutputStream();
+                for (byte b : answer(id)) {
+                    out.write(b);
+                    out.flush();
+                    Thread.sleep(300); // well within each read's timeout
+                }
+                return null;
+            });
+            ExecutionException e = assertThrows(ExecutionException.class, () -> call.get(20, TimeUnit.SECONDS));
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            org.junit.jupiter.api.Assertions.assertTrue(ms < 1_500, "the call ended after " + ms + " ms: "
+                    + e.getCause());
+            assertInstanceOf(FrameConnection.Broken.class, e.getCause());
+            org.junit.jupiter.api.Assertions.assertTrue(c.isBroken(), "a frame begun and not whole breaks it");
+            trickle.cancel(true);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * An answer frame that declares a huge length (200 MB, under the 256 MiB limit) and then sends little costs the
+     * broker's heap only what arrived, not the length declared: before, the reading call allocated it all at once.
+     */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aHugeDeclaredLengthAllocatesOnlyWhatArrives() throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+                Socket serve = listener.accept()) {
+            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
+                    + listener.getLocalPort()));
+            com.sun.management.ThreadMXBean threads =
+                    (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+            Future<Long> call = pool.submit(() -> {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                try {
+                    c.call(1, BODY, deadline(1_000), 1_000);
+                } catch (java.io.IOException e) {
+                    // expected: the frame never arrives whole
+                }
+                return threads.getCurrentThreadAllocatedBytes() - before;
+            });
+            int id = frameId(new DataInputStream(serve.getInputStream()));
+            OutputStream out = serve.getOutputStream();
+            out.write(ByteBuffer.allocate(10 + 1000).putInt(200_000_000).putInt(id).putShort((short) 200).array());
+            out.flush();
+            long allocated = call.get(10, TimeUnit.SECONDS);
+            org.junit.jupiter.api.Assertions.assertTrue(allocated < 16 << 20, "the reading call allocated "
+                    + allocated + " bytes for 1,000 that arrived");
+            org.junit.jupiter.api.Assertions.assertTrue(c.isBroken());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /** An answer frame larger than the first buffer (64 KiB) is read whole, byte for byte. */
+    @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aLargeAnswerFrameIsReadWhole() throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+                Socket serve = listener.accept()) {
+            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
+                    + listener.getLocalPort()));
+            Future<ServeClient.Reply> call = pool.submit(() -> c.call(1, BODY, deadline(5_000), 5_000));
+            int id = frameId(new DataInputStream(serve.getInputStream()));
+            byte[] body = new byte[300_001];
+            new java.util.Random(7).nextBytes(body);
+            OutputStream out = serve.getOutputStream();
+            out.write(ByteBuffer.allocate(10 + body.length).putInt(6 + body.length).putInt(id).putShort((short) 200)
+                    .put(body).array());
+            out.flush();
+            org.junit.jupiter.api.Assertions.assertArrayEquals(body, call.get(10, TimeUnit.SECONDS).body());
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     private static long deadline(int ms) {
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
     }

@@ -42,6 +42,8 @@ import org.apache.kafka.server.authorizer.AclDeleteResult;
 import org.apache.kafka.server.authorizer.Action;
 import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The plugin against a fake serve: the JSON it sends, how it reads answers, and what it does when serve fails. */
 class KraftAclAuthorizerTest extends FakeServeTest {
@@ -124,6 +126,63 @@ class KraftAclAuthorizerTest extends FakeServeTest {
         assertEquals(List.of(DENIED), plugin.authorize(ctx("bob"), List.of(read("a"))));
     }
 
+    /**
+     * An authorize answer of one action that is not exactly one result and an offset is denied, whatever else it
+     * holds: more results than asked behind a result that is not a string, the results twice, a result that is
+     * not ALLOWED or DENIED, fields of the wrong type, an error body with a 200, a truncated body, text after it.
+     * Before, the first five and the text after it were read as ALLOWED.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "{\"offset\":1,\"results\":[\"ALLOWED\",false]}",
+        "{\"offset\":1,\"results\":[\"ALLOWED\",[\"DENIED\"]]}",
+        "{\"results\":[\"ALLOWED\",false],\"offset\":1}",
+        "{\"results\":[\"ALLOWED\"],\"results\":[],\"offset\":1}",
+        "{\"results\":[],\"offset\":1,\"results\":[\"ALLOWED\"]}",
+        "{\"results\":[\"ALLOWED\"],\"offset\":1} {\"results\":[\"DENIED\"]}",
+        "{\"results\":[\"ALLOWED\"],\"offset\":1",
+        "{\"results\":[\"ALLOWED\"]}",
+        "{\"results\":[\"ALLOWED\"],\"offset\":\"1\"}",
+        "{\"results\":[\"ALLOWED\"],\"offset\":1.5}",
+        "{\"results\":\"ALLOWED\",\"offset\":1}",
+        "{\"results\":[\"allowed\"],\"offset\":1}",
+        "{\"results\":[null],\"offset\":1}",
+        "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"oops\"}}",
+        "[\"ALLOWED\"]",
+        ""})
+    void failsClosedOnMalformedAnswers(String body) throws Exception {
+        serve.answer("/v1/authorize", 200, body);
+        plugin(serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        assertEquals(List.of(DENIED), plugin.authorize(ctx("bob"), List.of(read("a"))), body);
+    }
+
+    /** The same for authorize-by-resource-type's one result. */
+    @ParameterizedTest
+    @ValueSource(strings = {
+        "{\"result\":\"ALLOWED\"",
+        "{\"result\":\"ALLOWED\",\"result\":\"DENIED\",\"offset\":1}",
+        "{\"result\":\"ALLOWED\",\"offset\":1} trailing",
+        "{\"result\":[\"ALLOWED\"],\"offset\":1}",
+        "{\"offset\":1}",
+        "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"oops\"}}"})
+    void failsClosedOnMalformedByResourceTypeAnswers(String body) throws Exception {
+        serve.answer("/v1/authorize-by-resource-type", 200, body);
+        plugin(serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        assertEquals(DENIED, plugin.authorizeByResourceType(ctx("bob"), AclOperation.WRITE, ResourceType.TOPIC), body);
+    }
+
+    /** Fields serve may add later are skipped: the answer is still used. */
+    @Test
+    void extraFieldsAreSkipped() throws Exception {
+        serve.answer("/v1/authorize", 200, "{\"later\":{\"results\":[\"DENIED\"]},\"results\":[\"ALLOWED\"],"
+                + "\"offset\":1,\"more\":[1,\"x\",null]}");
+        serve.answer("/v1/authorize-by-resource-type", 200, "{\"later\":{\"result\":\"DENIED\"},"
+                + "\"result\":\"ALLOWED\",\"offset\":1}");
+        plugin(serve.url(), PluginConfig.CACHE_ENABLED, "false");
+        assertEquals(List.of(ALLOWED), plugin.authorize(ctx("bob"), List.of(read("a"))));
+        assertEquals(ALLOWED, plugin.authorizeByResourceType(ctx("bob"), AclOperation.WRITE, ResourceType.TOPIC));
+    }
+
     @Test
     void failsOverInOrderSkippingAnUnreachableUrl() throws Exception {
         serve.answer("/v1/authorize", 200, "{\"results\":[\"ALLOWED\"],\"offset\":1}");
@@ -161,6 +220,25 @@ class KraftAclAuthorizerTest extends FakeServeTest {
         CompletionStage<Void> future = plugin(serve.url()).start(info(List.of(client), List.of())).get(client);
         plugin.close();
         assertThrows(ExecutionException.class, () -> future.toCompletableFuture().get(5, TimeUnit.SECONDS));
+    }
+
+    /**
+     * A create queued behind another on the writer thread when the authorizer closes fails with UNKNOWN_SERVER_ERROR
+     * at once: before, close dropped it from the queue and its caller waited on its future forever.
+     */
+    @Test
+    void closeFailsTheCreatesStillQueued() throws Exception {
+        serve.answer("/v1/acls/create", 200, "{\"results\":[{\"error_code\":0,\"error\":\"NONE\",\"id\":\"x\"}],"
+                + "\"offset\":3}", 1_000);
+        plugin(serve.url());
+        CompletionStage<AclCreateResult> running = plugin.createAcls(ctx("admin"), List.of(binding("a"))).get(0);
+        CompletionStage<AclCreateResult> queued = plugin.createAcls(ctx("admin"), List.of(binding("b"))).get(0);
+        waitFor(() -> !serve.on("/v1/acls/create").isEmpty(), "the first create reached serve");
+        plugin.close();
+        AclCreateResult result = queued.toCompletableFuture().get(500, TimeUnit.MILLISECONDS);
+        assertTrue(result.exception().get() instanceof UnknownServerException, result.exception().toString());
+        assertTrue(result.exception().get().getMessage().contains("closed"), result.exception().get().getMessage());
+        running.toCompletableFuture().get(5, TimeUnit.SECONDS); // the one under way ends with serve's answer
     }
 
     @Test

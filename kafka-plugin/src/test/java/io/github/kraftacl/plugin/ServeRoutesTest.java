@@ -24,6 +24,8 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -140,6 +142,50 @@ class ServeRoutesTest {
         waitFor(() -> !plugin.routes().isOpen(0), "serve is ready again");
         assertEquals(ALLOWED, bob());
         assertFalse(CapturedLogs.lines(ServeRoutes.class.getName(), "INFO").isEmpty());
+    }
+
+    /**
+     * A decision whose connection fails with a RuntimeException (the JVM's ProxySelector throwing for the local serve,
+     * on the broker's thread: a bug or JDK surprise under the JDK's networking) is that serve failing, over HTTP as
+     * over frames: the next serve answers, or the decision is denied. Before, the exception left authorize() (Kafka
+     * answers UNKNOWN_SERVER_ERROR) and the other serve was never asked.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"http", "frames"})
+    void aConnectionFailingWithAnUnexpectedExceptionFailsOver(String transport) throws Exception {
+        ProxySelector prior = ProxySelector.getDefault();
+        Thread broker = Thread.currentThread();
+        int port = URI.create(local.url()).getPort();
+        AtomicBoolean armed = new AtomicBoolean();
+        ProxySelector.setDefault(new ProxySelector() {
+            @Override
+            public List<Proxy> select(URI uri) {
+                if (armed.get() && Thread.currentThread() == broker && uri.getPort() == port) {
+                    throw new IllegalStateException("a proxy selector bug");
+                }
+                return prior == null ? List.of(Proxy.NO_PROXY) : prior.select(uri);
+            }
+
+            @Override
+            public void connectFailed(URI uri, SocketAddress address, IOException e) {
+                if (prior != null) {
+                    prior.connectFailed(uri, address, e);
+                }
+            }
+        });
+        try {
+            local.answer("/v1/status", 200, "{\"ready\":true,\"last_applied_offset\":1,\"acl_count\":1}");
+            plugin = plugin(dir, local.url() + "," + other.url(), PluginConfig.CACHE_ENABLED, "false",
+                    PluginConfig.TRANSPORT, transport);
+            plugin.start(oneListener()).values().iterator().next().toCompletableFuture().get(20, TimeUnit.SECONDS);
+            armed.set(true);
+            assertEquals(ALLOWED, bob(), "the other serve answers");
+            assertEquals(1, otherDecider.asked.get());
+            assertEquals(0, localDecider.asked.get());
+        } finally {
+            armed.set(false);
+            ProxySelector.setDefault(prior);
+        }
     }
 
     /**
