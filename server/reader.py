@@ -158,24 +158,24 @@ class Reader:
             return None
         seen_by, seen = self._applied
         # at an offset the reader was seen to have applied no status is asked first (8 callers asking histories over
-        # and over spent a third of serve's relaying on it); the call itself is then bounded as the status would be
+        # and over spent a third of serve's relaying on it); `_slow_or_silent` finds a reader silent on such a call
         known = seen_by is client and seen >= offset
         if not known and not await self._caught_up(client, offset):
             return None
         import httpx
 
-        wait = max(1.0, self.config.min_offset_wait_s)
         try:
             body = bytes(request.body)  # a large body arrives as a bytearray (`server.http`); httpx sends bytes
-            timeout = wait if known else httpx.USE_CLIENT_DEFAULT
-            outgoing = client.build_request(request.method, request.path, content=body, timeout=timeout)
-            answer = await client.send(outgoing, stream=True)
-        except httpx.TimeoutException as exc:
-            if known:
-                self._gone_silent(client, f"a call within {wait:.0f} s")
-            else:
-                log.warning("heavy reads: the reader did not answer (%s); serve answers this call itself", exc)
-            return None
+            sending = asyncio.ensure_future(
+                client.send(client.build_request(request.method, request.path, content=body), stream=True)
+            )
+            try:
+                if known and not await self._slow_or_silent(client, sending):
+                    return None
+                answer = await sending
+            except BaseException:
+                sending.cancel()
+                raise
         except httpx.HTTPError as exc:
             log.warning("heavy reads: the reader process did not answer (%s); serve answers this call itself", exc)
             return None
@@ -204,6 +204,8 @@ class Reader:
         while True:
             try:  # bounded by the wait: a reader that stopped answering (hung, or frozen) is not waited for forever
                 status = (await client.get(STATUS.path, timeout=max(deadline - time.monotonic(), POLL_S))).json()
+            except httpx.PoolTimeout:  # every connection to it busy: not a silent reader, but none free now
+                return False
             except httpx.TimeoutException:
                 self._gone_silent(client, f"its status within {wait:.0f} s")
                 return False
@@ -218,6 +220,29 @@ class Reader:
                 log.warning("heavy reads: the reader had not applied offset %d after %.0f s", offset, wait)
                 return False
             await asyncio.sleep(POLL_S)
+
+    async def _slow_or_silent(self, client: httpx.AsyncClient, sending: asyncio.Future[httpx.Response]) -> bool:
+        """For a call sent without a status call first: whether to go on waiting for its answer. Once
+        min.offset.wait.max.ms (at least 1 s) has passed without its head, the reader's status is asked: a reader that
+        answers it (or whose connections are all busy) is slow, not silent, and the call waits on (RELAY_READ_S for
+        each piece); one that does not is silent, and the call is given up for serve to answer itself."""
+        import httpx
+
+        wait = max(1.0, self.config.min_offset_wait_s)
+        done, _ = await asyncio.wait({sending}, timeout=wait)
+        if done:
+            return True
+        try:
+            await client.get(STATUS.path, timeout=PROBE_S)
+            return True
+        except httpx.PoolTimeout:
+            return True
+        except (httpx.HTTPError, ValueError):
+            pass
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
+        self._gone_silent(client, f"a call, nor then its status, within {wait:.0f} s")
+        return False
 
     def _gone_silent(self, client: httpx.AsyncClient, what: str) -> None:
         """The reader did not answer `what` in time: serve answers the heavy reads itself until it answers again."""
