@@ -33,6 +33,7 @@ from kraftacl.server.metrics import CONTENT_TYPE
 _ENCODE = msgspec.json.Encoder()
 Check = Callable[[ServeState, Caller], None]
 SMALL_BODY = 1024 * 1024  # endpoints that take one small object (a filter, one resource, an OPA input)
+MAX_CALLERS = 1024  # principals whose last Caller is kept (`Api._authenticate`); beyond, the lot is forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,8 @@ class Api:
             "none": (0, "the limit of an endpoint without a body"),
         }
         self.poll_on_request = state.config.log.poll_on_request
+        # principal -> the Caller last made for it (with its host): a keep-alive broker's calls share one
+        self._callers: dict[str, Caller] = {}
         self.frames_route = Route(self.upgrade, "frames", body="none")
         self.frame_kinds: dict[int, FrameRoute] = {}
         for kind, endpoint in wire_frames.KINDS.items():
@@ -267,7 +270,13 @@ class Api:
         if principal is None and self.state.config.listener_anonymous(request.listener):
             principal = ANONYMOUS
         if principal is not None:
-            return Caller(principal, request.peer_host)
+            caller = self._callers.get(principal)
+            if caller is None or caller.host != request.peer_host:  # a Caller is immutable: one per principal shared
+                caller = Caller(principal, request.peer_host)
+                if len(self._callers) >= MAX_CALLERS:
+                    self._callers.clear()
+                self._callers[principal] = caller
+            return caller
         if route.public_as == "always" or route.public_as in self.state.config.public_endpoints:
             return None
         raise Unauthenticated("authenticate with a bearer token (Authorization: Bearer ...) or a client certificate")

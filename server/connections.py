@@ -82,6 +82,8 @@ class RequestMemory:
         """Give back `n` bytes and grant the waiting reservations that now fit (the others' in order). The grants
         are called once the queue is settled: a grant that answers a request releases again, in its turn."""
         self.held -= n
+        if not self._waiting:  # nobody waits (every answer of a broker): nothing to grant
+            return
         waiting, self._waiting = self._waiting, []
         others_blocked = False  # the others' first waiter did not fit: the later ones wait too
         grants: list[Callable[[], None]] = []

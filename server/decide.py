@@ -59,7 +59,7 @@ def authorize(state: ServeState, request: Request, caller: Caller) -> Outcome:
         return explain.authorize_large(state, request, caller)
     body = json_body.decode(_AUTHORIZE, request.body)
     trusted = check_limits(state, caller, body)
-    if applied(state, body.min_offset):
+    if body.min_offset is None or applied(state, body.min_offset):
         return _decide(state, request, body, trusted)
     parse_actions(body.actions)  # a bad field is a 400 now, not after the wait
     return _decide_later(state, request, body, trusted)
@@ -79,7 +79,7 @@ def _decide(state: ServeState, request: Request, body: AuthorizeIn, trusted: boo
     state.freeze.check(state.tailer)
     index, offset = state.authorizer.state()
     codes = decide_codes(state, index, ctx, body.actions, trusted=trusted)
-    results = [RESULT_NAME[code] for code in codes]
+    results = [RESULT_NAME[codes[0]]] if len(codes) == 1 else [RESULT_NAME[code] for code in codes]
     if body.rules is None:
         return Response(200, _ENCODE.encode(AuthorizeOut(results, offset)))
     texts = rule_texts(state, index, ctx, body.actions, codes, body.rules == "all")

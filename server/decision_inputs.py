@@ -65,7 +65,8 @@ def context(
     """The request context in Kafka's form: the host as Java's getHostAddress() prints it (BadRequest where
     `client_address` is not an IP address), and a request name (the caller's, else the endpoint's) for the audit
     log; `fields` name the two inputs in errors."""
-    check_bytes(principal, fields[0])
+    if len(principal) > MAX_STRING_BYTES // 4:  # check_bytes's own first test, without the call for a short name
+        check_bytes(principal, fields[0])
     host = ip_host_address(client_address)
     if host is None:
         raise BadRequest(f"{client_address[:100]!r} is not an IP address (the client's address)", fields[1])
@@ -111,8 +112,9 @@ def decide_codes(
     if timed:
         figures.observe(time.perf_counter() - started)
     figures.count_codes(codes)
-    if AUDIT_LOGGER.isEnabledFor(logging.DEBUG) or (
-        AUDIT_LOGGER.isEnabledFor(logging.INFO) and any(code in codes for code in DENIED_CODES)
+    # one level check where the logger wants neither (a logger that logs DEBUG logs INFO)
+    if AUDIT_LOGGER.isEnabledFor(logging.INFO) and (
+        AUDIT_LOGGER.isEnabledFor(logging.DEBUG) or any(code in codes for code in DENIED_CODES)
     ):
         audit(state, index, ctx, actions, codes, base, trusted)
     return codes
@@ -203,7 +205,14 @@ def parse_actions(actions: list[ActionIn], base: int = 0) -> tuple[list[int], li
     """Operation and resource type codes and names of LITERAL actions; BadRequest naming the first bad field.
 
     The common request (upper-case names, LITERAL patterns, short names) is parsed by list comprehensions
-    and checked once for the whole list; anything else goes through `_parse_each`."""
+    and checked once for the whole list (a single action, a broker's usual call, without the comprehensions);
+    anything else goes through `_parse_each`."""
+    if len(actions) == 1:
+        a = actions[0]
+        op, rtype, name = OP_CODES.get(a.operation), TYPE_CODES.get(a.resource_type), a.resource_name
+        if op is None or rtype is None or len(name) > MAX_STRING_BYTES // 4 or a.pattern_type != "LITERAL":
+            return _parse_each(actions, base)
+        return [op], [rtype], [name]
     ops = [OP_CODES.get(a.operation) for a in actions]
     rtypes = [TYPE_CODES.get(a.resource_type) for a in actions]
     names = [a.resource_name for a in actions]

@@ -62,7 +62,11 @@ class FreezeGuard:
 
     def check(self, tailer: PolledStatus | None) -> None:
         """StaleState while a freeze was noticed and the tailer has not finished a poll since."""
-        self._notice(time.monotonic())  # a request read before the first tick after the wake-up
+        # `_notice` inline (every decision): a request read before the first tick after the wake-up
+        now = time.monotonic()
+        if now - self._last_tick >= self.frozen_after_s:
+            self._woke = now
+        self._last_tick = now
         woke = self._woke
         if woke is None or tailer is None:
             return

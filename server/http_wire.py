@@ -7,8 +7,8 @@ handlers; responses are immutable once returned. Pure functions otherwise.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ class Response:
     status: int
     body: bytes
     content_type: bytes = b"application/json"
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    headers: Sequence[tuple[bytes, bytes]] = ()  # a shared empty tuple by default: no list made per answer
     upgrade: Callable[[], Any] | None = None
 
 
@@ -77,7 +77,7 @@ def error_body(status: int, code: str, message: str, field_name: str | None = No
     return Response(status, _ENCODE.encode({"error": error}))
 
 
-def _head(status: int, content_type: bytes, extra: list[tuple[bytes, bytes]], keep_alive: bool) -> list[bytes]:
+def _head(status: int, content_type: bytes, extra: Sequence[tuple[bytes, bytes]], keep_alive: bool) -> list[bytes]:
     head = [
         _STATUS_LINES.get(status) or f"HTTP/1.1 {status} Unknown\r\n".encode(),
         b"content-type: ",
@@ -93,9 +93,27 @@ def _head(status: int, content_type: bytes, extra: list[tuple[bytes, bytes]], ke
 
 def encode_response(response: Response, keep_alive: bool) -> bytes:
     """The response's bytes: status line, Content-Type, Content-Length, extra headers, body."""
+    if keep_alive and not response.headers:  # every decision's answer: one precomputed head and one format
+        start = _PLAIN_STARTS.get((response.status, response.content_type))
+        if start is None:
+            start = _plain_start(response.status, response.content_type)
+        return b"%s%d\r\n\r\n%s" % (start, len(response.body), response.body)
     head = _head(response.status, response.content_type, response.headers, keep_alive)
     head += [b"content-length: ", str(len(response.body)).encode(), b"\r\n\r\n", response.body]
     return b"".join(head)
+
+
+# (status, content type) -> the head of a keep-alive answer without extra headers, up to Content-Length's value: the
+# statuses and content types are serve's own constants, so this stays small (bounded all the same)
+_PLAIN_STARTS: dict[tuple[int, bytes], bytes] = {}
+_MAX_PLAIN_STARTS = 256
+
+
+def _plain_start(status: int, content_type: bytes) -> bytes:
+    start = b"".join([*_head(status, content_type, [], True), b"content-length: "])
+    if len(_PLAIN_STARTS) < _MAX_PLAIN_STARTS:
+        _PLAIN_STARTS[(status, content_type)] = start
+    return start
 
 
 def encode_switching(response: Response) -> bytes:
