@@ -61,6 +61,9 @@ POLL_S = 0.005  # how often serve asks the reader's status while it catches up w
 # callers other than brokers took the places they share (OTHERS_POOL) for good
 RELAY_READ_S = 30.0
 PROBE_S = 1.0  # how often serve asks a reader that stopped answering whether it answers again
+# a reader silent this long is killed, and its watcher starts a new one: one that hung (a bug, a stuck disk) kept its
+# copy of the ACLs for good, and every heavy read ran on serve's own interpreter from then on
+SILENT_RESTART_S = 120.0
 PRIVATE_PREFIX = "kraft-acl-reader-"  # the reader's private directory (its configuration and token), in TMPDIR
 OWNER = "serve.pid"  # in it: the pid of the serve that made it
 READER_POLL_MS = 60_000  # the reader reads new records when asked (each request pokes its tailer), else this often
@@ -253,14 +256,30 @@ class Reader:
             self._silent = asyncio.get_running_loop().create_task(self._probe(client))
 
     async def _probe(self, client: httpx.AsyncClient) -> None:
-        """Ask the silent reader's status every PROBE_S until it answers (or it is replaced), then use it again."""
+        """Ask the silent reader's status every PROBE_S until it answers (or it is replaced), then use it again; kill
+        it once it has been silent SILENT_RESTART_S (its watcher then starts a new one)."""
         import httpx
 
+        began, proc = time.monotonic(), self._proc
         try:
             while self._client is client:
                 try:
                     await client.get(STATUS.path, timeout=PROBE_S)
                 except (httpx.HTTPError, RuntimeError):  # RuntimeError: the client was closed (the reader replaced)
+                    silent = time.monotonic() - began
+                    if (
+                        silent >= SILENT_RESTART_S
+                        and proc is not None
+                        and proc is self._proc
+                        and proc.returncode is None
+                    ):
+                        log.warning(
+                            "heavy reads: the reader process %d has not answered for %.0f s: killed, to start again",
+                            proc.pid,
+                            silent,
+                        )
+                        proc.kill()
+                        return
                     await asyncio.sleep(PROBE_S)
                     continue
                 log.warning("heavy reads: the reader answers again")

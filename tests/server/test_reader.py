@@ -462,3 +462,41 @@ def test_a_slow_heavy_read_at_a_known_offset_is_waited_for_while_the_reader_answ
     (first, _), (slow, _), (frozen_call, took) = asyncio.run(run())
     assert first and slow, "a slow heavy read at a known offset was given up"
     assert not frozen_call and took < 10, took
+
+
+def test_a_reader_silent_for_long_is_killed_for_its_watcher_to_start_a_new_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that hung (SIGSTOP, a bug) was skipped for good: it kept its copy of the ACLs, and every heavy read ran
+    on serve's interpreter. After SILENT_RESTART_S of silence it is killed (its watcher, `_supervise`, starts another);
+    one that answers before then is used again and not killed."""
+    from kraftacl.server import reader as reader_module
+    from kraftacl.server.reader import Reader
+
+    monkeypatch.setattr(reader_module, "PROBE_S", 0.01)
+    monkeypatch.setattr(reader_module, "SILENT_RESTART_S", 0.2)
+
+    class Client:
+        def __init__(self, answers_after: float) -> None:
+            self.answers_at = time.monotonic() + answers_after
+
+        async def get(self, path: str, timeout: float) -> Any:
+            if time.monotonic() < self.answers_at:
+                raise httpx.ReadTimeout("silent")
+            return SimpleNamespace(status_code=200)
+
+    class Proc:
+        pid, returncode, killed = 4242, None, False
+
+        def kill(self) -> None:
+            self.killed = True
+
+    async def probe(answers_after: float) -> bool:
+        config: Any = SimpleNamespace(min_offset_wait_s=1.0, trusted_principals=frozenset())
+        reader = Reader(config, lambda *a, **k: None, {"reader": 0, "serve": 0})
+        client, proc = Client(answers_after), Proc()
+        reader._client, reader._proc = client, proc  # type: ignore[assignment]
+        await asyncio.wait_for(reader._probe(client), 5)  # type: ignore[arg-type]
+        assert reader._silent is None
+        return proc.killed
+
+    assert asyncio.run(probe(60.0)), "a reader silent past SILENT_RESTART_S was not killed"
+    assert not asyncio.run(probe(0.05)), "a reader that answered again was killed"
