@@ -9,6 +9,8 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -20,18 +22,16 @@ from tests.server.serve_process import ALICE_TOKEN, BROKER_TOKEN, base_propertie
 DENIED = {"principal": "User:alice", "client_address": "10.0.0.7", "request": "Produce"}
 
 
-@pytest.mark.parametrize("reader", ["off", "on"])
-def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path, reader: str) -> None:
-    """With the reader process too (it shares serve's stderr): its exit does not wait for stderr either, so
-    SIGTERM is not held by serve waiting for its reader."""
+@contextmanager
+def _serve_with_stderr_not_read(tmp_path: Path, reader: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A serve whose stderr is a pipe never read (about 64 KiB fit, then every write to it blocks), once it answers
+    its status: its process and CLIENT URL. Killed at the end if it still runs."""
     props = base_properties(tmp_path, heavy_reads_process=reader)
     config = tmp_path / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     client = "http://" + re.findall(r"CLIENT://([^,]+)", props["listeners"])[0]
     proc = subprocess.Popen(
-        [*kraft_acl_command(), "serve", "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,  # never read: about 64 KiB fit, then every write to it blocks
+        [*kraft_acl_command(), "serve", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
         deadline = time.monotonic() + 60
@@ -43,6 +43,20 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
                 pass
             assert time.monotonic() < deadline, "serve did not start"
             time.sleep(0.1)
+        yield proc, client
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+@pytest.mark.parametrize("reader", ["off", "on"])
+def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path, reader: str) -> None:
+    """With the reader process too (it shares serve's stderr): its exit does not wait for stderr either, so
+    SIGTERM is not held by serve waiting for its reader."""
+    with _serve_with_stderr_not_read(tmp_path, reader) as (proc, client):
         actions = [{"operation": "WRITE", "resource_type": "TOPIC", "resource_name": f"t-{n}"} for n in range(1000)]
         with httpx.Client(timeout=10) as http:
             for _ in range(20):  # 20,000 denials, each an INFO audit line of about 250 bytes: 5 MB
@@ -71,40 +85,18 @@ def test_a_stderr_nobody_reads_never_blocks_decisions_or_shutdown(tmp_path: Path
         stopping = time.monotonic()
         assert proc.wait(timeout=20) == 0, "SIGTERM waited for stderr"
         assert time.monotonic() - stopping < 8, "serve's exit waited for its reader (killed after 10 s)"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def test_the_records_waiting_for_a_stderr_nobody_reads_are_bounded_in_size(tmp_path: Path) -> None:
     """A broker's denial is an INFO audit line with the names its Kafka client chose (a group id of 32,767
     characters): 10,000 records of two such names waited for stderr, 650 MB of serve (437 MB after 6000). The queue
     holds at most QUEUE_CHARS characters of records; the rest are dropped and counted."""
-    props = base_properties(tmp_path, heavy_reads_process="off")
-    config = tmp_path / "server.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    client = "http://" + re.findall(r"CLIENT://([^,]+)", props["listeners"])[0]
-    proc = subprocess.Popen(
-        [*kraft_acl_command(), "serve", "--config", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
 
     def rss_mb() -> int:
         with open(f"/proc/{proc.pid}/status") as status:
             return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
 
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(client + "/v1/status", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "serve did not start"
-            time.sleep(0.1)
+    with _serve_with_stderr_not_read(tmp_path, "off") as (proc, client):
         before = rss_mb()
         long = "g" * 32_767
         body = {**DENIED, "request": long, "actions": [{"operation": "READ", "resource_type": "GROUP"}]}
@@ -114,8 +106,3 @@ def test_the_records_waiting_for_a_stderr_nobody_reads_are_bounded_in_size(tmp_p
                 assert http.post(client + "/v1/authorize", json=body).json()["results"] == ["DENIED"]
         grown = rss_mb() - before
         assert grown < 120, f"serve grew by {grown} MB holding log records stderr did not take"
-    finally:
-        proc.kill()
-        proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
