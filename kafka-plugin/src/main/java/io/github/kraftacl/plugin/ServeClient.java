@@ -1,23 +1,9 @@
 package io.github.kraftacl.plugin;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.HttpURLConnection;
-import java.net.MalformedURLException;
-import java.net.SocketTimeoutException;
 import java.net.URI;
-import java.net.URL;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import javax.net.ssl.HttpsURLConnection;
-import javax.net.ssl.SSLSocketFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,13 +15,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe: any number of broker threads call it at once. Decisions go over serve's decision frames
  * ({@link FrameClient}) unless {@code kraft.acl.serve.transport=http} or that serve has none; every other call, and
- * a decision to a serve without frames, over the JDK's {@link HttpURLConnection} with its keep-alive connection pool.
- * It was chosen by measured latency: a one-action authorize round trip took 247-287 us at p50 on the development
- * machine, against 366-453 us for {@code java.net.http.HttpClient} (BENCHMARKS.md, "The Kafka broker plugin").
- * Decisions over HTTP are sent buffered (one write; the JDK may resend such a request once on a stale keep-alive
- * connection, which is harmless for a decision, but never after a read timeout); ACL writes use fixed-length
- * streaming, which the JDK never resends. Fixed-length streaming for decisions was measured and dropped: headers and
- * body go out in two writes, and a one-action round trip took 1.2-1.3 ms instead of 87-170 us.
+ * a decision to a serve without frames, over HTTP/1.1 keep-alive on the plugin's own sockets ({@link HttpConnections}),
+ * each exchange ended as a whole by its deadline (the JDK's HttpURLConnection was dropped: one read() of its chunked
+ * decoder loops on endless trailers or a trickled chunk-size line with no bound, and closing it waits for that read).
+ * Decisions, status calls and the change feed reuse a keep-alive connection, and are sent once more on a new one when
+ * serve closed it before a byte of the answer; ACL writes go on a new connection and are never resent.
  */
 final class ServeClient implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ServeClient.class);
@@ -51,26 +35,9 @@ final class ServeClient implements AutoCloseable {
         }
     }
 
-    // the phases of an HTTP exchange, for its deadline: the response head not read yet, its body, past the deadline
-    private static final int HEAD = 0;
-    private static final int BODY = 1;
-    private static final int LATE = 2;
-    /**
-     * Where the connection of an exchange past its deadline is closed: not on the shared deadline thread, as closing
-     * a TLS socket waits for a write under way (an ACL write to a serve that stopped reading).
-     */
-    private static final ExecutorService CLOSER = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "kraft-acl-http-deadline");
-        t.setDaemon(true);
-        return t;
-    });
-
     private final ServeRoutes routes;
     private final MisconfigurationLog problems;
-    private final String authorization; // null without a token
-    private final int connectTimeoutMs;
-    private final SSLSocketFactory sockets; // null without TLS
-    private final boolean verifyHostname;
+    private final HttpConnections http;
     private final FrameClient frames; // null with kraft.acl.serve.transport=http
     private volatile boolean started;
     private volatile int answering; // the index of the serve that answered last, for the "now asking" line
@@ -78,10 +45,8 @@ final class ServeClient implements AutoCloseable {
     ServeClient(PluginConfig config) {
         this.routes = new ServeRoutes(config.urls, config.probeIntervalMs);
         this.problems = new MisconfigurationLog(config.tokenFile);
-        this.authorization = config.token.map(t -> "Bearer " + t).orElse(null);
-        this.connectTimeoutMs = config.connectTimeoutMs;
-        this.sockets = config.sslContext == null ? null : config.sslContext.getSocketFactory();
-        this.verifyHostname = config.verifyHostname;
+        this.http = new HttpConnections(config.token.map(t -> "Bearer " + t).orElse(null), config.connectTimeoutMs,
+                config.sslContext == null ? null : config.sslContext.getSocketFactory(), config.verifyHostname);
         this.frames = config.frames ? new FrameClient(routes, config) : null;
     }
 
@@ -217,87 +182,15 @@ final class ServeClient implements AutoCloseable {
         return reply != null ? reply : exchange(server, path, body, timeoutMs, false);
     }
 
-    /**
-     * One HTTP exchange, ended by its deadline ({@code timeoutMs} from now) as a whole, not per read (a serve sending
-     * a byte now and then, a chunked body that never ends, endless 100 Continue heads): until the response head is
-     * read, the connection is closed under the call at the deadline; the body is read by the call itself, which stops
-     * at the deadline (a read under way ends within one read timeout: closing the JDK's stream would wait for it).
-     */
+    /** One HTTP exchange, ended by its deadline ({@code timeoutMs} from now) as a whole: {@link HttpConnections}. */
     private Reply exchange(URI server, String path, byte[] body, int timeoutMs, boolean once) throws IOException {
-        HttpURLConnection c = (HttpURLConnection) url(server, path).openConnection();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-        AtomicInteger phase = new AtomicInteger(HEAD);
-        ScheduledFuture<?> watch = FrameConnection.WATCHDOG.schedule(() -> {
-            if (phase.compareAndSet(HEAD, LATE)) {
-                // no read of the body under way to wait for (and the JDK does not resend the request)
-                CLOSER.execute(c::disconnect);
-            }
-        }, timeoutMs, TimeUnit.MILLISECONDS);
-        try {
-            return exchange(c, server, body, timeoutMs, once, deadline, phase);
-        } catch (IOException e) {
-            if (phase.get() == LATE) {
-                throw (SocketTimeoutException) new SocketTimeoutException(server + " did not answer " + path
-                        + " within " + timeoutMs + " ms").initCause(e);
-            }
-            throw e;
-        } finally {
-            watch.cancel(false);
-        }
+        return http.exchange(server, path, body, timeoutMs, once);
     }
 
-    private Reply exchange(HttpURLConnection c, URI server, byte[] body, int timeoutMs, boolean once, long deadline,
-            AtomicInteger phase) throws IOException {
-        if (c instanceof HttpsURLConnection https) {
-            https.setSSLSocketFactory(sockets);
-            if (!verifyHostname) {
-                https.setHostnameVerifier((host, session) -> true);
-            }
-        }
-        c.setConnectTimeout(Math.min(connectTimeoutMs, timeoutMs));
-        c.setReadTimeout(timeoutMs);
-        c.setUseCaches(false);
-        c.setInstanceFollowRedirects(false); // a redirect is serve's answer (never a decision), not another URL to ask
-        c.setRequestProperty("Accept", "application/json");
-        if (authorization != null) {
-            c.setRequestProperty("Authorization", authorization);
-        }
-        if (body != null) {
-            c.setRequestMethod("POST");
-            c.setDoOutput(true);
-            c.setRequestProperty("Content-Type", "application/json");
-            if (once) {
-                c.setFixedLengthStreamingMode(body.length);
-            }
-            try (OutputStream out = c.getOutputStream()) {
-                out.write(body);
-            }
-        }
-        int status = c.getResponseCode();
-        if (!phase.compareAndSet(HEAD, BODY)) {
-            throw new SocketTimeoutException("the deadline passed");
-        }
-        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
-            byte[] buffer = new byte[8192];
-            for (int n; in != null && (n = in.read(buffer)) >= 0; ) {
-                bytes.write(buffer, 0, n);
-                if (deadline - System.nanoTime() <= 0) {
-                    phase.set(LATE);
-                    throw new SocketTimeoutException("the body did not arrive whole by the deadline");
-                }
-            }
-        }
-        return new Reply(status, bytes.toByteArray(), server);
-    }
-
-    private static URL url(URI server, String path) throws MalformedURLException {
-        return new URL(server.getScheme(), server.getHost(), server.getPort(), path);
-    }
-
-    /** Close the decision-frames connections (decisions waiting on them fail). */
+    /** Close the decision-frames connections (decisions waiting on them fail) and the idle HTTP ones. */
     @Override
     public void close() {
+        http.close();
         if (frames != null) {
             frames.close();
         }

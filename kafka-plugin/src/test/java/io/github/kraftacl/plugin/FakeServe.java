@@ -40,6 +40,7 @@ final class FakeServe implements AutoCloseable {
     private String[] rotating; // each feed answer from the next of these instances (a URL over several serves)
     private int turn;
     private boolean closed;
+    private volatile boolean closeEach; // every answer says Connection: close
 
     FakeServe() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -68,6 +69,9 @@ final class FakeServe implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         byte[] bytes = a.body().getBytes(StandardCharsets.UTF_8);
+        if (closeEach) {
+            exchange.getResponseHeaders().set("Connection", "close");
+        }
         exchange.sendResponseHeaders(a.status(), bytes.length);
         exchange.getResponseBody().write(bytes);
         exchange.close();
@@ -184,6 +188,12 @@ final class FakeServe implements AutoCloseable {
             feedAbsent = true;
             feedLock.notifyAll();
         }
+    }
+
+    /** From now on every answer says {@code Connection: close}: each request of the plugin opens a new connection. */
+    FakeServe closeEachConnection() {
+        closeEach = true;
+        return this;
     }
 
     String url() {

@@ -68,6 +68,101 @@ class HostileServeTest {
         }
     }
 
+    /**
+     * The last chunk, then trailers that never end: one read() of the JDK's chunked decoder (HttpURLConnection) looped
+     * on them with no bound; the plugin's own decoder is under the exchange's deadline.
+     */
+    @Test
+    void endlessTrailersEndByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(HostileServeTest::endlessTrailers)) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    private static void endlessTrailers(java.io.OutputStream out) throws Exception {
+        send(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n");
+        for (int i = 0; i < 100; i++) {
+            send(out, "X-A: b\r\n");
+            Thread.sleep(200);
+        }
+    }
+
+    /** A chunk-size line whose extension is trickled a byte at a time, each within the read timeout. */
+    @Test
+    void aTrickledChunkExtensionEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> {
+            send(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1;");
+            for (int i = 0; i < 100; i++) {
+                send(out, "a");
+                Thread.sleep(200);
+            }
+        })) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    /** The head just before the deadline, then a body that stalls: ends at the deadline, not one read timeout later. */
+    @Test
+    void aBodyStalledAfterALateHeadEndsByTheDeadline() throws Exception {
+        try (HostileHttp serve = new HostileHttp(out -> {
+            Thread.sleep(TIMEOUT_MS - 60);
+            send(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{");
+            Thread.sleep(5000);
+        })) {
+            unansweredInTime(serve.url());
+        }
+    }
+
+    /** Under the default frames transport, a serve answering the upgrade 404 is asked over HTTP: bounded there too. */
+    @Test
+    void endlessTrailersAfterAnUpgradeAnswered404EndByTheDeadline() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger connections = new java.util.concurrent.atomic.AtomicInteger();
+        try (HostileHttp serve = new HostileHttp(out -> {
+            if (connections.getAndIncrement() == 0) {
+                send(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            } else {
+                endlessTrailers(out);
+            }
+        })) {
+            deniedInTime(serve.url());
+            assertTrue(connections.get() >= 2, "the decision was not asked over HTTP");
+        }
+    }
+
+    /** The change feed, the probe and ACL management go over the same exchange: each ends by its deadline. */
+    @Test
+    void theOtherCallsEndByTheirDeadlineToo() throws Exception {
+        try (HostileHttp serve = new HostileHttp(HostileServeTest::endlessTrailers);
+                ServeClient client = new ServeClient(PluginConfig.parse(Map.of(PluginConfig.URLS, serve.url())))) {
+            for (java.util.concurrent.Callable<?> call : List.<java.util.concurrent.Callable<?>>of(
+                    () -> client.send(0, "/v1/changes?after=0", null, TIMEOUT_MS),
+                    () -> client.get("/v1/acls/count", TIMEOUT_MS),
+                    () -> client.post("/v1/acls/create", new byte[] {'{', '}'}, TIMEOUT_MS, true))) {
+                long start = System.nanoTime();
+                assertThrows(Exception.class, call::call);
+                long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+                assertTrue(ms < BOUND_MS, "a call with a " + TIMEOUT_MS + " ms timeout ended after " + ms + " ms");
+            }
+        }
+    }
+
+    /** A keep-alive connection serve closed after its answer: the next decision goes on a new one, answered. */
+    @Test
+    void aKeepAliveConnectionServeClosedIsReplaced() throws Exception {
+        String allowed = "{\"decisions\":[{\"result\":\"ALLOWED\"}]}";
+        try (HostileHttp serve = new HostileHttp(out -> send(out, "HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                + "\r\nContent-Length: " + allowed.length() + "\r\n\r\n" + allowed));
+                ServeClient client = new ServeClient(PluginConfig.parse(Map.of(PluginConfig.URLS, serve.url(),
+                        PluginConfig.TRANSPORT, "http")))) {
+            for (int i = 0; i < 3; i++) {
+                ServeClient.Reply reply = client.decide("/v1/authorize", ALICE_READS_A, TIMEOUT_MS);
+                assertEquals(200, reply.status());
+                assertEquals(allowed, new String(reply.body(), StandardCharsets.UTF_8));
+                Thread.sleep(50); // serve's close arrives
+            }
+        }
+    }
+
     /** An endless run of 100 Continue heads, one now and then. */
     @Test
     void aStormOf100ContinueEndsByTheDeadline() throws Exception {

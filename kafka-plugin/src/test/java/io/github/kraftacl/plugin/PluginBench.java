@@ -36,7 +36,7 @@ import org.apache.kafka.server.authorizer.AuthorizationResult;
  *   PluginBench PROPS concurrent PRINCIPAL OPERATION TYPE PREFIX N THREADS SECONDS
  *       THREADS threads calling authorize() at once (a busy broker), "measuring" then one JSON line
  *   PluginBench PROPS transports PRINCIPAL OPERATION TYPE PREFIX N CALLS
- *       the same request over the plugin's decision frames and over HTTP (HttpURLConnection), alternating
+ *       the same request over the plugin's decision frames and over HTTP (HttpConnections), alternating
  *   PluginBench PROPS hit PRINCIPAL OPERATION TYPE PREFIX N CALLS
  *       the same N actions answered from the plugin's memory, beside Kafka's StandardAuthorizer holding every ACL
  *       serve has (CacheBench.hit)
@@ -122,9 +122,10 @@ public final class PluginBench {
 
     /**
      * The same authorize request through the plugin's two transports, decision frames ({@link FrameClient}, the
-     * default) and HTTP ({@link java.net.HttpURLConnection}, {@code kraft.acl.serve.transport=http}), in alternating
+     * default) and HTTP ({@link HttpConnections}, {@code kraft.acl.serve.transport=http}), in alternating
      * rounds of 100 calls in this one JVM, so that both see the same machine; prints
-     * {"frames": {"p50_us", "p99_us"}, "HttpURLConnection": {...}}.
+     * {"frames": {"p50_us", "p99_us"}, "HttpURLConnection": {...}} (the HTTP key keeps the name it had when the
+     * plugin's HTTP went through the JDK's HttpURLConnection, so results compare with earlier ones).
      */
     private static void transports(PluginConfig config, String principal, List<Action> actions, int calls)
             throws Exception {

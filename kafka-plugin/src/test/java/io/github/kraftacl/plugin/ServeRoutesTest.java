@@ -174,6 +174,9 @@ class ServeRoutesTest {
             }
         });
         try {
+            // the selector is asked when a socket connects (for a SOCKS proxy), not per request: no keep-alive
+            // connection from start-up may carry the decision
+            local.closeEachConnection();
             local.answer("/v1/status", 200, "{\"ready\":true,\"last_applied_offset\":1,\"acl_count\":1}");
             plugin = plugin(dir, local.url() + "," + other.url(), PluginConfig.CACHE_ENABLED, "false",
                     PluginConfig.TRANSPORT, transport);
@@ -216,6 +219,7 @@ class ServeRoutesTest {
             }
         });
         try {
+            local.closeEachConnection(); // the selector is asked when a socket connects: each probe on a new one
             started(local.url());
             armed.set(true);
             localDecider.status = 503; // restarted and loading: skipped, and probed at once
