@@ -39,11 +39,9 @@ class FrameConnectionTest {
     @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void anAnswerThatArrivedIsReadWhenTheCallHandedTheReadingLeavesUnsent() throws Exception {
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-                Socket serve = listener.accept()) {
-            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
-                    + listener.getLocalPort()));
+        try (Linked linked = Linked.open()) {
+            FrameConnection c = linked.connection();
+            Socket serve = linked.serve();
             // ids 14 (A), 15 (B, the map's last bin) and 16 (C, its first bin): C is the first waiter iterated
             field(c, "ids", AtomicInteger.class).set(14);
             ReentrantLock reader = field(c, "reader", ReentrantLock.class);
@@ -121,11 +119,9 @@ class FrameConnectionTest {
     @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aTrickledAnswerFrameEndsTheCallAtItsDeadline() throws Exception {
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-                Socket serve = listener.accept()) {
-            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
-                    + listener.getLocalPort()));
+        try (Linked linked = Linked.open()) {
+            FrameConnection c = linked.connection();
+            Socket serve = linked.serve();
             long start = System.nanoTime();
             Future<ServeClient.Reply> call = pool.submit(() -> c.call(1, BODY, deadline(1_000), 1_000));
             int id = frameId(new DataInputStream(serve.getInputStream()));
@@ -158,11 +154,9 @@ class FrameConnectionTest {
     @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aHugeDeclaredLengthAllocatesOnlyWhatArrives() throws Exception {
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-                Socket serve = listener.accept()) {
-            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
-                    + listener.getLocalPort()));
+        try (Linked linked = Linked.open()) {
+            FrameConnection c = linked.connection();
+            Socket serve = linked.serve();
             com.sun.management.ThreadMXBean threads =
                     (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
             Future<Long> call = pool.submit(() -> {
@@ -192,11 +186,9 @@ class FrameConnectionTest {
     @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aLargeAnswerFrameIsReadWhole() throws Exception {
         ExecutorService pool = Executors.newCachedThreadPool();
-        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
-                Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
-                Socket serve = listener.accept()) {
-            FrameConnection c = new FrameConnection(socket, socket, URI.create("http://127.0.0.1:"
-                    + listener.getLocalPort()));
+        try (Linked linked = Linked.open()) {
+            FrameConnection c = linked.connection();
+            Socket serve = linked.serve();
             Future<ServeClient.Reply> call = pool.submit(() -> c.call(1, BODY, deadline(5_000), 5_000));
             int id = frameId(new DataInputStream(serve.getInputStream()));
             byte[] body = new byte[300_001];
@@ -208,6 +200,24 @@ class FrameConnectionTest {
             org.junit.jupiter.api.Assertions.assertArrayEquals(body, call.get(10, TimeUnit.SECONDS).body());
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /** A FrameConnection to a fake serve on loopback: the connection under test and serve's end of its socket. */
+    private record Linked(ServerSocket listener, Socket socket, Socket serve, FrameConnection connection)
+            implements AutoCloseable {
+        static Linked open() throws java.io.IOException {
+            ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+            Socket socket = new Socket(InetAddress.getLoopbackAddress(), listener.getLocalPort());
+            return new Linked(listener, socket, listener.accept(), new FrameConnection(socket, socket,
+                    URI.create("http://127.0.0.1:" + listener.getLocalPort())));
+        }
+
+        @Override
+        public void close() throws java.io.IOException {
+            serve.close();
+            socket.close();
+            listener.close();
         }
     }
 
