@@ -5,8 +5,6 @@ import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -19,9 +17,6 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.stream.Stream;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
-import javax.net.ssl.SSLSocketFactory;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,9 +48,7 @@ final class FrameClient implements AutoCloseable {
 
     private final ServeRoutes routes;
     private final String authorization; // null without a token
-    private final int connectTimeoutMs;
-    private final SSLSocketFactory sockets; // null without TLS
-    private final boolean verifyHostname;
+    private final ServeSockets serveSockets;
     private final AtomicReferenceArray<FrameConnection> connections; // per serve index, null until opened
     private final List<ReentrantLock> opening; // per serve index: one caller opens, the others wait for it
     private final AtomicIntegerArray httpOnly; // 1: that serve answered the upgrade as a serve without frames
@@ -64,9 +57,8 @@ final class FrameClient implements AutoCloseable {
     FrameClient(ServeRoutes routes, PluginConfig config) {
         this.routes = routes;
         this.authorization = config.token.map(t -> "Bearer " + t).orElse(null);
-        this.connectTimeoutMs = config.connectTimeoutMs;
-        this.sockets = config.sslContext == null ? null : config.sslContext.getSocketFactory();
-        this.verifyHostname = config.verifyHostname;
+        this.serveSockets = new ServeSockets(config.connectTimeoutMs,
+                config.sslContext == null ? null : config.sslContext.getSocketFactory(), config.verifyHostname);
         this.connections = new AtomicReferenceArray<>(routes.size());
         this.opening = Stream.generate(ReentrantLock::new).limit(routes.size()).toList();
         this.httpOnly = new AtomicIntegerArray(routes.size());
@@ -184,30 +176,11 @@ final class FrameClient implements AutoCloseable {
 
     /** A TCP (and TLS) connection to this serve: the connect ends by the call's deadline, or by the connect timeout. */
     private FrameConnection connect(URI server, long deadline, int timeoutMs) throws IOException {
-        long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-        if (remainingMs <= 0) {
-            throw new SocketTimeoutException("no time left to connect to " + server + " within the call's "
-                    + timeoutMs + " ms");
-        }
-        Socket tcp = new Socket();
+        ServeSockets.Opened opened = serveSockets.open(server, deadline, timeoutMs, timeoutMs);
         try {
-            tcp.setTcpNoDelay(true);
-            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()),
-                    (int) Math.min(connectTimeoutMs, remainingMs)); // never 0, which waits for ever
-            tcp.setSoTimeout(timeoutMs);
-            Socket socket = tcp;
-            if (server.getScheme().equals("https")) {
-                SSLSocket tls = (SSLSocket) sockets.createSocket(tcp, server.getHost(), server.getPort(), true);
-                if (verifyHostname) {
-                    SSLParameters parameters = tls.getSSLParameters();
-                    parameters.setEndpointIdentificationAlgorithm("HTTPS");
-                    tls.setSSLParameters(parameters);
-                }
-                socket = tls;
-            }
-            return new FrameConnection(socket, tcp, server);
+            return new FrameConnection(opened.socket(), opened.tcp(), server);
         } catch (IOException | RuntimeException e) {
-            tcp.close();
+            opened.tcp().close();
             throw e;
         }
     }

@@ -6,7 +6,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.URI;
@@ -20,8 +19,6 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Pattern;
-import javax.net.ssl.SSLParameters;
-import javax.net.ssl.SSLSocket;
 import javax.net.ssl.SSLSocketFactory;
 
 /**
@@ -84,17 +81,13 @@ final class HttpConnections implements AutoCloseable {
     private record Response(int status, byte[] body, boolean keepAlive) {}
 
     private final String authorization; // null without a token
-    private final int connectTimeoutMs;
-    private final SSLSocketFactory sockets; // null without TLS
-    private final boolean verifyHostname;
+    private final ServeSockets serveSockets;
     private final Map<URI, Deque<Connection>> idle = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     HttpConnections(String authorization, int connectTimeoutMs, SSLSocketFactory sockets, boolean verifyHostname) {
         this.authorization = authorization;
-        this.connectTimeoutMs = connectTimeoutMs;
-        this.sockets = sockets;
-        this.verifyHostname = verifyHostname;
+        this.serveSockets = new ServeSockets(connectTimeoutMs, sockets, verifyHostname);
     }
 
     /** GET (body null) or POST this JSON body; serve's answer, or an IOException (a SocketTimeoutException at the deadline). */
@@ -205,29 +198,12 @@ final class HttpConnections implements AutoCloseable {
 
     /** A TCP (and TLS) connection: the connect ends by the deadline, or by the connect timeout. */
     private Connection connect(URI server, long deadline, int timeoutMs) throws IOException {
-        long remainingMs = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-        if (remainingMs <= 0) {
-            throw new SocketTimeoutException("no time left to connect to " + server + " within the call's "
-                    + timeoutMs + " ms");
-        }
-        Socket tcp = new Socket();
+        // the TLS handshake runs at the first write, under the exchange's watchdog
+        ServeSockets.Opened opened = serveSockets.open(server, deadline, timeoutMs, -1);
         try {
-            tcp.setTcpNoDelay(true);
-            tcp.connect(new InetSocketAddress(server.getHost(), server.getPort()),
-                    (int) Math.min(connectTimeoutMs, remainingMs)); // never 0, which waits for ever
-            Socket socket = tcp;
-            if (server.getScheme().equals("https")) {
-                SSLSocket tls = (SSLSocket) sockets.createSocket(tcp, server.getHost(), server.getPort(), true);
-                if (verifyHostname) {
-                    SSLParameters parameters = tls.getSSLParameters();
-                    parameters.setEndpointIdentificationAlgorithm("HTTPS");
-                    tls.setSSLParameters(parameters);
-                }
-                socket = tls; // the handshake runs at the first write, under the exchange's watchdog
-            }
-            return new Connection(socket, tcp);
+            return new Connection(opened.socket(), opened.tcp());
         } catch (IOException | RuntimeException e) {
-            tcp.close();
+            opened.tcp().close();
             throw e;
         }
     }
